@@ -1,0 +1,50 @@
+// The narrow interface between the RNIC model and whatever carries frames
+// (DPDK mbufs in the daemon, slots in the simulated network, vectors in unit
+// tests). Frames move in bursts so that no virtual call is made per packet.
+#ifndef ROCEMU_NIC_FRAME_IO_H_
+#define ROCEMU_NIC_FRAME_IO_H_
+
+#include <cstdint>
+#include <span>
+
+#include "nic/clock.h"
+
+namespace rocemu::nic {
+
+// A transmit buffer lent by the carrier: the RNIC writes a whole frame into
+// data[0, capacity) and sets len. Unused buffers (len == 0) go back.
+struct TxFrame {
+  uint8_t* data = nullptr;
+  uint32_t capacity = 0;
+  uint32_t len = 0;
+  uint8_t priority = 0;  // 802.1p priority the frame is queued on (PFC)
+};
+
+// A received frame, borrowed for the duration of the call (zero copy).
+struct RxFrame {
+  const uint8_t* data = nullptr;
+  uint32_t len = 0;
+  std::span<const uint8_t> bytes() const { return {data, len}; }
+};
+
+// What a carrier drives. Implemented by the RNIC device (nic/) and by the
+// simulator's switches; the carrier calls it from one thread only.
+class FrameEndpoint {
+ public:
+  virtual ~FrameEndpoint() = default;
+  // Frames that arrived on `port`.
+  virtual void Receive(uint16_t port, std::span<const RxFrame> frames,
+                       TimeNs now) = 0;
+  // Fill up to frames.size() buffers with frames to send on `port`; returns
+  // how many were filled (the first n entries, each with len > 0).
+  virtual size_t Transmit(uint16_t port, std::span<TxFrame> frames,
+                          TimeNs now) = 0;
+  // Earliest time at which Transmit may have something new without any
+  // Receive in between (retransmission timer, pacer, pause expiry), or
+  // kNever.
+  virtual TimeNs NextEventTime() const = 0;
+};
+
+}  // namespace rocemu::nic
+
+#endif  // ROCEMU_NIC_FRAME_IO_H_

@@ -1,0 +1,102 @@
+// Host-order values of the RoCEv2 transport headers (IBTA vol. 1 ch. 9,
+// annex A17). Encoding and decoding to wire order lives in the codec; these
+// structs carry no wire layout so that the engines never touch byte order.
+#ifndef ROCEMU_PROTOCOL_HEADERS_H_
+#define ROCEMU_PROTOCOL_HEADERS_H_
+
+#include <cstdint>
+
+namespace rocemu::protocol {
+
+inline constexpr uint32_t kPsnMask = 0x00FFFFFF;
+inline constexpr uint32_t kQpnMask = 0x00FFFFFF;
+inline constexpr uint16_t kDefaultPKey = 0xFFFF;
+inline constexpr uint16_t kRoceV2UdpPort = 4791;
+
+// Base Transport Header, 12 bytes.
+struct Bth {
+  uint8_t opcode = 0;
+  bool se = false;        // solicited event
+  bool mig_req = true;    // ConnectX and rxe send M=1 (no APM migration)
+  uint8_t pad_cnt = 0;    // filled in by the builder from the payload length
+  uint8_t tver = 0;
+  uint16_t pkey = kDefaultPKey;
+  bool fecn = false;
+  bool becn = false;
+  uint32_t dest_qp = 0;   // 24 bits
+  bool ack_req = false;
+  uint32_t psn = 0;       // 24 bits
+};
+
+// RDMA Extended Transport Header, 16 bytes.
+struct Reth {
+  uint64_t va = 0;
+  uint32_t rkey = 0;
+  uint32_t dma_len = 0;
+};
+
+// AETH syndrome: bits 7..5 select ACK / RNR NAK / NAK, bits 4..0 carry the
+// credit count, the RNR timer code or the NAK code.
+enum class AethType : uint8_t { kAck = 0, kRnrNak = 1, kReserved = 2, kNak = 3 };
+enum class NakCode : uint8_t {
+  kPsnSequenceError = 0,
+  kInvalidRequest = 1,
+  kRemoteAccessError = 2,
+  kRemoteOperationalError = 3,
+  kInvalidRdRequest = 4,
+};
+inline constexpr uint8_t kAethCreditInvalid = 0x1F;  // "credits not valid"
+
+// ACK Extended Transport Header, 4 bytes.
+struct Aeth {
+  uint8_t syndrome = kAethCreditInvalid;
+  uint32_t msn = 0;  // 24 bits
+
+  constexpr AethType type() const {
+    return static_cast<AethType>((syndrome >> 5) & 0x3);
+  }
+  constexpr uint8_t value() const { return syndrome & 0x1F; }
+  static constexpr uint8_t Ack(uint8_t credit) { return credit & 0x1F; }
+  static constexpr uint8_t RnrNak(uint8_t timer_code) {
+    return 0x20 | (timer_code & 0x1F);
+  }
+  static constexpr uint8_t Nak(NakCode code) {
+    return 0x60 | (static_cast<uint8_t>(code) & 0x1F);
+  }
+};
+
+// Datagram Extended Transport Header, 8 bytes.
+struct Deth {
+  uint32_t qkey = 0;
+  uint32_t src_qp = 0;  // 24 bits
+};
+
+// Atomic Extended Transport Header, 28 bytes.
+struct AtomicEth {
+  uint64_t va = 0;
+  uint32_t rkey = 0;
+  uint64_t swap_add = 0;
+  uint64_t compare = 0;
+};
+
+// Atomic Acknowledge Extended Transport Header, 8 bytes.
+struct AtomicAckEth {
+  uint64_t orig = 0;
+};
+
+// All extension headers of one packet; which are meaningful is given by the
+// opcode's entry in the opcode table.
+struct TransportHeaders {
+  Bth bth;
+  Reth reth;
+  Aeth aeth;
+  Deth deth;
+  AtomicEth atomic;
+  AtomicAckEth atomic_ack;
+  uint32_t imm = 0;        // ImmDt, as the 32 bits read big-endian
+  uint32_t ieth_rkey = 0;  // IETH
+};
+
+}  // namespace rocemu::protocol
+
+#endif  // ROCEMU_PROTOCOL_HEADERS_H_

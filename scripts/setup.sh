@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package rocemu needs (idempotent), then configures and
+# builds the release tree in build/.  Usage: scripts/setup.sh [--no-build]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mapfile -t pkgs < <(grep -v '^\s*#' scripts/packages.txt | sed '/^\s*$/d')
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${#missing[@]} package(s): ${missing[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  # tshark asks whether non-root users may capture; answer no, non-interactively.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+[[ "${1:-}" == "--no-build" ]] && exit 0
+
+if [[ -f build/build.ninja ]]; then
+  meson setup --reconfigure build >/dev/null
+else
+  meson setup build >/dev/null
+fi
+ninja -C build
