@@ -1,6 +1,21 @@
 // A RoCEv2 frame as the builder takes it and the parser returns it:
 // Ethernet (+802.1Q) / IPv4|IPv6 / UDP 4791 / BTH / extension headers /
 // payload / pad / ICRC.
+//
+// Parser decisions:
+//  - Bytes after the IP datagram are accepted only as Ethernet padding of a
+//    frame no longer than 60 bytes (kEthMinFrameLen); the builder never pads,
+//    the NIC does.
+//  - Only a UDP datagram to port 4791 is RoCE. IPv4 options and fragments are
+//    errors for such a datagram (kIpOptions, kIpFragment); a non-first
+//    fragment, whose port is unknown, is classified kOtherIpv4.
+//  - IPv4 header checksum and version/IHL/length are checked for every IPv4
+//    frame (the daemon answers ICMP, so a broken IP header is an error).
+//  - A UDP checksum of 0 is accepted on IPv4 and IPv6 (Linux rxe sends 0 on
+//    both); a non-zero one is verified.
+//  - 0x80 and other reserved opcodes: kUnknownOpcode; RD, FLUSH and
+//    ATOMIC_WRITE: kUnsupportedOpcode (see opcode.h).
+//  - Pad bytes are not required to be zero; the BTH reserved bits are kept.
 #ifndef ROCEMU_PROTOCOL_FRAME_H_
 #define ROCEMU_PROTOCOL_FRAME_H_
 
@@ -8,21 +23,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
+#include "absl/status/statusor.h"
+#include "protocol/errors.h"
+#include "protocol/ethernet.h"
 #include "protocol/headers.h"
 #include "protocol/opcode.h"
+#include "protocol/pfc.h"
 
 namespace rocemu::protocol {
 
-using MacAddr = std::array<uint8_t, 6>;
 // IPv6 address or an IPv4 address in its IPv4-mapped form ::ffff:a.b.c.d,
 // which is also how a RoCEv2 GID holds it.
 using IpAddr = std::array<uint8_t, 16>;
 
-struct VlanTag {
-  uint8_t pcp = 0;
-  bool dei = false;
-  uint16_t vid = 0;
+// What the builder writes in the UDP checksum field.
+enum class UdpChecksumMode : uint8_t {
+  kAuto,     // 0 on IPv4 (as RoCEv2 NICs send), computed on IPv6 (RFC 8200)
+  kZero,     // always 0, like Linux rxe on IPv6 too
+  kCompute,  // always computed, also on IPv4
 };
 
 // Everything below the BTH that the sender chooses.
@@ -41,29 +61,34 @@ struct NetHeaders {
   uint16_t ip_id = 0;       // IPv4 only
   bool df = true;           // IPv4 only
   uint16_t udp_src_port = 0xC000;
+  UdpChecksumMode udp_checksum = UdpChecksumMode::kAuto;
+
+  friend bool operator==(const NetHeaders&, const NetHeaders&) = default;
 };
+
+// Builds an IPv4-mapped IpAddr from a.b.c.d.
+constexpr IpAddr Ipv4Mapped(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+  return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, a, b, c, d};
+}
 
 struct FrameSpec {
   NetHeaders net;
   TransportHeaders hdr;  // hdr.bth.opcode selects the extension headers
 };
 
-// Bytes a frame needs: headers + payload + pad + ICRC.
+// Ethernet (+VLAN) + IP + UDP header bytes for these NetHeaders.
+size_t NetHeadersLength(const NetHeaders& net);
+
+// Bytes a frame needs: headers + payload + pad + ICRC. 0 for an undefined
+// opcode.
 size_t RoceFrameLength(const NetHeaders& net, uint8_t opcode,
                        size_t payload_len);
-
-enum class BuildError : uint8_t {
-  kOk,
-  kBufferTooSmall,
-  kUnknownOpcode,
-  kPayloadNotAllowed,
-  kPayloadTooLarge,
-};
-std::string_view BuildErrorName(BuildError e);
 
 // Two-phase builder so that payload can be copied straight from memory-region
 // segments into the frame: Begin writes the headers, the caller fills
 // payload(), Finish writes the pad, lengths, checksums and ICRC.
+// bth.pad_cnt is taken from the payload length, not from the spec.
+// Defined but unsupported opcodes (RD, FLUSH) can be built, for tests.
 class RoceFrameWriter {
  public:
   BuildError Begin(const FrameSpec& spec, size_t payload_len,
@@ -78,12 +103,21 @@ class RoceFrameWriter {
   size_t l3_offset_ = 0;
   size_t frame_len_ = 0;
   bool ipv6_ = false;
+  bool udp_checksum_ = false;
 };
 
 // One-shot build from a contiguous payload. Returns the frame length, or 0 and
 // sets *error.
 size_t BuildRoceFrame(const FrameSpec& spec, std::span<const uint8_t> payload,
                       std::span<uint8_t> out, BuildError* error = nullptr);
+
+// The RoCEv2 CNP (annex A17.9.3) that a notification point sends back to the
+// sender of an ECN-marked packet: opcode 0x81, BECN=1, M=0, PSN 0, 16 zero
+// bytes. `net` is used as given (callers set the CNP DSCP, e.g. 48).
+FrameSpec CnpSpec(const NetHeaders& net, uint32_t dest_qp,
+                  uint16_t pkey = kDefaultPKey);
+size_t BuildCnp(const NetHeaders& net, uint32_t dest_qp, uint16_t pkey,
+                std::span<uint8_t> out, BuildError* error = nullptr);
 
 // What the parser recognised. Non-RoCE kinds are not errors: the daemon
 // answers ARP/ND/ICMP and counts the rest.
@@ -98,28 +132,7 @@ enum class FrameKind : uint8_t {
   kOtherIpv6,
   kOther,
 };
-
-enum class ParseError : uint8_t {
-  kOk,
-  kTooShort,
-  kBadIpVersion,
-  kBadIhl,
-  kIpOptions,
-  kIpFragment,
-  kIpLengthMismatch,
-  kBadIpChecksum,
-  kUdpLengthMismatch,
-  kBadUdpChecksum,
-  kBadTver,
-  kUnknownOpcode,      // reserved opcode value
-  kUnsupportedOpcode,  // defined (e.g. RD) but not implemented
-  kHeadersDoNotFit,    // frame shorter than the opcode's headers + ICRC
-  kPayloadNotAllowed,
-  kBadPad,
-  kBadIcrc,
-  kBadMacControl,      // PAUSE/PFC: bad opcode, non-zero high enable octet
-};
-std::string_view ParseErrorName(ParseError e);
+std::string_view FrameKindName(FrameKind k);
 
 struct ParseOptions {
   bool verify_icrc = true;
@@ -127,17 +140,15 @@ struct ParseOptions {
   bool verify_udp_checksum = true;  // 0 is accepted on IPv4 and IPv6 (rxe)
 };
 
-struct PfcInfo {
-  uint8_t enable_vector = 0;
-  std::array<uint16_t, 8> quanta{};
-};
-
 struct ParsedFrame {
   FrameKind kind = FrameKind::kOther;
-  uint16_t ethertype = 0;
-  NetHeaders net;               // filled for IP frames (and MACs for all)
+  uint16_t ethertype = 0;  // inner EtherType (after a VLAN tag)
+  NetHeaders net;          // filled for IP frames (and MACs for all)
   size_t l3_offset = 0;
+  uint8_t ip_protocol = 0;   // IPv4 protocol / IPv6 next header
+  uint16_t ip_checksum = 0;  // IPv4 only, as read
   // RoCE only:
+  size_t bth_offset = 0;
   TransportHeaders hdr;
   const OpcodeInfo* op = nullptr;
   std::span<const uint8_t> payload;  // without pad and ICRC
@@ -148,8 +159,18 @@ struct ParsedFrame {
 };
 
 // Validates the frame and fills *out with a zero-copy view. Never allocates.
+// On an error, *out holds what was decoded before it was found.
 ParseError ParseFrame(std::span<const uint8_t> frame, ParsedFrame* out,
                       const ParseOptions& options = {});
+
+// Control-path convenience for tools: the error as InvalidArgument with the
+// ParseErrorName in the message.
+absl::StatusOr<ParsedFrame> ParseFrameOrStatus(
+    std::span<const uint8_t> frame, const ParseOptions& options = {});
+
+// Rebuilds the FrameSpec a parsed RoCE frame was built from, so that
+// BuildRoceFrame(SpecFromParsed(p), p.payload, ...) reproduces the frame.
+FrameSpec SpecFromParsed(const ParsedFrame& parsed);
 
 }  // namespace rocemu::protocol
 

@@ -16,16 +16,22 @@ inline constexpr uint16_t kRoceV2UdpPort = 4791;
 // Base Transport Header, 12 bytes.
 struct Bth {
   uint8_t opcode = 0;
-  bool se = false;        // solicited event
-  bool mig_req = true;    // ConnectX and rxe send M=1 (no APM migration)
-  uint8_t pad_cnt = 0;    // filled in by the builder from the payload length
+  bool se = false;      // solicited event
+  bool mig_req = true;  // ConnectX and rxe send M=1 (no APM migration)
+  uint8_t pad_cnt = 0;  // filled in by the builder from the payload length
   uint8_t tver = 0;
   uint16_t pkey = kDefaultPKey;
   bool fecn = false;
   bool becn = false;
-  uint32_t dest_qp = 0;   // 24 bits
+  uint32_t dest_qp = 0;  // 24 bits
   bool ack_req = false;
-  uint32_t psn = 0;       // 24 bits
+  uint32_t psn = 0;  // 24 bits
+  // Reserved bits (resv6 after BECN, resv7 after AckReq): zero when sent,
+  // kept when parsed so that any captured frame re-encodes byte for byte.
+  uint8_t resv6 = 0;
+  uint8_t resv7 = 0;
+
+  friend bool operator==(const Bth&, const Bth&) = default;
 };
 
 // RDMA Extended Transport Header, 16 bytes.
@@ -33,11 +39,18 @@ struct Reth {
   uint64_t va = 0;
   uint32_t rkey = 0;
   uint32_t dma_len = 0;
+
+  friend bool operator==(const Reth&, const Reth&) = default;
 };
 
 // AETH syndrome: bits 7..5 select ACK / RNR NAK / NAK, bits 4..0 carry the
 // credit count, the RNR timer code or the NAK code.
-enum class AethType : uint8_t { kAck = 0, kRnrNak = 1, kReserved = 2, kNak = 3 };
+enum class AethType : uint8_t {
+  kAck = 0,
+  kRnrNak = 1,
+  kReserved = 2,
+  kNak = 3
+};
 enum class NakCode : uint8_t {
   kPsnSequenceError = 0,
   kInvalidRequest = 1,
@@ -45,6 +58,8 @@ enum class NakCode : uint8_t {
   kRemoteOperationalError = 3,
   kInvalidRdRequest = 4,
 };
+// RNR NAK timer codes are IBTA table 45's 5-bit encoding (0 = 655.36 ms,
+// 1 = 0.01 ms ... 31 = 491.52 ms); the engines translate them.
 inline constexpr uint8_t kAethCreditInvalid = 0x1F;  // "credits not valid"
 
 // ACK Extended Transport Header, 4 bytes.
@@ -63,12 +78,16 @@ struct Aeth {
   static constexpr uint8_t Nak(NakCode code) {
     return 0x60 | (static_cast<uint8_t>(code) & 0x1F);
   }
+
+  friend bool operator==(const Aeth&, const Aeth&) = default;
 };
 
 // Datagram Extended Transport Header, 8 bytes.
 struct Deth {
   uint32_t qkey = 0;
   uint32_t src_qp = 0;  // 24 bits
+
+  friend bool operator==(const Deth&, const Deth&) = default;
 };
 
 // Atomic Extended Transport Header, 28 bytes.
@@ -77,11 +96,15 @@ struct AtomicEth {
   uint32_t rkey = 0;
   uint64_t swap_add = 0;
   uint64_t compare = 0;
+
+  friend bool operator==(const AtomicEth&, const AtomicEth&) = default;
 };
 
 // Atomic Acknowledge Extended Transport Header, 8 bytes.
 struct AtomicAckEth {
   uint64_t orig = 0;
+
+  friend bool operator==(const AtomicAckEth&, const AtomicAckEth&) = default;
 };
 
 // All extension headers of one packet; which are meaningful is given by the
@@ -95,6 +118,13 @@ struct TransportHeaders {
   AtomicAckEth atomic_ack;
   uint32_t imm = 0;        // ImmDt, as the 32 bits read big-endian
   uint32_t ieth_rkey = 0;  // IETH
+  // Only for the unsupported RD and FLUSH opcodes, so that tests and fuzzers
+  // can build them: RDETH's EE context (24 bits) and the raw FETH word.
+  uint32_t rdeth_ee_context = 0;
+  uint32_t feth = 0;
+
+  friend bool operator==(const TransportHeaders&,
+                         const TransportHeaders&) = default;
 };
 
 }  // namespace rocemu::protocol
