@@ -1,0 +1,752 @@
+#include "config/config.h"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "yaml-cpp/yaml.h"
+
+namespace rocemu::config {
+namespace {
+
+const char* TypeName(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "nothing";
+  }
+}
+
+// Produces the single error line every failure is reported with.
+class Errors {
+ public:
+  explicit Errors(std::string source) : source_(std::move(source)) {}
+  absl::Status At(const YAML::Mark& mark, absl::string_view key,
+                  absl::string_view problem) const {
+    int line = mark.is_null() ? 0 : mark.line + 1;
+    int col = mark.is_null() ? 0 : mark.column + 1;
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%d:%d: %s: %s", source_, line, col, key, problem));
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+};
+
+// Parses integers in decimal or 0x-hex; rejects signs, spaces and junk.
+bool ParseUint(absl::string_view s, uint64_t* out) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, base);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+bool ParseMac(absl::string_view s, MacAddr* mac) {
+  std::vector<absl::string_view> parts = absl::StrSplit(s, ':');
+  if (parts.size() != 6) return false;
+  for (size_t i = 0; i < 6; ++i) {
+    if (parts[i].size() != 2) return false;
+    uint8_t v = 0;
+    auto [ptr, ec] =
+        std::from_chars(parts[i].data(), parts[i].data() + 2, v, 16);
+    if (ec != std::errc() || ptr != parts[i].data() + 2) return false;
+    (*mac)[i] = v;
+  }
+  return true;
+}
+
+bool ParseIp(absl::string_view s, IpAddr* ip, bool* ipv6) {
+  std::string str(s);
+  in_addr a4;
+  if (inet_pton(AF_INET, str.c_str(), &a4) == 1) {
+    ip->fill(0);
+    (*ip)[10] = 0xff;
+    (*ip)[11] = 0xff;
+    std::memcpy(ip->data() + 12, &a4, 4);
+    *ipv6 = false;
+    return true;
+  }
+  in6_addr a6;
+  if (inet_pton(AF_INET6, str.c_str(), &a6) == 1) {
+    std::memcpy(ip->data(), &a6, 16);
+    *ipv6 = true;
+    return true;
+  }
+  return false;
+}
+
+// A mapping being read: every key must be consumed, else it is unknown.
+class MapReader {
+ public:
+  MapReader(const Errors& errors, YAML::Node node, std::string path)
+      : errors_(errors), node_(std::move(node)), path_(std::move(path)) {}
+
+  // Checks the node is a mapping (or null: all defaults) with unique
+  // scalar keys.
+  absl::Status Open() {
+    if (Empty()) return absl::OkStatus();
+    if (!node_.IsMap()) {
+      return errors_.At(
+          node_.Mark(), PathOr("(top level)"),
+          absl::StrCat("expected a mapping, got ", TypeName(node_)));
+    }
+    absl::flat_hash_set<std::string> seen;
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        return errors_.At(it->first.Mark(), PathOr("(top level)"),
+                          "keys must be plain names");
+      }
+      std::string key = it->first.Scalar();
+      if (!seen.insert(key).second) {
+        return errors_.At(it->first.Mark(), Key(key), "duplicate key");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Rejects the first key that no getter asked for.
+  absl::Status Finish() const {
+    if (Empty()) return absl::OkStatus();
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      std::string key = it->first.Scalar();
+      if (!consumed_.contains(key)) {
+        return errors_.At(it->first.Mark(), Key(key), "unknown key");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The value of `key`, or an undefined node when absent.
+  YAML::Node Get(absl::string_view key) {
+    consumed_.insert(std::string(key));
+    if (Empty()) return YAML::Node(YAML::NodeType::Undefined);
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      if (it->first.Scalar() == key) return it->second;
+    }
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+  bool Has(absl::string_view key) const {
+    if (Empty()) return false;
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      if (it->first.Scalar() == key) return true;
+    }
+    return false;
+  }
+
+  // Absent or null: every key takes its default.
+  bool Empty() const { return !node_.IsDefined() || node_.IsNull(); }
+
+  std::string Key(absl::string_view key) const {
+    return path_.empty() ? std::string(key) : absl::StrCat(path_, ".", key);
+  }
+  const YAML::Mark Mark() const { return node_.Mark(); }
+  const Errors& errors() const { return errors_; }
+
+  absl::Status Scalar(absl::string_view key, YAML::Node* out,
+                      const char* expected) {
+    *out = Get(key);
+    if (!out->IsDefined()) return absl::OkStatus();
+    if (!out->IsScalar()) {
+      return errors_.At(
+          out->Mark(), Key(key),
+          absl::StrCat("expected ", expected, ", got ", TypeName(*out)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status String(absl::string_view key, std::string* out) {
+    YAML::Node n;
+    if (auto s = Scalar(key, &n, "a string"); !s.ok()) return s;
+    if (n.IsDefined()) *out = n.Scalar();
+    return absl::OkStatus();
+  }
+
+  absl::Status Bool(absl::string_view key, bool* out) {
+    YAML::Node n;
+    if (auto s = Scalar(key, &n, "true or false"); !s.ok()) return s;
+    if (!n.IsDefined()) return absl::OkStatus();
+    std::string v = absl::AsciiStrToLower(n.Scalar());
+    if (v == "true") {
+      *out = true;
+    } else if (v == "false") {
+      *out = false;
+    } else {
+      return errors_.At(
+          n.Mark(), Key(key),
+          absl::StrCat("expected true or false, got '", n.Scalar(), "'"));
+    }
+    return absl::OkStatus();
+  }
+
+  template <typename T>
+  absl::Status Uint(absl::string_view key, uint64_t lo, uint64_t hi, T* out) {
+    YAML::Node n;
+    if (auto s = Scalar(key, &n, "an integer"); !s.ok()) return s;
+    if (!n.IsDefined()) return absl::OkStatus();
+    uint64_t v = 0;
+    if (!ParseUint(n.Scalar(), &v)) {
+      return errors_.At(
+          n.Mark(), Key(key),
+          absl::StrCat("expected an integer, got '", n.Scalar(), "'"));
+    }
+    if (v < lo || v > hi) {
+      return errors_.At(
+          n.Mark(), Key(key),
+          absl::StrFormat("%d is out of range [%d, %d]", v, lo, hi));
+    }
+    *out = static_cast<T>(v);
+    return absl::OkStatus();
+  }
+
+  absl::Status Double(absl::string_view key, double lo, double hi,
+                      double* out) {
+    YAML::Node n;
+    if (auto s = Scalar(key, &n, "a number"); !s.ok()) return s;
+    if (!n.IsDefined()) return absl::OkStatus();
+    double v = 0;
+    if (!absl::SimpleAtod(n.Scalar(), &v) || !std::isfinite(v)) {
+      return errors_.At(
+          n.Mark(), Key(key),
+          absl::StrCat("expected a number, got '", n.Scalar(), "'"));
+    }
+    if (v < lo || v > hi) {
+      return errors_.At(
+          n.Mark(), Key(key),
+          absl::StrFormat("%g is out of range [%g, %g]", v, lo, hi));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+
+  // One of `names`; returns its index via *out.
+  absl::Status Enum(absl::string_view key,
+                    std::initializer_list<absl::string_view> names, int* out) {
+    YAML::Node n;
+    if (auto s = Scalar(key, &n, "a name"); !s.ok()) return s;
+    if (!n.IsDefined()) return absl::OkStatus();
+    int i = 0;
+    for (absl::string_view name : names) {
+      if (n.Scalar() == name) {
+        *out = i;
+        return absl::OkStatus();
+      }
+      ++i;
+    }
+    std::string allowed;
+    for (absl::string_view name : names) {
+      absl::StrAppend(&allowed, allowed.empty() ? "" : ", ", name);
+    }
+    return errors_.At(
+        n.Mark(), Key(key),
+        absl::StrCat("'", n.Scalar(), "' is not one of: ", allowed));
+  }
+
+  // A list (or absent/null = empty).
+  absl::Status List(absl::string_view key, YAML::Node* out) {
+    *out = Get(key);
+    if (!out->IsDefined() || out->IsNull()) return absl::OkStatus();
+    if (!out->IsSequence()) {
+      return errors_.At(out->Mark(), Key(key),
+                        absl::StrCat("expected a list, got ", TypeName(*out)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string PathOr(absl::string_view fallback) const {
+    return path_.empty() ? std::string(fallback) : path_;
+  }
+
+  const Errors& errors_;
+  YAML::Node node_;
+  std::string path_;
+  absl::flat_hash_set<std::string> consumed_;
+};
+
+#define RETURN_IF_ERROR(expr)                 \
+  do {                                        \
+    if (absl::Status _s = (expr); !_s.ok()) { \
+      return _s;                              \
+    }                                         \
+  } while (0)
+
+bool ValidName(absl::string_view s, size_t max_len) {
+  if (s.empty() || s.size() > max_len) return false;
+  for (char c : s) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' &&
+        c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status LoadEal(MapReader& m, EalConfig* eal) {
+  YAML::Node args;
+  RETURN_IF_ERROR(m.List("args", &args));
+  if (args.IsDefined() && !args.IsNull()) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      std::string key = absl::StrCat(m.Key("args"), "[", i, "]");
+      if (!args[i].IsScalar()) {
+        return m.errors().At(args[i].Mark(), key, "expected a string");
+      }
+      const std::string& a = args[i].Scalar();
+      // These are generated from the typed fields; a second copy would
+      // contradict them (e.g. --no-huge with --in-memory fails EAL init).
+      for (absl::string_view managed :
+           {"--no-huge", "--in-memory", "--file-prefix", "-l", "--lcores", "-m",
+            "--no-shconf"}) {
+        if (a == managed || absl::StartsWith(a, absl::StrCat(managed, "="))) {
+          return m.errors().At(
+              args[i].Mark(), key,
+              absl::StrCat("'", a,
+                           "' is set by eal.lcore/hugepages/file_prefix/"
+                           "memory_mb; use those keys"));
+        }
+      }
+      eal->args.push_back(a);
+    }
+  }
+  RETURN_IF_ERROR(m.Uint("lcore", 0, 1023, &eal->lcore));
+  int huge = static_cast<int>(eal->hugepages);
+  RETURN_IF_ERROR(m.Enum("hugepages", {"auto", "no", "yes"}, &huge));
+  eal->hugepages = static_cast<Hugepages>(huge);
+  RETURN_IF_ERROR(m.String("file_prefix", &eal->file_prefix));
+  if (!eal->file_prefix.empty() && !ValidName(eal->file_prefix, 64)) {
+    return m.errors().At(m.Get("file_prefix").Mark(), m.Key("file_prefix"),
+                         "must be 1-64 of [A-Za-z0-9._-]");
+  }
+  RETURN_IF_ERROR(m.Uint("memory_mb", 64, 65536, &eal->memory_mb));
+  RETURN_IF_ERROR(m.String("log_level", &eal->log_level));
+  return m.Finish();
+}
+
+absl::Status LoadTrafficClass(MapReader& m, TrafficClassConfig* tc) {
+  RETURN_IF_ERROR(m.Uint("roce_dscp", 0, 63, &tc->roce_dscp));
+  RETURN_IF_ERROR(m.Uint("roce_prio", 0, 7, &tc->roce_prio));
+  RETURN_IF_ERROR(m.Uint("cnp_dscp", 0, 63, &tc->cnp_dscp));
+  RETURN_IF_ERROR(m.Uint("cnp_prio", 0, 7, &tc->cnp_prio));
+  int ecn = static_cast<int>(tc->ecn);
+  RETURN_IF_ERROR(m.Enum("ecn", {"not_ect", "ect0", "ect1"}, &ecn));
+  tc->ecn = static_cast<EcnMode>(ecn);
+  return m.Finish();
+}
+
+absl::Status LoadFaults(MapReader& m, FaultConfig* f) {
+  RETURN_IF_ERROR(m.Double("drop", 0, 1, &f->drop));
+  RETURN_IF_ERROR(m.Double("reorder", 0, 1, &f->reorder));
+  RETURN_IF_ERROR(m.Double("duplicate", 0, 1, &f->duplicate));
+  RETURN_IF_ERROR(m.Double("corrupt", 0, 1, &f->corrupt));
+  RETURN_IF_ERROR(m.Double("delay", 0, 1, &f->delay));
+  RETURN_IF_ERROR(m.Uint("delay_us", 1, 1000000, &f->delay_us));
+  RETURN_IF_ERROR(m.Uint("seed", 0, UINT64_MAX, &f->seed));
+  RETURN_IF_ERROR(m.Bool("rx", &f->rx));
+  RETURN_IF_ERROR(m.Bool("tx", &f->tx));
+  return m.Finish();
+}
+
+absl::Status LoadPort(MapReader& m, PortConfig* p) {
+  RETURN_IF_ERROR(m.String("name", &p->name));
+  if (!m.Has("name")) {
+    return m.errors().At(m.Mark(), m.Key("name"), "required key is missing");
+  }
+  if (!ValidName(p->name, 32)) {
+    return m.errors().At(m.Get("name").Mark(), m.Key("name"),
+                         "must be 1-32 of [A-Za-z0-9._-]");
+  }
+  RETURN_IF_ERROR(m.String("devargs", &p->devargs));
+  if (p->devargs.empty()) {
+    return m.errors().At(
+        m.Has("devargs") ? m.Get("devargs").Mark() : m.Mark(), m.Key("devargs"),
+        "required: a DPDK device, e.g. net_tap0,iface=rocemu0");
+  }
+  std::string mac;
+  RETURN_IF_ERROR(m.String("mac", &mac));
+  if (m.Has("mac")) {
+    MacAddr a;
+    if (!ParseMac(mac, &a)) {
+      return m.errors().At(
+          m.Get("mac").Mark(), m.Key("mac"),
+          absl::StrCat("'", mac, "' is not a MAC (xx:xx:xx:xx:xx:xx)"));
+    }
+    if ((a[0] & 1) || a == MacAddr{}) {
+      return m.errors().At(m.Get("mac").Mark(), m.Key("mac"),
+                           "must be a non-zero unicast MAC");
+    }
+    p->mac = a;
+  }
+  RETURN_IF_ERROR(m.Uint("mtu", 68, 9000, &p->mtu));
+
+  YAML::Node addrs;
+  RETURN_IF_ERROR(m.List("addresses", &addrs));
+  bool any_v6 = false;
+  for (size_t i = 0; addrs.IsDefined() && i < addrs.size(); ++i) {
+    std::string key = absl::StrCat(m.Key("addresses"), "[", i, "]");
+    const YAML::Node& a = addrs[i];
+    if (!a.IsScalar()) {
+      return m.errors().At(a.Mark(), key, "expected ADDRESS/PREFIX");
+    }
+    std::vector<absl::string_view> parts = absl::StrSplit(a.Scalar(), '/');
+    IpPrefix pre;
+    uint64_t len = 0;
+    if (parts.size() != 2 || !ParseIp(parts[0], &pre.addr, &pre.ipv6) ||
+        !ParseUint(parts[1], &len)) {
+      return m.errors().At(
+          a.Mark(), key,
+          absl::StrCat("'", a.Scalar(),
+                       "' is not ADDRESS/PREFIX (e.g. 10.77.0.2/24)"));
+    }
+    uint64_t max_len = pre.ipv6 ? 128 : 32;
+    if (len < 1 || len > max_len) {
+      return m.errors().At(a.Mark(), key,
+                           absl::StrFormat("prefix length %d is out of range "
+                                           "[1, %d]",
+                                           len, max_len));
+    }
+    pre.prefix_len = static_cast<uint8_t>(len);
+    for (const IpPrefix& other : p->addresses) {
+      if (other.addr == pre.addr) {
+        return m.errors().At(a.Mark(), key, "duplicate address");
+      }
+    }
+    any_v6 |= pre.ipv6;
+    p->addresses.push_back(pre);
+  }
+  if (any_v6 && p->mtu < 1280) {
+    return m.errors().At(m.Get("mtu").Mark(), m.Key("mtu"),
+                         "IPv6 addresses need an MTU of at least 1280");
+  }
+
+  YAML::Node pkeys;
+  RETURN_IF_ERROR(m.List("pkeys", &pkeys));
+  if (pkeys.IsDefined() && !pkeys.IsNull()) {
+    if (pkeys.size() == 0 || pkeys.size() > 128) {
+      return m.errors().At(pkeys.Mark(), m.Key("pkeys"),
+                           "needs 1 to 128 entries");
+    }
+    p->pkeys.clear();
+    for (size_t i = 0; i < pkeys.size(); ++i) {
+      std::string key = absl::StrCat(m.Key("pkeys"), "[", i, "]");
+      uint64_t v = 0;
+      if (!pkeys[i].IsScalar() || !ParseUint(pkeys[i].Scalar(), &v) ||
+          v > 0xFFFF || (v & 0x7FFF) == 0) {
+        return m.errors().At(pkeys[i].Mark(), key,
+                             "expected a P_Key 0x0001..0xFFFF with a "
+                             "non-zero base (low 15 bits)");
+      }
+      p->pkeys.push_back(static_cast<uint16_t>(v));
+    }
+  }
+
+  YAML::Node neigh;
+  RETURN_IF_ERROR(m.List("neighbours", &neigh));
+  for (size_t i = 0; neigh.IsDefined() && i < neigh.size(); ++i) {
+    MapReader nm(m.errors(), neigh[i],
+                 absl::StrCat(m.Key("neighbours"), "[", i, "]"));
+    RETURN_IF_ERROR(nm.Open());
+    std::string ip, mac_s;
+    RETURN_IF_ERROR(nm.String("ip", &ip));
+    RETURN_IF_ERROR(nm.String("mac", &mac_s));
+    StaticNeighbour sn;
+    if (!ParseIp(ip, &sn.ip, &sn.ipv6)) {
+      return m.errors().At(nm.Has("ip") ? nm.Get("ip").Mark() : nm.Mark(),
+                           nm.Key("ip"), "required: an IPv4 or IPv6 address");
+    }
+    if (!ParseMac(mac_s, &sn.mac) || (sn.mac[0] & 1)) {
+      return m.errors().At(nm.Has("mac") ? nm.Get("mac").Mark() : nm.Mark(),
+                           nm.Key("mac"), "required: a unicast MAC");
+    }
+    RETURN_IF_ERROR(nm.Finish());
+    p->neighbours.push_back(sn);
+  }
+  RETURN_IF_ERROR(
+      m.Uint("neighbour_timeout_s", 1, 86400, &p->neighbour_timeout_s));
+
+  MapReader tc(m.errors(), m.Get("traffic_class"), m.Key("traffic_class"));
+  RETURN_IF_ERROR(tc.Open());
+  RETURN_IF_ERROR(LoadTrafficClass(tc, &p->traffic_class));
+  MapReader faults(m.errors(), m.Get("faults"), m.Key("faults"));
+  RETURN_IF_ERROR(faults.Open());
+  RETURN_IF_ERROR(LoadFaults(faults, &p->faults));
+  return m.Finish();
+}
+
+absl::Status LoadPfc(MapReader& m, PfcConfig* pfc) {
+  YAML::Node prios;
+  RETURN_IF_ERROR(m.List("priorities", &prios));
+  if (prios.IsDefined()) {
+    pfc->enabled.fill(false);
+    for (size_t i = 0; !prios.IsNull() && i < prios.size(); ++i) {
+      uint64_t v = 0;
+      if (!prios[i].IsScalar() || !ParseUint(prios[i].Scalar(), &v) || v > 7) {
+        return m.errors().At(prios[i].Mark(),
+                             absl::StrCat(m.Key("priorities"), "[", i, "]"),
+                             "expected a priority 0..7");
+      }
+      pfc->enabled[v] = true;
+    }
+  }
+  RETURN_IF_ERROR(m.Uint("xoff_bytes", 1, 1u << 30, &pfc->xoff_bytes));
+  RETURN_IF_ERROR(m.Uint("xon_bytes", 0, 1u << 30, &pfc->xon_bytes));
+  if (pfc->xon_bytes >= pfc->xoff_bytes) {
+    YAML::Node n = m.Get("xon_bytes");
+    return m.errors().At(
+        n.IsDefined() ? n.Mark() : m.Mark(), m.Key("xon_bytes"),
+        absl::StrFormat("must be below xoff_bytes (%d)", pfc->xoff_bytes));
+  }
+  RETURN_IF_ERROR(m.Uint("pause_quanta", 1, 0xFFFF, &pfc->pause_quanta));
+  return m.Finish();
+}
+
+absl::Status LoadEcn(MapReader& m, EcnConfig* ecn) {
+  RETURN_IF_ERROR(m.Bool("enabled", &ecn->enabled));
+  RETURN_IF_ERROR(m.Uint("kmin_bytes", 0, 1u << 30, &ecn->kmin_bytes));
+  RETURN_IF_ERROR(m.Uint("kmax_bytes", 1, 1u << 30, &ecn->kmax_bytes));
+  if (ecn->kmin_bytes > ecn->kmax_bytes) {
+    YAML::Node n = m.Get("kmin_bytes");
+    return m.errors().At(
+        n.IsDefined() ? n.Mark() : m.Mark(), m.Key("kmin_bytes"),
+        absl::StrFormat("must not exceed kmax_bytes (%d)", ecn->kmax_bytes));
+  }
+  RETURN_IF_ERROR(m.Uint("pmax_percent", 0, 100, &ecn->pmax_percent));
+  return m.Finish();
+}
+
+absl::Status LoadDcqcn(MapReader& m, DcqcnConfig* d) {
+  RETURN_IF_ERROR(m.Bool("enabled", &d->enabled));
+  RETURN_IF_ERROR(m.Uint("prio_mask", 0, 0xFF, &d->prio_mask));
+  RETURN_IF_ERROR(m.Uint("np_min_time_between_cnps", 0, 1000000,
+                         &d->np_min_time_between_cnps));
+  RETURN_IF_ERROR(m.Uint("np_cnp_dscp", 0, 63, &d->np_cnp_dscp));
+  RETURN_IF_ERROR(m.Uint("np_cnp_prio", 0, 7, &d->np_cnp_prio));
+  RETURN_IF_ERROR(m.Uint("rp_dce_tcp_rtt", 1, 131071, &d->rp_dce_tcp_rtt));
+  RETURN_IF_ERROR(m.Uint("rp_dce_tcp_g", 0, 1023, &d->rp_dce_tcp_g));
+  RETURN_IF_ERROR(
+      m.Uint("rp_initial_alpha_value", 0, 1023, &d->rp_initial_alpha_value));
+  RETURN_IF_ERROR(m.Uint("rp_rate_to_set_on_first_cnp", 0, 400000,
+                         &d->rp_rate_to_set_on_first_cnp));
+  RETURN_IF_ERROR(m.Uint("rp_gd", 0, 31, &d->rp_gd));
+  RETURN_IF_ERROR(m.Uint("rp_min_dec_fac", 0, 100, &d->rp_min_dec_fac));
+  RETURN_IF_ERROR(m.Uint("rp_min_rate", 0, 400000, &d->rp_min_rate));
+  RETURN_IF_ERROR(m.Uint("rp_rate_reduce_monitor_period", 0, 1000000,
+                         &d->rp_rate_reduce_monitor_period));
+  RETURN_IF_ERROR(m.Uint("rp_time_reset", 1, 1000000, &d->rp_time_reset));
+  RETURN_IF_ERROR(m.Uint("rp_byte_reset", 0, 0xFFFFFFFFu, &d->rp_byte_reset));
+  RETURN_IF_ERROR(m.Uint("rp_threshold", 0, 31, &d->rp_threshold));
+  RETURN_IF_ERROR(m.Uint("rp_ai_rate", 0, 400000, &d->rp_ai_rate));
+  RETURN_IF_ERROR(m.Uint("rp_hai_rate", 0, 400000, &d->rp_hai_rate));
+  RETURN_IF_ERROR(m.Uint("rp_max_rate", 0, 400000, &d->rp_max_rate));
+  RETURN_IF_ERROR(m.Bool("rp_clamp_tgt_rate", &d->rp_clamp_tgt_rate));
+  RETURN_IF_ERROR(m.Bool("rp_clamp_tgt_rate_ati", &d->rp_clamp_tgt_rate_ati));
+  return m.Finish();
+}
+
+absl::Status LoadCapture(MapReader& m, CaptureConfig* c) {
+  RETURN_IF_ERROR(m.Bool("enabled", &c->enabled));
+  RETURN_IF_ERROR(m.String("rx_path", &c->rx_path));
+  RETURN_IF_ERROR(m.String("tx_path", &c->tx_path));
+  for (const char* key : {"rx_path", "tx_path"}) {
+    const std::string& v =
+        absl::string_view(key) == "rx_path" ? c->rx_path : c->tx_path;
+    if (v.empty()) {
+      YAML::Node n = m.Get(key);
+      return m.errors().At(n.IsDefined() ? n.Mark() : m.Mark(), m.Key(key),
+                           "must not be empty");
+    }
+  }
+  uint64_t rotate_mb = c->rotate_bytes >> 20;
+  RETURN_IF_ERROR(m.Uint("rotate_mb", 0, 1u << 20, &rotate_mb));
+  c->rotate_bytes = rotate_mb << 20;
+  RETURN_IF_ERROR(m.Uint("snaplen", 64, 262144, &c->snaplen));
+  return m.Finish();
+}
+
+absl::Status LoadControl(MapReader& m, ControlConfig* c) {
+  RETURN_IF_ERROR(m.String("socket", &c->socket_path));
+  if (c->socket_path.empty() || c->socket_path.size() >= 108) {
+    YAML::Node n = m.Get("socket");
+    return m.errors().At(n.IsDefined() ? n.Mark() : m.Mark(), m.Key("socket"),
+                         "must be a path of 1-107 characters");
+  }
+  YAML::Node mode;
+  RETURN_IF_ERROR(m.Scalar("socket_mode", &mode, "an octal mode"));
+  if (mode.IsDefined()) {
+    absl::string_view s = mode.Scalar();
+    uint32_t v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 8);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() ||
+        v > 0777) {
+      return m.errors().At(
+          mode.Mark(), m.Key("socket_mode"),
+          absl::StrCat("'", s, "' is not an octal mode 0000..0777"));
+    }
+    c->socket_mode = v;
+  }
+  RETURN_IF_ERROR(m.Uint("prometheus_port", 0, 65535, &c->prometheus_port));
+  return m.Finish();
+}
+
+absl::Status LoadLogging(MapReader& m, LoggingConfig* l) {
+  int level = static_cast<int>(l->level);
+  RETURN_IF_ERROR(
+      m.Enum("level", {"debug", "info", "warning", "error"}, &level));
+  l->level = static_cast<LogLevel>(level);
+  RETURN_IF_ERROR(m.String("file", &l->file));
+  return m.Finish();
+}
+
+template <typename T>
+absl::Status LoadSection(MapReader& top, absl::string_view key,
+                         absl::Status (*load)(MapReader&, T*), T* out) {
+  MapReader m(top.errors(), top.Get(key), std::string(key));
+  RETURN_IF_ERROR(m.Open());
+  return load(m, out);
+}
+
+absl::StatusOr<Config> LoadNode(const YAML::Node& root, const Errors& errors) {
+  Config cfg;
+  cfg.source = errors.source();
+  MapReader top(errors, root, "");
+  RETURN_IF_ERROR(top.Open());
+  RETURN_IF_ERROR(LoadSection(top, "eal", &LoadEal, &cfg.eal));
+
+  YAML::Node ports;
+  RETURN_IF_ERROR(top.List("ports", &ports));
+  if (!ports.IsDefined() || ports.IsNull() || ports.size() == 0) {
+    return errors.At(ports.IsDefined() ? ports.Mark() : top.Mark(), "ports",
+                     "at least one port is required");
+  }
+  for (size_t i = 0; i < ports.size(); ++i) {
+    MapReader pm(errors, ports[i], absl::StrCat("ports[", i, "]"));
+    RETURN_IF_ERROR(pm.Open());
+    PortConfig port;
+    RETURN_IF_ERROR(LoadPort(pm, &port));
+    for (const PortConfig& other : cfg.ports) {
+      if (other.name == port.name) {
+        return errors.At(pm.Get("name").Mark(), pm.Key("name"),
+                         absl::StrCat("duplicate port name '", port.name, "'"));
+      }
+      if (other.devargs == port.devargs) {
+        return errors.At(pm.Get("devargs").Mark(), pm.Key("devargs"),
+                         "duplicate device");
+      }
+    }
+    cfg.ports.push_back(std::move(port));
+  }
+  RETURN_IF_ERROR(LoadSection(top, "pfc", &LoadPfc, &cfg.pfc));
+  RETURN_IF_ERROR(LoadSection(top, "ecn", &LoadEcn, &cfg.ecn));
+  RETURN_IF_ERROR(LoadSection(top, "dcqcn", &LoadDcqcn, &cfg.dcqcn));
+  RETURN_IF_ERROR(LoadSection(top, "capture", &LoadCapture, &cfg.capture));
+  RETURN_IF_ERROR(LoadSection(top, "control", &LoadControl, &cfg.control));
+  RETURN_IF_ERROR(LoadSection(top, "logging", &LoadLogging, &cfg.logging));
+  RETURN_IF_ERROR(top.Finish());
+  return cfg;
+}
+
+absl::StatusOr<Config> ParseAndLoad(absl::string_view yaml,
+                                    absl::string_view source) {
+  Errors errors{std::string(source)};
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return errors.At(e.mark, "(syntax)", e.msg);
+  }
+  try {
+    return LoadNode(root, errors);
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp throws on malformed node access (e.g. aliases to nowhere).
+    return errors.At(e.mark, "(structure)", e.msg);
+  }
+}
+
+}  // namespace
+
+std::vector<IpAddr> PortConfig::Gids() const {
+  std::vector<IpAddr> gids;
+  gids.reserve(addresses.size());
+  for (const IpPrefix& p : addresses) gids.push_back(p.addr);
+  return gids;
+}
+
+absl::StatusOr<Config> LoadConfigString(std::string_view yaml,
+                                        std::string_view source_name) {
+  return ParseAndLoad(
+      absl::string_view(yaml.data(), yaml.size()),
+      absl::string_view(source_name.data(), source_name.size()));
+}
+
+absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(
+        path, ":0:0: (file): cannot open: ", std::strerror(errno)));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseAndLoad(ss.str(), path);
+}
+
+std::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "?";
+}
+
+absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name) {
+  for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning,
+                     LogLevel::kError}) {
+    if (name == LogLevelName(l)) return l;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown log level '", std::string(name),
+                   "' (debug, info, warning, error)"));
+}
+
+std::string FormatMac(const MacAddr& mac) {
+  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1],
+                         mac[2], mac[3], mac[4], mac[5]);
+}
+
+std::string FormatIp(const IpAddr& ip, bool ipv6) {
+  char buf[INET6_ADDRSTRLEN];
+  if (ipv6) {
+    inet_ntop(AF_INET6, ip.data(), buf, sizeof(buf));
+  } else {
+    inet_ntop(AF_INET, ip.data() + 12, buf, sizeof(buf));
+  }
+  return buf;
+}
+
+}  // namespace rocemu::config

@@ -1,0 +1,188 @@
+// Typed, validated settings of the rocemud daemon, loaded from YAML.
+// Every field carries its documented default here; config/rocemu.yaml shows
+// them all with comments. Loading is strict: the first unknown key, wrong
+// type or out-of-range value is returned as one error naming
+// file:line:column and the key path.
+#ifndef ROCEMU_CONFIG_CONFIG_H_
+#define ROCEMU_CONFIG_CONFIG_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace rocemu::config {
+
+using MacAddr = std::array<uint8_t, 6>;
+// IPv6 address, or IPv4 in its IPv4-mapped form ::ffff:a.b.c.d (the RoCEv2
+// GID form).
+using IpAddr = std::array<uint8_t, 16>;
+
+enum class Hugepages : uint8_t {
+  kAuto,  // use them when /proc/sys/vm/nr_hugepages > 0
+  kNo,    // --no-huge
+  kYes,   // require them (--in-memory)
+};
+
+struct EalConfig {
+  // Extra EAL arguments appended after the generated ones.
+  std::vector<std::string> args;
+  uint32_t lcore = 0;  // the single polling lcore
+  Hugepages hugepages = Hugepages::kAuto;
+  std::string file_prefix;   // empty: rocemu-<pid>
+  uint32_t memory_mb = 512;  // -m
+  std::string log_level = "*:warning";
+};
+
+struct IpPrefix {
+  IpAddr addr{};  // IPv4 as ::ffff:a.b.c.d
+  bool ipv6 = false;
+  uint8_t prefix_len = 0;
+};
+
+struct StaticNeighbour {
+  IpAddr ip{};
+  bool ipv6 = false;
+  MacAddr mac{};
+};
+
+enum class EcnMode : uint8_t { kNotEct, kEct0, kEct1 };
+
+struct TrafficClassConfig {
+  uint8_t roce_dscp = 26;
+  uint8_t roce_prio = 3;
+  uint8_t cnp_dscp = 48;
+  uint8_t cnp_prio = 6;
+  EcnMode ecn = EcnMode::kEct0;
+};
+
+// Rates are probabilities in [0, 1] applied per frame.
+struct FaultConfig {
+  double drop = 0;
+  double reorder = 0;  // the frame is held back behind the next one
+  double duplicate = 0;
+  double corrupt = 0;  // one bit flipped past the Ethernet header
+  double delay = 0;    // the frame is held for delay_us
+  uint32_t delay_us = 100;
+  uint64_t seed = 1;
+  bool rx = true;   // apply to received frames
+  bool tx = false;  // apply to sent frames
+  bool enabled() const {
+    return drop > 0 || reorder > 0 || duplicate > 0 || corrupt > 0 || delay > 0;
+  }
+};
+
+struct PortConfig {
+  std::string name;
+  std::string devargs;              // e.g. net_tap0,iface=rocemu0
+  std::optional<MacAddr> mac;       // default: the PMD's MAC
+  std::vector<IpPrefix> addresses;  // IPv4 and IPv6, with prefix length
+  uint32_t mtu = 1500;              // Ethernet MTU (IP packet size)
+  std::vector<uint16_t> pkeys = {0xFFFF};
+  std::vector<StaticNeighbour> neighbours;
+  TrafficClassConfig traffic_class;
+  FaultConfig faults;
+  uint32_t neighbour_timeout_s = 300;
+
+  // GID table derived from addresses (index order = address order); the
+  // IPv6 link-local GID is derived from the MAC once it is known.
+  std::vector<IpAddr> Gids() const;
+};
+
+struct PfcConfig {
+  // Priorities PFC is enabled on; default: the RoCE priority 3.
+  std::array<bool, 8> enabled = {false, false, false, true,
+                                 false, false, false, false};
+  uint32_t xoff_bytes = 96 * 1024;
+  uint32_t xon_bytes = 48 * 1024;
+  uint16_t pause_quanta = 0xFFFF;
+};
+
+// RED/ECN marking of the congestion-point model.
+struct EcnConfig {
+  bool enabled = true;
+  uint32_t kmin_bytes = 40 * 1024;
+  uint32_t kmax_bytes = 160 * 1024;
+  uint32_t pmax_percent = 20;
+};
+
+// DCQCN with the NVIDIA (mlx5) parameter names and firmware defaults
+// (reference: congestion.md §2.3).
+struct DcqcnConfig {
+  bool enabled = true;
+  uint8_t prio_mask = 0xFF;  // ROCE_CC_PRIO_MASK
+  // Notification point.
+  uint32_t np_min_time_between_cnps = 2;  // µs
+  uint8_t np_cnp_dscp = 48;
+  uint8_t np_cnp_prio = 6;
+  // Reaction point.
+  uint32_t rp_dce_tcp_rtt = 1;               // µs
+  uint32_t rp_dce_tcp_g = 1019;              // /1024
+  uint32_t rp_initial_alpha_value = 1023;    // /1024
+  uint32_t rp_rate_to_set_on_first_cnp = 0;  // Mb/s, 0 = no set
+  uint32_t rp_gd = 11;
+  uint32_t rp_min_dec_fac = 50;                // %
+  uint32_t rp_min_rate = 1;                    // Mb/s
+  uint32_t rp_rate_reduce_monitor_period = 4;  // µs
+  uint32_t rp_time_reset = 300;                // µs
+  uint32_t rp_byte_reset = 32767;              // 64-byte units
+  uint32_t rp_threshold = 1;
+  uint32_t rp_ai_rate = 5;    // Mb/s
+  uint32_t rp_hai_rate = 50;  // Mb/s
+  uint32_t rp_max_rate = 0;   // Mb/s, 0 = line rate
+  bool rp_clamp_tgt_rate = false;
+  bool rp_clamp_tgt_rate_ati = true;
+};
+
+struct CaptureConfig {
+  bool enabled = false;
+  // "{port}" is replaced by the port name.
+  std::string rx_path = "/var/lib/rocemu/{port}-rx.pcap";
+  std::string tx_path = "/var/lib/rocemu/{port}-tx.pcap";
+  uint64_t rotate_bytes = 64ull << 20;  // 0: never rotate
+  uint32_t snaplen = 65535;
+};
+
+struct ControlConfig {
+  std::string socket_path = "/run/rocemu/rocemud.sock";
+  uint32_t socket_mode = 0660;
+  uint16_t prometheus_port = 0;  // 0: off; listens on 127.0.0.1 only
+};
+
+enum class LogLevel : uint8_t { kDebug, kInfo, kWarning, kError };
+
+struct LoggingConfig {
+  LogLevel level = LogLevel::kInfo;
+  std::string file;  // empty: stderr
+};
+
+struct Config {
+  std::string source;  // file name the config was read from
+  EalConfig eal;
+  std::vector<PortConfig> ports;
+  PfcConfig pfc;
+  EcnConfig ecn;
+  DcqcnConfig dcqcn;
+  CaptureConfig capture;
+  ControlConfig control;
+  LoggingConfig logging;
+};
+
+// Loads and validates. On error the status message is one line:
+// "<file>:<line>:<col>: <key.path>: <problem>".
+absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+absl::StatusOr<Config> LoadConfigString(std::string_view yaml,
+                                        std::string_view source_name);
+
+std::string_view LogLevelName(LogLevel level);
+absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name);
+std::string FormatMac(const MacAddr& mac);
+std::string FormatIp(const IpAddr& ip, bool ipv6);
+
+}  // namespace rocemu::config
+
+#endif  // ROCEMU_CONFIG_CONFIG_H_

@@ -1,0 +1,221 @@
+#include "config/config.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rocemu::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kPort[] = R"(ports:
+  - name: p0
+    devargs: net_null0
+)";
+
+struct BadCase {
+  const char* name;
+  std::string yaml;
+  const char* where;    // "line:col"
+  const char* key;      // key path named in the error
+  const char* problem;  // words the problem must contain
+};
+
+std::string WithPort(const std::string& extra) { return kPort + extra; }
+
+class BadConfigTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadConfigTest, OneErrorNamingFileLineColumnAndKey) {
+  const BadCase& c = GetParam();
+  absl::StatusOr<Config> cfg = LoadConfigString(c.yaml, "bad.yaml");
+  ASSERT_FALSE(cfg.ok()) << c.name;
+  std::string msg(cfg.status().message());
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_THAT(
+      msg, HasSubstr(std::string("bad.yaml:") + c.where + ": " + c.key + ": "))
+      << msg;
+  EXPECT_THAT(msg, HasSubstr(c.problem)) << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, BadConfigTest,
+    ::testing::Values(
+        BadCase{"unknown_top_key", WithPort("colour: blue\n"), "4:1", "colour",
+                "unknown key"},
+        BadCase{"unknown_port_key",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    addreses: [10.0.0.1/24]\n",
+                "4:5", "ports[0].addreses", "unknown key"},
+        BadCase{"wrong_type",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    mtu: big\n",
+                "4:10", "ports[0].mtu", "expected an integer"},
+        BadCase{"mtu_range",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    mtu: 65000\n",
+                "4:10", "ports[0].mtu", "out of range [68, 9000]"},
+        BadCase{"dscp_range",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    traffic_class: {roce_dscp: 64}\n",
+                "4:32", "ports[0].traffic_class.roce_dscp", "out of range"},
+        BadCase{"bad_ip",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    addresses: [10.0.0.300/24]\n",
+                "4:17", "ports[0].addresses[0]", "not ADDRESS/PREFIX"},
+        BadCase{"bad_prefix",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    addresses: [10.0.0.1/33]\n",
+                "4:17", "ports[0].addresses[0]", "prefix length 33"},
+        BadCase{"bad_mac",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    mac: 02:00:00:zz:00:01\n",
+                "4:10", "ports[0].mac", "not a MAC"},
+        BadCase{"multicast_mac",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    mac: 01:00:5e:00:00:01\n",
+                "4:10", "ports[0].mac", "unicast"},
+        BadCase{"duplicate_port",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "  - name: p0\n    devargs: net_null1\n",
+                "4:11", "ports[1].name", "duplicate port name"},
+        BadCase{"missing_devargs", "ports:\n  - name: p0\n", "2:5",
+                "ports[0].devargs", "required"},
+        BadCase{"no_ports", "logging: {level: info}\n", "1:1", "ports",
+                "at least one port"},
+        BadCase{"xon_above_xoff",
+                WithPort("pfc:\n  xoff_bytes: 1000\n  xon_bytes: 2000\n"),
+                "6:14", "pfc.xon_bytes", "below xoff_bytes"},
+        BadCase{"kmin_above_kmax",
+                WithPort("ecn: {kmin_bytes: 5000, kmax_bytes: 100}\n"), "4:19",
+                "ecn.kmin_bytes", "must not exceed"},
+        BadCase{"fault_rate",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    faults:\n      drop: 1.5\n",
+                "5:13", "ports[0].faults.drop", "out of range"},
+        BadCase{"bad_enum", WithPort("logging:\n  level: verbose\n"), "5:10",
+                "logging.level", "not one of"},
+        BadCase{"bad_mode", WithPort("control: {socket_mode: \"999\"}\n"),
+                "4:24", "control.socket_mode", "octal"},
+        BadCase{"syntax", "ports: [\n  - name: p0\n", "2:3", "(syntax)",
+                "illegal"},
+        BadCase{"duplicate_key",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    mtu: 1500\n    mtu: 1400\n",
+                "5:5", "ports[0].mtu", "duplicate key"},
+        BadCase{"managed_eal_arg", WithPort("eal:\n  args: [--no-huge]\n"),
+                "5:10", "eal.args[0]", "eal.lcore/hugepages"},
+        BadCase{"bad_pkey",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    pkeys: [0x8000]\n",
+                "4:13", "ports[0].pkeys[0]", "P_Key"},
+        BadCase{"bad_bool", WithPort("capture: {enabled: maybe}\n"), "4:20",
+                "capture.enabled", "true or false"},
+        BadCase{"section_not_map", WithPort("dcqcn: 3\n"), "4:8", "dcqcn",
+                "expected a mapping"},
+        BadCase{"dcqcn_range", WithPort("dcqcn: {rp_dce_tcp_g: 1024}\n"),
+                "4:23", "dcqcn.rp_dce_tcp_g", "out of range [0, 1023]"},
+        BadCase{"ipv6_small_mtu",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    mtu: 1000\n    addresses: [fd77::2/64]\n",
+                "4:10", "ports[0].mtu", "at least 1280"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      return std::string(info.param.name);
+    });
+
+TEST(ConfigTest, DefaultsApplyWhenKeysAreAbsent) {
+  absl::StatusOr<Config> cfg = LoadConfigString(kPort, "min.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ASSERT_EQ(cfg->ports.size(), 1u);
+  const PortConfig& p = cfg->ports[0];
+  EXPECT_EQ(p.mtu, 1500u);
+  EXPECT_EQ(p.pkeys, std::vector<uint16_t>{0xFFFF});
+  EXPECT_EQ(p.traffic_class.roce_dscp, 26);
+  EXPECT_EQ(p.traffic_class.roce_prio, 3);
+  EXPECT_EQ(p.traffic_class.cnp_dscp, 48);
+  EXPECT_EQ(p.traffic_class.cnp_prio, 6);
+  EXPECT_FALSE(p.faults.enabled());
+  EXPECT_EQ(cfg->dcqcn.rp_dce_tcp_g, 1019u);
+  EXPECT_EQ(cfg->dcqcn.rp_time_reset, 300u);
+  EXPECT_EQ(cfg->control.socket_mode, 0660u);
+  EXPECT_EQ(cfg->eal.hugepages, Hugepages::kAuto);
+  EXPECT_TRUE(cfg->pfc.enabled[3]);
+  EXPECT_FALSE(cfg->pfc.enabled[0]);
+}
+
+TEST(ConfigTest, ParsesEveryPortField) {
+  absl::StatusOr<Config> cfg = LoadConfigString(R"(
+ports:
+  - name: v0
+    devargs: net_af_packet0,iface=veth0
+    mac: "02:00:00:00:00:0a"
+    mtu: 4200
+    addresses: [10.77.0.2/24, "fd77::2/64"]
+    pkeys: [0xFFFF, 0x8001]
+    neighbours:
+      - {ip: 10.77.0.1, mac: "02:00:00:00:00:01"}
+    traffic_class: {roce_dscp: 24, ecn: ect1}
+    faults: {drop: 0.01, seed: 42, tx: true}
+pfc: {priorities: [3, 4]}
+control: {socket_mode: "0600", prometheus_port: 9100}
+logging: {level: debug}
+)",
+                                                "full.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  const PortConfig& p = cfg->ports[0];
+  ASSERT_TRUE(p.mac.has_value());
+  EXPECT_EQ(FormatMac(*p.mac), "02:00:00:00:00:0a");
+  ASSERT_EQ(p.addresses.size(), 2u);
+  EXPECT_FALSE(p.addresses[0].ipv6);
+  EXPECT_EQ(p.addresses[0].prefix_len, 24);
+  EXPECT_EQ(FormatIp(p.addresses[0].addr, false), "10.77.0.2");
+  EXPECT_TRUE(p.addresses[1].ipv6);
+  EXPECT_EQ(FormatIp(p.addresses[1].addr, true), "fd77::2");
+  // The IPv4 GID is the IPv4-mapped IPv6 address.
+  std::vector<IpAddr> gids = p.Gids();
+  ASSERT_EQ(gids.size(), 2u);
+  EXPECT_EQ(gids[0][10], 0xff);
+  EXPECT_EQ(gids[0][11], 0xff);
+  EXPECT_EQ(gids[0][12], 10);
+  EXPECT_EQ(gids[0][15], 2);
+  EXPECT_EQ(p.pkeys, (std::vector<uint16_t>{0xFFFF, 0x8001}));
+  ASSERT_EQ(p.neighbours.size(), 1u);
+  EXPECT_EQ(p.neighbours[0].mac[5], 1);
+  EXPECT_EQ(p.traffic_class.roce_dscp, 24);
+  EXPECT_EQ(p.traffic_class.ecn, EcnMode::kEct1);
+  EXPECT_DOUBLE_EQ(p.faults.drop, 0.01);
+  EXPECT_EQ(p.faults.seed, 42u);
+  EXPECT_TRUE(p.faults.tx);
+  EXPECT_TRUE(cfg->pfc.enabled[4]);
+  EXPECT_EQ(cfg->control.socket_mode, 0600u);
+  EXPECT_EQ(cfg->control.prometheus_port, 9100);
+  EXPECT_EQ(cfg->logging.level, LogLevel::kDebug);
+}
+
+TEST(ConfigTest, MissingFileIsAnError) {
+  absl::StatusOr<Config> cfg = LoadConfigFile("/nonexistent/rocemu.yaml");
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_THAT(std::string(cfg.status().message()),
+              HasSubstr("/nonexistent/rocemu.yaml"));
+}
+
+class ShippedConfigTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ShippedConfigTest, Loads) {
+  std::string path = std::string(ROCEMU_SOURCE_DIR) + "/" + GetParam();
+  absl::StatusOr<Config> cfg = LoadConfigFile(path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_FALSE(cfg->ports.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ShippedConfigTest,
+                         ::testing::Values("config/rocemu.yaml",
+                                           "config/examples/tap.yaml",
+                                           "config/examples/veth.yaml",
+                                           "config/examples/memif-pair-a.yaml",
+                                           "config/examples/memif-pair-b.yaml",
+                                           "config/examples/pcap-replay.yaml"));
+
+}  // namespace
+}  // namespace rocemu::config
