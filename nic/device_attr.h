@@ -1,0 +1,128 @@
+// Device and port attributes as ibv_query_device / ibv_query_port report
+// them. The defaults are at least as generous as Linux rxe's (rxe_param.h);
+// the daemon may lower them from its configuration, and the resource tables
+// enforce them at creation time.
+#ifndef ROCEMU_NIC_DEVICE_ATTR_H_
+#define ROCEMU_NIC_DEVICE_ATTR_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "nic/work_request.h"
+
+namespace rocemu::nic {
+
+// ibv_mtu, same values.
+enum class Mtu : uint8_t {
+  k256 = 1,
+  k512 = 2,
+  k1024 = 3,
+  k2048 = 4,
+  k4096 = 5,
+};
+constexpr uint32_t MtuToBytes(Mtu m) { return 128u << static_cast<uint8_t>(m); }
+// Exact conversion: only 256, 512, 1024, 2048 and 4096 are IB MTUs.
+std::optional<Mtu> MtuFromBytes(uint32_t bytes);
+// Largest IB MTU whose RoCEv2 frame fits an Ethernet link of `link_mtu`
+// bytes of IP payload (what rxe derives from the netdev MTU); nullopt when
+// even 256 does not fit.
+std::optional<Mtu> MtuForLinkMtu(uint32_t link_mtu, bool ipv6);
+const char* MtuName(Mtu m);  // "IBV_MTU_1024"
+
+// ibv_atomic_cap.
+enum class AtomicCap : uint8_t { kNone = 0, kHca = 1, kGlob = 2 };
+
+// ibv_port_state.
+enum class PortState : uint8_t {
+  kNop = 0,
+  kDown = 1,
+  kInit = 2,
+  kArmed = 3,
+  kActive = 4,
+  kActiveDefer = 5,
+};
+const char* PortStateName(PortState s);
+
+// ibv_device_attr (the fields meaningful for a RoCE device).
+struct DeviceAttr {
+  std::string fw_ver = "0.1.0";
+  uint64_t node_guid = 0;
+  uint64_t sys_image_guid = 0;
+  uint64_t max_mr_size = ~uint64_t{0};
+  uint64_t page_size_cap = 0xFFFFF000u;
+  uint32_t vendor_id = 0xFFFFFF;  // as rxe: no IEEE OUI of our own
+  uint32_t vendor_part_id = 0;
+  uint32_t hw_ver = 0;
+  uint32_t max_qp = 1u << 17;
+  uint32_t max_qp_wr = 1u << 15;
+  uint32_t device_cap_flags = 0;
+  uint32_t max_sge = kMaxSge;
+  uint32_t max_sge_rd = kMaxSge;
+  uint32_t max_cq = 1u << 17;
+  uint32_t max_cqe = 1u << 22;
+  uint32_t max_mr = 1u << 20;
+  uint32_t max_pd = 1u << 17;
+  uint32_t max_qp_rd_atom = 128;
+  uint32_t max_ee_rd_atom = 0;
+  uint32_t max_res_rd_atom = 128u << 17;
+  uint32_t max_qp_init_rd_atom = 128;
+  uint32_t max_ee_init_rd_atom = 0;
+  AtomicCap atomic_cap = AtomicCap::kHca;
+  uint32_t max_ee = 0;
+  uint32_t max_rdd = 0;
+  uint32_t max_mw = 0;
+  uint32_t max_raw_ipv6_qp = 0;
+  uint32_t max_raw_ethy_qp = 0;
+  uint32_t max_mcast_grp = 0;
+  uint32_t max_mcast_qp_attach = 0;
+  uint32_t max_total_mcast_qp_attach = 0;
+  uint32_t max_ah = 1u << 20;
+  uint32_t max_fmr = 0;
+  uint32_t max_map_per_fmr = 0;
+  uint32_t max_srq = 1u << 17;
+  uint32_t max_srq_wr = 1u << 15;
+  uint32_t max_srq_sge = kMaxSge;
+  uint32_t max_pkeys = 64;
+  uint8_t local_ca_ack_delay = 15;
+  uint8_t phys_port_cnt = 1;
+  // Not in ibv_device_attr proper but reported by ibv_query_qp caps / the
+  // extended query: the inline limit and the largest message.
+  uint32_t max_inline_data = kMaxInlineData;
+  uint32_t max_msg_sz = 1u << 31;
+
+  // Rejects limits this implementation cannot honour (more SGEs or inline
+  // bytes than a work request holds, a message above 2^31, ...).
+  absl::Status Validate() const;
+};
+
+// ibv_port_attr (RoCE: no LIDs, no SM).
+struct PortAttr {
+  PortState state = PortState::kActive;
+  Mtu max_mtu = Mtu::k4096;
+  Mtu active_mtu = Mtu::k1024;
+  int32_t gid_tbl_len = 1024;
+  uint32_t port_cap_flags = 0;
+  uint32_t max_msg_sz = 1u << 31;
+  uint32_t bad_pkey_cntr = 0;   // mirrored from DeviceCounters on query
+  uint32_t qkey_viol_cntr = 0;  // idem
+  uint16_t pkey_tbl_len = 64;
+  uint16_t lid = 0;
+  uint16_t sm_lid = 0;
+  uint8_t lmc = 0;
+  uint8_t max_vl_num = 1;
+  uint8_t sm_sl = 0;
+  uint8_t subnet_timeout = 0;
+  uint8_t init_type_reply = 0;
+  uint8_t active_width = 2;   // IB_WIDTH_4X
+  uint8_t active_speed = 32;  // IB_SPEED_EDR (25 Gb/s per lane)
+  uint8_t phys_state = 5;     // LinkUp
+  uint8_t link_layer = 2;     // IBV_LINK_LAYER_ETHERNET
+
+  absl::Status Validate() const;
+};
+
+}  // namespace rocemu::nic
+
+#endif  // ROCEMU_NIC_DEVICE_ATTR_H_

@@ -1,0 +1,95 @@
+#include "nic/memory_region.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rocemu::nic {
+
+MemoryRegion::MemoryRegion(PdHandle pd, uint64_t iova, uint64_t length,
+                           AccessFlags access,
+                           std::span<const HostChunk> chunks)
+    : pd_(pd), iova_(iova), length_(length), access_(access) {
+  uint64_t start = 0;
+  for (const HostChunk& c : chunks) {
+    if (c.length == 0) continue;
+    chunks_.push_back(c);
+    starts_.push_back(start);
+    start += c.length;
+  }
+}
+
+size_t MemoryRegion::ChunkAt(uint64_t off) const {
+  if (chunks_.size() == 1) return 0;
+  // Last chunk whose start is <= off.
+  auto it = std::upper_bound(starts_.begin(), starts_.end(), off);
+  return static_cast<size_t>(it - starts_.begin()) - 1;
+}
+
+size_t MemoryRegion::Translate(uint64_t va, uint64_t len,
+                               std::span<HostSegment> out,
+                               uint64_t* covered) const {
+  uint64_t done = 0;
+  size_t n = 0;
+  if (len != 0 && !out.empty()) {
+    uint64_t off = va - iova_;
+    size_t c = ChunkAt(off);
+    while (done < len && n < out.size()) {
+      const uint64_t in_chunk = off - starts_[c];
+      const uint64_t take = std::min(chunks_[c].length - in_chunk, len - done);
+      out[n++] = HostSegment{chunks_[c].host + in_chunk, take};
+      done += take;
+      off += take;
+      ++c;
+    }
+  }
+  if (covered != nullptr) *covered = done;
+  return n;
+}
+
+void MemoryRegion::CopyOut(uint64_t va, std::span<uint8_t> dst) const {
+  if (dst.empty()) return;
+  uint64_t off = va - iova_;
+  size_t c = ChunkAt(off);
+  size_t done = 0;
+  while (done < dst.size()) {
+    const uint64_t in_chunk = off - starts_[c];
+    const size_t take = static_cast<size_t>(
+        std::min<uint64_t>(chunks_[c].length - in_chunk, dst.size() - done));
+    std::memcpy(dst.data() + done, chunks_[c].host + in_chunk, take);
+    done += take;
+    off += take;
+    ++c;
+  }
+}
+
+void MemoryRegion::CopyIn(uint64_t va, std::span<const uint8_t> src) const {
+  if (src.empty()) return;
+  uint64_t off = va - iova_;
+  size_t c = ChunkAt(off);
+  size_t done = 0;
+  while (done < src.size()) {
+    const uint64_t in_chunk = off - starts_[c];
+    const size_t take = static_cast<size_t>(
+        std::min<uint64_t>(chunks_[c].length - in_chunk, src.size() - done));
+    std::memcpy(chunks_[c].host + in_chunk, src.data() + done, take);
+    done += take;
+    off += take;
+    ++c;
+  }
+}
+
+uint64_t MemoryRegion::Load64(uint64_t va) const {
+  uint8_t b[8];
+  CopyOut(va, b);
+  uint64_t v;
+  std::memcpy(&v, b, 8);
+  return v;
+}
+
+void MemoryRegion::Store64(uint64_t va, uint64_t value) const {
+  uint8_t b[8];
+  std::memcpy(b, &value, 8);
+  CopyIn(va, b);
+}
+
+}  // namespace rocemu::nic

@@ -1,0 +1,88 @@
+// A registered memory region: a range [iova, iova + length) of the
+// application's address space, backed by a list of host buffer chunks laid
+// end to end (the daemon maps the application's pages as they come, so a
+// region is generally not contiguous in the daemon). Translation and copies
+// walk the chunk list; they allocate nothing.
+#ifndef ROCEMU_NIC_MEMORY_REGION_H_
+#define ROCEMU_NIC_MEMORY_REGION_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "nic/access.h"
+#include "nic/handles.h"
+
+namespace rocemu::nic {
+
+// A piece of host memory backing part of a region.
+struct HostChunk {
+  uint8_t* host = nullptr;
+  uint64_t length = 0;
+};
+
+// A piece of the host memory behind a translated range.
+struct HostSegment {
+  uint8_t* host = nullptr;
+  uint64_t length = 0;
+};
+
+class MemoryRegion {
+ public:
+  // `chunks` must be non-empty in total length `length` (checked by the
+  // table that creates regions).
+  MemoryRegion(PdHandle pd, uint64_t iova, uint64_t length, AccessFlags access,
+               std::span<const HostChunk> chunks);
+
+  PdHandle pd() const { return pd_; }
+  uint64_t iova() const { return iova_; }
+  uint64_t length() const { return length_; }
+  AccessFlags access() const { return access_; }
+  uint32_t key() const { return key_; }  // L_Key == R_Key
+  uint32_t lkey() const { return key_; }
+  uint32_t rkey() const { return key_; }
+  bool valid() const { return valid_; }
+  size_t num_chunks() const { return chunks_.size(); }
+
+  // [va, va + len) lies inside the region without wrapping. len == 0 is
+  // inside when va is within [iova, iova + length].
+  bool Contains(uint64_t va, uint64_t len) const {
+    if (va < iova_) return false;
+    const uint64_t off = va - iova_;
+    return off <= length_ && len <= length_ - off;
+  }
+
+  // Host segments behind [va, va + len), which must be Contained. Fills at
+  // most out.size() segments and returns how many; *covered (if given) is
+  // the number of bytes they span, less than len when out is too small.
+  size_t Translate(uint64_t va, uint64_t len, std::span<HostSegment> out,
+                   uint64_t* covered = nullptr) const;
+
+  // Copies between the region and a flat buffer; the range must be
+  // Contained (the caller checked the key).
+  void CopyOut(uint64_t va, std::span<uint8_t> dst) const;
+  void CopyIn(uint64_t va, std::span<const uint8_t> src) const;
+
+  // Atomic operand access in host byte order (the target may straddle two
+  // chunks).
+  uint64_t Load64(uint64_t va) const;
+  void Store64(uint64_t va, uint64_t value) const;
+
+ private:
+  friend class MrTable;
+  // The chunk holding region offset `off` (< length_).
+  size_t ChunkAt(uint64_t off) const;
+
+  PdHandle pd_;
+  uint64_t iova_;
+  uint64_t length_;
+  AccessFlags access_;
+  uint32_t key_ = 0;
+  bool valid_ = true;
+  std::vector<HostChunk> chunks_;
+  std::vector<uint64_t> starts_;  // region offset of each chunk
+};
+
+}  // namespace rocemu::nic
+
+#endif  // ROCEMU_NIC_MEMORY_REGION_H_

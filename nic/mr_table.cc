@@ -1,0 +1,172 @@
+#include "nic/mr_table.h"
+
+#include <memory>
+
+#include "absl/strings/str_format.h"
+
+namespace rocemu::nic {
+
+const char* MrStatusName(MrStatus s) {
+  switch (s) {
+    case MrStatus::kOk:
+      return "ok";
+    case MrStatus::kInvalidKey:
+      return "invalid key";
+    case MrStatus::kInvalidated:
+      return "region invalidated";
+    case MrStatus::kPdMismatch:
+      return "protection domain mismatch";
+    case MrStatus::kAccessDenied:
+      return "access right missing";
+    case MrStatus::kOutOfBounds:
+      return "out of bounds";
+    case MrStatus::kMisaligned:
+      return "misaligned atomic";
+    case MrStatus::kLengthExceeded:
+      return "length exceeds the buffer";
+  }
+  return "unknown";
+}
+
+MrTable::MrTable(PdTable& pds, uint32_t max_mr, uint64_t max_mr_size)
+    : pds_(pds), max_mr_size_(max_mr_size), mrs_("MR", max_mr) {}
+
+absl::Status MrTable::ValidateLayout(uint64_t iova, uint64_t length,
+                                     AccessFlags access,
+                                     std::span<const HostChunk> chunks) const {
+  if (!AccessFlagsConsistent(access)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "access flags 0x%x: unknown bits, or remote write/atomic without "
+        "local write",
+        access));
+  }
+  if (length == 0 || length > max_mr_size_) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("MR length %u outside [1, %u]", length, max_mr_size_));
+  }
+  if (iova + length < iova) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "MR [0x%x, +%u) wraps the address space", iova, length));
+  }
+  uint64_t total = 0;
+  for (const HostChunk& c : chunks) {
+    if (c.length != 0 && c.host == nullptr) {
+      return absl::InvalidArgumentError("MR chunk with a null host pointer");
+    }
+    if (total + c.length < total) {
+      return absl::InvalidArgumentError("MR chunk lengths overflow");
+    }
+    total += c.length;
+  }
+  if (total != length) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "MR chunks back %u bytes, the region has %u", total, length));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> MrTable::Register(ClientId client, PdHandle pd,
+                                           uint64_t iova, uint64_t length,
+                                           AccessFlags access,
+                                           std::span<const HostChunk> chunks) {
+  if (!pds_.OwnedBy(pd, client)) {
+    return absl::NotFoundError(absl::StrFormat("no PD 0x%08x", pd));
+  }
+  if (absl::Status s = ValidateLayout(iova, length, access, chunks); !s.ok()) {
+    return s;
+  }
+  auto mr = std::make_unique<MemoryRegion>(pd, iova, length, access, chunks);
+  MemoryRegion* raw = mr.get();
+  absl::StatusOr<uint32_t> key = mrs_.Insert(client, std::move(mr));
+  if (!key.ok()) return key.status();
+  raw->key_ = *key;
+  // Cannot fail: the PD was checked above and nothing ran in between.
+  (void)pds_.Retain(pd);
+  return *key;
+}
+
+absl::Status MrTable::Deregister(ClientId client, uint32_t key) {
+  const MemoryRegion* mr = mrs_.Get(key, client);
+  if (mr == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("no MR with key 0x%08x", key));
+  }
+  const PdHandle pd = mr->pd();
+  absl::Status s = mrs_.Erase(key);
+  if (s.ok()) pds_.Release(pd);
+  return s;
+}
+
+absl::StatusOr<uint32_t> MrTable::Reregister(
+    ClientId client, uint32_t key, uint32_t flags, PdHandle pd, uint64_t iova,
+    uint64_t length, AccessFlags access, std::span<const HostChunk> chunks) {
+  MemoryRegion* mr = mrs_.Get(key, client);
+  if (mr == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("no MR with key 0x%08x", key));
+  }
+  constexpr uint32_t kAll =
+      rereg::kChangeTranslation | rereg::kChangePd | rereg::kChangeAccess;
+  if (flags == 0 || (flags & ~kAll) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rereg flags 0x%x invalid", flags));
+  }
+  const PdHandle new_pd = (flags & rereg::kChangePd) ? pd : mr->pd();
+  if ((flags & rereg::kChangePd) && !pds_.OwnedBy(new_pd, client)) {
+    return absl::NotFoundError(absl::StrFormat("no PD 0x%08x", pd));
+  }
+  const AccessFlags new_access =
+      (flags & rereg::kChangeAccess) ? access : mr->access();
+  if (flags & rereg::kChangeTranslation) {
+    if (absl::Status s = ValidateLayout(iova, length, new_access, chunks);
+        !s.ok()) {
+      return s;
+    }
+  } else if (!AccessFlagsConsistent(new_access)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("access flags 0x%x inconsistent", new_access));
+  }
+  if (new_pd != mr->pd()) {
+    (void)pds_.Retain(new_pd);
+    pds_.Release(mr->pd());
+  }
+  if (flags & rereg::kChangeTranslation) {
+    MemoryRegion fresh(new_pd, iova, length, new_access, chunks);
+    mr->iova_ = fresh.iova_;
+    mr->length_ = fresh.length_;
+    mr->chunks_ = std::move(fresh.chunks_);
+    mr->starts_ = std::move(fresh.starts_);
+  }
+  mr->pd_ = new_pd;
+  mr->access_ = new_access;
+  mr->valid_ = true;
+  mr->key_ = mrs_.Rekey(key);
+  return mr->key_;
+}
+
+MrStatus MrTable::Check(uint32_t key, PdHandle pd, uint64_t va, uint64_t len,
+                        AccessFlags need, bool atomic,
+                        const MemoryRegion** out) const {
+  *out = nullptr;
+  if (len == 0 && !atomic) return MrStatus::kOk;
+  const MemoryRegion* mr = mrs_.Get(key);
+  if (mr == nullptr) return MrStatus::kInvalidKey;
+  if (!mr->valid()) return MrStatus::kInvalidated;
+  if (mr->pd() != pd) return MrStatus::kPdMismatch;
+  if ((mr->access() & need) != need) return MrStatus::kAccessDenied;
+  if (atomic) {
+    if (len != 8) return MrStatus::kOutOfBounds;
+    if (va & 7) return MrStatus::kMisaligned;
+  }
+  if (!mr->Contains(va, len)) return MrStatus::kOutOfBounds;
+  *out = mr;
+  return MrStatus::kOk;
+}
+
+MrStatus MrTable::Invalidate(uint32_t key, PdHandle pd) {
+  MemoryRegion* mr = mrs_.Get(key);
+  if (mr == nullptr) return MrStatus::kInvalidKey;
+  if (mr->pd() != pd) return MrStatus::kPdMismatch;
+  mr->valid_ = false;
+  return MrStatus::kOk;
+}
+
+}  // namespace rocemu::nic

@@ -1,0 +1,94 @@
+// Memory registration and key translation. A key is (slot index << 8) | key
+// byte; the key byte changes on every registration that reuses a slot and
+// on every re-registration, so a key that outlived its region is refused.
+// L_Key and R_Key are the same value (as rxe and ConnectX hand them out).
+// Lookup is one array index plus a full-key compare.
+#ifndef ROCEMU_NIC_MR_TABLE_H_
+#define ROCEMU_NIC_MR_TABLE_H_
+
+#include <cstdint>
+#include <span>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nic/access.h"
+#include "nic/handle_table.h"
+#include "nic/handles.h"
+#include "nic/memory_region.h"
+#include "nic/mr_status.h"
+#include "nic/pd_table.h"
+
+namespace rocemu::nic {
+
+// ibv_rereg_send_flags.
+namespace rereg {
+inline constexpr uint32_t kChangeTranslation = 1u << 0;
+inline constexpr uint32_t kChangePd = 1u << 1;
+inline constexpr uint32_t kChangeAccess = 1u << 2;
+}  // namespace rereg
+
+class MrTable {
+ public:
+  // `pds` must outlive the table; regions hold a reference on their PD.
+  MrTable(PdTable& pds, uint32_t max_mr, uint64_t max_mr_size);
+
+  // ibv_reg_mr: the chunks, laid end to end, back exactly `length` bytes
+  // starting at `iova`. Returns the key. InvalidArgument for inconsistent
+  // access flags, zero length, iova + length wrapping or chunks not
+  // covering the length; NotFound for a PD that is not the client's;
+  // ResourceExhausted beyond max_mr.
+  absl::StatusOr<uint32_t> Register(ClientId client, PdHandle pd, uint64_t iova,
+                                    uint64_t length, AccessFlags access,
+                                    std::span<const HostChunk> chunks);
+  // ibv_dereg_mr.
+  absl::Status Deregister(ClientId client, uint32_t key);
+  // ibv_rereg_mr: changes what `flags` says (translation: iova, length,
+  // chunks; PD; access) and returns the region's new key; the old key is
+  // refused from now on. On error the region is unchanged.
+  absl::StatusOr<uint32_t> Reregister(ClientId client, uint32_t key,
+                                      uint32_t flags, PdHandle pd,
+                                      uint64_t iova, uint64_t length,
+                                      AccessFlags access,
+                                      std::span<const HostChunk> chunks);
+
+  // The region with exactly this key, or nullptr (hot path).
+  const MemoryRegion* Find(uint32_t key) const { return mrs_.Get(key); }
+
+  // L_Key check of a local SGE / buffer: key, PD, rights `need` (local
+  // read is implicit; pass access::kLocalWrite for a destination), bounds.
+  // len == 0 needs no key (nothing is accessed) and yields *out = nullptr.
+  MrStatus CheckLocal(uint32_t lkey, PdHandle pd, uint64_t va, uint64_t len,
+                      AccessFlags need, const MemoryRegion** out) const {
+    return Check(lkey, pd, va, len, need, /*atomic=*/false, out);
+  }
+  // R_Key check of an incoming request: `need` is kRemoteWrite, kRemoteRead
+  // or kRemoteAtomic; atomics also need an 8-byte aligned 8-byte target.
+  // len == 0 (zero-length RDMA) needs no key, as IBTA says.
+  MrStatus CheckRemote(uint32_t rkey, PdHandle pd, uint64_t va, uint64_t len,
+                       AccessFlags need, const MemoryRegion** out) const {
+    return Check(rkey, pd, va, len, need, (need & access::kRemoteAtomic) != 0,
+                 out);
+  }
+
+  // Marks the region invalid (SEND_WITH_INV from the wire, LOCAL_INV): all
+  // accesses through the key then fail with kInvalidated until it is
+  // re-registered. Fails unless the key is live and in `pd`.
+  MrStatus Invalidate(uint32_t key, PdHandle pd);
+
+  uint32_t size() const { return mrs_.size(); }
+
+ private:
+  MrStatus Check(uint32_t key, PdHandle pd, uint64_t va, uint64_t len,
+                 AccessFlags need, bool atomic, const MemoryRegion** out) const;
+  absl::Status ValidateLayout(uint64_t iova, uint64_t length,
+                              AccessFlags access,
+                              std::span<const HostChunk> chunks) const;
+
+  PdTable& pds_;
+  uint64_t max_mr_size_;
+  HandleTable<MemoryRegion> mrs_;
+};
+
+}  // namespace rocemu::nic
+
+#endif  // ROCEMU_NIC_MR_TABLE_H_
