@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs a libFuzzer target for a bounded time on a copy of its seed corpus (so
+# the repository is not modified); crash artifacts go to the temporary
+# directory and are printed. Exit status is libFuzzer's: non-zero on a crash,
+# a sanitizer report, a timeout or an invariant abort.
+# usage: run_fuzzer.sh FUZZER CORPUS_DIR [SECONDS]
+set -uo pipefail
+fuzzer=$1 corpus=$2 secs=${3:-60}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/corpus" "$tmp/artifacts"
+cp "$corpus"/* "$tmp/corpus/"
+"$fuzzer" -max_total_time="$secs" -timeout=5 -rss_limit_mb=2048 \
+  -max_len=9100 -print_final_stats=1 -artifact_prefix="$tmp/artifacts/" \
+  "$tmp/corpus"
+rc=$?
+for f in "$tmp"/artifacts/*; do
+  [[ -e $f ]] || continue
+  echo "run_fuzzer: artifact $(basename "$f"):"
+  od -A d -t x1 "$f" | head -40
+done
+exit $rc
