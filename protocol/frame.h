@@ -154,7 +154,7 @@ struct ParsedFrame {
   std::span<const uint8_t> payload;  // without pad and ICRC
   uint32_t icrc = 0;                 // as read (little-endian on the wire)
   uint16_t udp_checksum = 0;
-  // PFC / PAUSE only (PAUSE: quanta[0], enable_vector 0xFF):
+  // PFC / PAUSE only (PAUSE: enable_vector 0xFF, the time in every quanta[]):
   PfcInfo pfc;
 };
 

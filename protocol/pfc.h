@@ -29,8 +29,9 @@ inline constexpr uint16_t kMacControlOpcodePfc = 0x0101;
 inline constexpr size_t kMacControlFrameLen = kEthMinFrameLen;
 
 // PFC: bit n of enable_vector says quanta[n] is valid for priority n.
-// PAUSE is represented as enable_vector 0xFF with the one pause time in
-// quanta[0].
+// PAUSE is represented as enable_vector 0xFF with its one pause time in
+// quanta[0] and, so that per-priority consumers need no special case, copied
+// to all eight entries.
 struct PfcInfo {
   uint8_t enable_vector = 0;
   std::array<uint16_t, 8> quanta{};
