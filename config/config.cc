@@ -365,6 +365,12 @@ absl::Status LoadFaults(MapReader& m, FaultConfig* f) {
   RETURN_IF_ERROR(m.Uint("seed", 0, UINT64_MAX, &f->seed));
   RETURN_IF_ERROR(m.Bool("rx", &f->rx));
   RETURN_IF_ERROR(m.Bool("tx", &f->tx));
+  // One draw decides at most one fault per frame, so the rates share [0, 1].
+  if (f->drop + f->reorder + f->duplicate + f->corrupt + f->delay > 1.0) {
+    return m.errors().At(m.Mark(), m.Key("drop"),
+                         "drop + reorder + duplicate + corrupt + delay "
+                         "must not exceed 1");
+  }
   return m.Finish();
 }
 

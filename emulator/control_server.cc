@@ -1,0 +1,249 @@
+#include "emulator/control_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace rocemu::emulator {
+namespace {
+
+constexpr size_t kMaxClients = 16;
+constexpr size_t kMaxRequest = 4096;
+
+absl::Status Errno(std::string_view what) {
+  return absl::UnavailableError(
+      absl::StrCat(std::string(what), ": ", std::strerror(errno)));
+}
+
+// Position just after `"key"` and the colon, or npos.
+size_t FindValue(std::string_view json, std::string_view key) {
+  std::string quoted = absl::StrCat("\"", std::string(key), "\"");
+  size_t pos = json.find(quoted);
+  if (pos == std::string_view::npos) return pos;
+  pos += quoted.size();
+  while (pos < json.size() && (json[pos] == ' ' || json[pos] == '\t')) ++pos;
+  if (pos >= json.size() || json[pos] != ':') return std::string_view::npos;
+  ++pos;
+  while (pos < json.size() && (json[pos] == ' ' || json[pos] == '\t')) ++pos;
+  return pos;
+}
+
+void SendAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;  // the client went away or is not reading
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+std::string JsonStringField(std::string_view json, std::string_view key) {
+  size_t pos = FindValue(json, key);
+  if (pos == std::string_view::npos || pos >= json.size() || json[pos] != '"') {
+    return "";
+  }
+  size_t end = json.find('"', pos + 1);
+  if (end == std::string_view::npos) return "";
+  return std::string(json.substr(pos + 1, end - pos - 1));
+}
+
+bool JsonBoolField(std::string_view json, std::string_view key, bool* value) {
+  size_t pos = FindValue(json, key);
+  if (pos == std::string_view::npos) return false;
+  std::string_view rest = json.substr(pos);
+  if (rest.substr(0, 4) == "true") {
+    *value = true;
+    return true;
+  }
+  if (rest.substr(0, 5) == "false") {
+    *value = false;
+    return true;
+  }
+  return false;
+}
+
+std::string JsonEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+ControlServer::~ControlServer() { Close(); }
+
+absl::Status ControlServer::Listen(const std::string& path, unsigned mode,
+                                   Handler handler) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError("control socket path too long");
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::string dir = path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Errno(absl::StrCat("cannot create ", dir));
+    }
+  }
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(path, " exists and is not a socket"));
+    }
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr),
+                                      sizeof(addr)) == 0;
+    if (probe >= 0) close(probe);
+    if (live) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("another daemon is listening on ", path));
+    }
+    unlink(path.c_str());  // stale socket of a daemon that died
+  }
+  fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return Errno("socket");
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    absl::Status s = Errno(absl::StrCat("cannot bind ", path));
+    Close();
+    return s;
+  }
+  path_ = path;
+  if (chmod(path.c_str(), mode) != 0 || listen(fd_, 8) != 0) {
+    absl::Status s = Errno(absl::StrCat("cannot set up ", path));
+    Close();
+    return s;
+  }
+  handler_ = std::move(handler);
+  return absl::OkStatus();
+}
+
+void ControlServer::Poll() {
+  if (fd_ < 0) return;
+  while (clients_.size() < kMaxClients) {
+    int c = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c < 0) break;
+    clients_.push_back({c, {}});
+  }
+  for (size_t i = 0; i < clients_.size();) {
+    Client& cl = clients_[i];
+    char buf[1024];
+    bool closed = false;
+    for (;;) {
+      ssize_t n = recv(cl.fd, buf, sizeof(buf), 0);
+      if (n > 0) {
+        cl.in.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) closed = true;
+      break;
+    }
+    size_t nl;
+    while ((nl = cl.in.find('\n')) != std::string::npos) {
+      std::string line = cl.in.substr(0, nl);
+      cl.in.erase(0, nl + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) continue;
+      SendAll(cl.fd, handler_(line) + "\n");
+    }
+    if (cl.in.size() > kMaxRequest) {
+      SendAll(cl.fd, "{\"error\":\"request too long\"}\n");
+      closed = true;
+    }
+    if (closed) {
+      // A last request without a newline still gets its answer.
+      if (!cl.in.empty()) SendAll(cl.fd, handler_(cl.in) + "\n");
+      close(cl.fd);
+      clients_.erase(clients_.begin() + static_cast<ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+void ControlServer::Close() {
+  for (Client& c : clients_) close(c.fd);
+  clients_.clear();
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
+    if (!path_.empty()) unlink(path_.c_str());
+  }
+  path_.clear();
+}
+
+MetricsServer::~MetricsServer() { Close(); }
+
+absl::Status MetricsServer::Listen(uint16_t port, Handler handler) {
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return Errno("socket");
+  int one = 1;
+  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // never exposed off-host
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd_, 8) != 0) {
+    absl::Status s = Errno(absl::StrCat("cannot listen on 127.0.0.1:", port));
+    Close();
+    return s;
+  }
+  handler_ = std::move(handler);
+  return absl::OkStatus();
+}
+
+void MetricsServer::Poll() {
+  if (fd_ < 0) return;
+  for (int i = 0; i < 4; ++i) {
+    int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) return;
+    // Scrapers send the request at once; a short blocking read with a
+    // timeout keeps a silent client from stalling the loop for long.
+    timeval tv{0, 20000};
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    char buf[2048];
+    ssize_t n = recv(c, buf, sizeof(buf), 0);
+    if (n > 0) {
+      std::string_view req(buf, static_cast<size_t>(n));
+      bool metrics =
+          req.substr(0, 13) == "GET /metrics " || req.substr(0, 6) == "GET / ";
+      std::string body = metrics ? handler_() : "not found\n";
+      SendAll(
+          c, absl::StrCat(
+                 metrics ? "HTTP/1.0 200 OK\r\n" : "HTTP/1.0 404 Not Found\r\n",
+                 "Content-Type: text/plain; version=0.0.4\r\n"
+                 "Content-Length: ",
+                 body.size(), "\r\nConnection: close\r\n\r\n", body));
+    }
+    close(c);
+  }
+}
+
+void MetricsServer::Close() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace rocemu::emulator

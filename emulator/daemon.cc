@@ -1,0 +1,562 @@
+#include "emulator/daemon.h"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "emulator/eal_args.h"
+#include "emulator/logging.h"
+
+namespace rocemu::emulator {
+namespace {
+
+constexpr nic::TimeNs kFastPeriod = 1'000'000;      // control sockets
+constexpr nic::TimeNs kSlowPeriod = 1'000'000'000;  // stats, neighbours
+constexpr nic::TimeNs kReorderWait = 1'000'000;     // if no frame follows
+
+uint64_t WallNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Every per-port counter with its exported name, in one place for JSON and
+// Prometheus.
+template <typename F>
+void ForEachCounter(const PortCounters& c, const NetCounters& n,
+                    const FaultCounters& rx, const FaultCounters& tx, F f) {
+  f("rx_packets", c.rx_packets);
+  f("rx_bytes", c.rx_bytes);
+  f("tx_packets", c.tx_packets);
+  f("tx_bytes", c.tx_bytes);
+  f("tx_dropped", c.tx_dropped);
+  f("rx_segmented", c.rx_segmented);
+  f("rx_nic_no_endpoint", c.rx_nic_no_endpoint);
+  f("tx_nombuf", c.tx_nombuf);
+  f("rx_missed", c.rx_missed);
+  f("rx_errors", c.rx_errors);
+  f("tx_errors", c.tx_errors);
+  f("rx_nombuf", c.rx_nombuf);
+  f("rx_arp_requests", n.rx_arp_requests);
+  f("rx_arp_replies", n.rx_arp_replies);
+  f("tx_arp_requests", n.tx_arp_requests);
+  f("tx_arp_replies", n.tx_arp_replies);
+  f("rx_nd_solicits", n.rx_nd_solicits);
+  f("rx_nd_adverts", n.rx_nd_adverts);
+  f("tx_nd_solicits", n.tx_nd_solicits);
+  f("tx_nd_adverts", n.tx_nd_adverts);
+  f("rx_icmp_echo", n.rx_icmp_echo);
+  f("rx_icmpv6_echo", n.rx_icmpv6_echo);
+  f("tx_icmp_echo_reply", n.tx_icmp_echo_reply);
+  f("tx_icmpv6_echo_reply", n.tx_icmpv6_echo_reply);
+  f("rx_nic", n.rx_nic);
+  f("rx_not_for_us", n.rx_not_for_us);
+  f("rx_unhandled", n.rx_unhandled);
+  f("rx_malformed", n.rx_malformed);
+  f("rx_bad_checksum", n.rx_bad_checksum);
+  f("reply_too_big", n.reply_too_big);
+  f("rx_fault_dropped", rx.fault_dropped);
+  f("rx_fault_reordered", rx.fault_reordered);
+  f("rx_fault_duplicated", rx.fault_duplicated);
+  f("rx_fault_corrupted", rx.fault_corrupted);
+  f("rx_fault_delayed", rx.fault_delayed);
+  f("tx_fault_dropped", tx.fault_dropped);
+  f("tx_fault_reordered", tx.fault_reordered);
+  f("tx_fault_duplicated", tx.fault_duplicated);
+  f("tx_fault_corrupted", tx.fault_corrupted);
+  f("tx_fault_delayed", tx.fault_delayed);
+}
+
+}  // namespace
+
+Daemon::Daemon(config::Config config) : config_(std::move(config)) {}
+
+Daemon::~Daemon() { Shutdown(); }
+
+absl::Status Daemon::Init() {
+  std::vector<std::string> args =
+      BuildEalArgs(config_, getpid(), HostHasHugepages());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ROCEMU_LOG_INFO("EAL: %s", absl::StrJoin(args, " "));
+  if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("DPDK EAL init failed: ", rte_strerror(rte_errno)));
+  }
+  eal_ready_ = true;
+  clock_ = std::make_unique<TscClock>();
+  wall_base_ns_ = WallNs();
+  int socket_id = static_cast<int>(rte_socket_id());
+
+  for (unsigned i = 0; i < config_.ports.size(); ++i) {
+    auto port = std::make_unique<Port>();
+    port->config = config_.ports[i];
+    absl::StatusOr<DpdkPort> dev = DpdkPort::Open(port->config, i, socket_id);
+    if (!dev.ok()) return dev.status();
+    port->dev.emplace(std::move(*dev));
+    NeighbourCache::Options nopts;
+    nopts.reachable_ns =
+        static_cast<nic::TimeNs>(port->config.neighbour_timeout_s) *
+        1'000'000'000;
+    port->neighbours = NeighbourCache(nopts);
+    for (const config::StaticNeighbour& n : port->config.neighbours) {
+      port->neighbours.AddStatic(n.ip, n.mac);
+    }
+    std::vector<NetAddress> addrs;
+    for (const config::IpPrefix& p : port->config.addresses) {
+      addrs.push_back({p.addr, p.ipv6, p.prefix_len});
+    }
+    port->stack =
+        std::make_unique<NetStack>(port->dev->mac(), addrs, &port->neighbours);
+    port->rx_faults =
+        std::make_unique<FaultInjector>(port->config.faults, 2 * i);
+    port->tx_faults =
+        std::make_unique<FaultInjector>(port->config.faults, 2 * i + 1);
+    std::string addr_list;
+    for (const config::IpPrefix& p : port->config.addresses) {
+      absl::StrAppend(&addr_list, addr_list.empty() ? "" : " ",
+                      config::FormatIp(p.addr, p.ipv6), "/", p.prefix_len);
+    }
+    ROCEMU_LOG_INFO("port %s: %s up, dpdk port %u, mac %s, mtu %u, %s",
+                    port->config.name, port->config.devargs,
+                    port->dev->port_id(), config::FormatMac(port->dev->mac()),
+                    port->config.mtu, addr_list);
+    ports_.push_back(std::move(port));
+  }
+  if (config_.capture.enabled) {
+    if (absl::Status s = SetCapture(true); !s.ok()) return s;
+  }
+  if (absl::Status s = control_.Listen(
+          config_.control.socket_path, config_.control.socket_mode,
+          [this](std::string_view req) { return HandleControl(req); });
+      !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("control socket: ", s.message()));
+  }
+  if (config_.control.prometheus_port != 0) {
+    if (absl::Status s = metrics_.Listen(config_.control.prometheus_port,
+                                         [this] { return PrometheusText(); });
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("prometheus: ", s.message()));
+    }
+  }
+  ROCEMU_LOG_INFO("control socket %s", config_.control.socket_path);
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::OpenCaptures() {
+  for (auto& p : ports_) {
+    std::string rx = absl::StrReplaceAll(config_.capture.rx_path,
+                                         {{"{port}", p->config.name}});
+    std::string tx = absl::StrReplaceAll(config_.capture.tx_path,
+                                         {{"{port}", p->config.name}});
+    if (absl::Status s = p->rx_capture.Open(rx, config_.capture.snaplen,
+                                            config_.capture.rotate_bytes);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = p->tx_capture.Open(tx, config_.capture.snaplen,
+                                            config_.capture.rotate_bytes);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::SetCapture(bool enabled) {
+  if (enabled == capture_on_) return absl::OkStatus();
+  if (enabled) {
+    absl::Status s = OpenCaptures();
+    if (!s.ok()) {
+      for (auto& p : ports_) {
+        p->rx_capture.Close();
+        p->tx_capture.Close();
+      }
+      return s;
+    }
+  } else {
+    for (auto& p : ports_) {
+      p->rx_capture.Close();
+      p->tx_capture.Close();
+    }
+  }
+  capture_on_ = enabled;
+  ROCEMU_LOG_INFO("capture %s", enabled ? "on" : "off");
+  return absl::OkStatus();
+}
+
+void Daemon::Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
+                     nic::TimeNs now) {
+  if (!writer.is_open()) return;
+  uint64_t wall = wall_base_ns_ + now;
+  for (uint16_t i = 0; i < n; ++i) {
+    writer.Write(
+        {rte_pktmbuf_mtod(m[i], const uint8_t*), rte_pktmbuf_data_len(m[i])},
+        wall);
+  }
+}
+
+uint16_t Daemon::ApplyFaults(FaultInjector& faults, FaultState& held,
+                             rte_mempool* pool, rte_mbuf** in, uint16_t n,
+                             rte_mbuf** out, size_t out_cap, nic::TimeNs now) {
+  size_t k = 0;
+  // Delayed frames whose time has come go first (they were sent first).
+  while (held.count > 0 && held.ring[held.head].release <= now && k < out_cap) {
+    out[k++] = held.ring[held.head].m;
+    held.head = (held.head + 1) % FaultState::kCapacity;
+    --held.count;
+  }
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = in[i];
+    if (k + 2 >= out_cap) {  // no room left for faults: pass through
+      out[k++] = m;
+      continue;
+    }
+    switch (faults.Decide()) {
+      case FaultAction::kPass:
+        break;
+      case FaultAction::kDrop:
+        rte_pktmbuf_free(m);
+        continue;
+      case FaultAction::kCorrupt: {
+        uint32_t bit = faults.CorruptBit(rte_pktmbuf_data_len(m));
+        rte_pktmbuf_mtod(m, uint8_t*)[bit / 8] ^=
+            static_cast<uint8_t>(1u << (bit % 8));
+        break;
+      }
+      case FaultAction::kDuplicate:
+        if (rte_mbuf* copy = rte_pktmbuf_copy(m, pool, 0, UINT32_MAX)) {
+          out[k++] = copy;
+        }
+        break;
+      case FaultAction::kReorder:
+        if (held.reorder == nullptr) {
+          held.reorder = m;
+          held.reorder_deadline = now + kReorderWait;
+          continue;
+        }
+        break;
+      case FaultAction::kDelay:
+        if (held.count < FaultState::kCapacity) {
+          size_t tail = (held.head + held.count) % FaultState::kCapacity;
+          held.ring[tail] = {m, now + faults.delay_ns()};
+          ++held.count;
+          continue;
+        }
+        break;
+    }
+    out[k++] = m;
+    // A held-back frame goes out right behind the frame that overtook it.
+    if (held.reorder != nullptr && held.reorder != m) {
+      out[k++] = held.reorder;
+      held.reorder = nullptr;
+    }
+  }
+  if (held.reorder != nullptr && now >= held.reorder_deadline && k < out_cap) {
+    out[k++] = held.reorder;
+    held.reorder = nullptr;
+  }
+  return static_cast<uint16_t>(k);
+}
+
+void Daemon::QueueTx(Port& port, rte_mbuf* m) {
+  if (port.tx_count == std::size(port.tx_batch)) {
+    ++port.counters.tx_dropped;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  port.tx_batch[port.tx_count++] = m;
+}
+
+void Daemon::FlushTx(Port& port, nic::TimeNs now) {
+  rte_mbuf* staged[kBurst * 8];
+  rte_mbuf** pkts = port.tx_batch;
+  uint16_t n = port.tx_count;
+  port.tx_count = 0;
+  if (port.tx_faults->enabled() && port.config.faults.tx) {
+    n = ApplyFaults(*port.tx_faults, port.tx_held, port.dev->pool(), pkts, n,
+                    staged, std::size(staged), now);
+    pkts = staged;
+  }
+  if (n == 0) return;
+  Capture(port.tx_capture, pkts, n, now);
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
+  uint16_t sent = rte_eth_tx_burst(port.dev->port_id(), 0, pkts, n);
+  for (uint16_t i = sent; i < n; ++i) {
+    bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+    rte_pktmbuf_free(pkts[i]);
+  }
+  port.counters.tx_packets += sent;
+  port.counters.tx_bytes += bytes;
+  port.counters.tx_dropped += n - sent;
+}
+
+void Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
+  Port& port = *ports_[index];
+  rte_mbuf* rx[kBurst];
+  rte_mbuf* staged[kBurst * 3];
+  uint16_t n = rte_eth_rx_burst(port.dev->port_id(), 0, rx, kBurst);
+  for (uint16_t i = 0; i < n; ++i) {
+    port.counters.rx_bytes += rte_pktmbuf_pkt_len(rx[i]);
+  }
+  port.counters.rx_packets += n;
+  rte_mbuf** pkts = rx;
+  if (port.rx_faults->enabled() && port.config.faults.rx) {
+    n = ApplyFaults(*port.rx_faults, port.rx_held, port.dev->pool(), rx, n,
+                    staged, std::size(staged), now);
+    pkts = staged;
+  }
+  if (n > 0) {
+    Capture(port.rx_capture, pkts, n, now);
+    nic::RxFrame frames[std::size(staged)];
+    size_t nic_frames = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+      rte_mbuf* m = pkts[i];
+      if (m->nb_segs > 1) {
+        ++port.counters.rx_segmented;
+        continue;
+      }
+      if (port.spare == nullptr) {
+        port.spare = rte_pktmbuf_alloc(port.dev->pool());
+      }
+      std::span<uint8_t> reply;
+      if (port.spare != nullptr) {
+        reply = {rte_pktmbuf_mtod(port.spare, uint8_t*),
+                 std::min<size_t>(rte_pktmbuf_tailroom(port.spare),
+                                  port.dev->max_frame())};
+      }
+      size_t reply_len = 0;
+      std::span<const uint8_t> data(rte_pktmbuf_mtod(m, const uint8_t*),
+                                    rte_pktmbuf_data_len(m));
+      switch (port.stack->Receive(data, now, reply, &reply_len)) {
+        case RxVerdict::kReply:
+          port.spare->data_len = static_cast<uint16_t>(reply_len);
+          port.spare->pkt_len = static_cast<uint32_t>(reply_len);
+          QueueTx(port, port.spare);
+          port.spare = nullptr;
+          break;
+        case RxVerdict::kNic:
+          frames[nic_frames++] = {data.data(),
+                                  static_cast<uint32_t>(data.size())};
+          break;
+        case RxVerdict::kConsumed:
+        case RxVerdict::kDropped:
+          break;
+      }
+    }
+    if (nic_frames > 0) {
+      if (endpoint_ != nullptr) {
+        endpoint_->Receive(static_cast<uint16_t>(index), {frames, nic_frames},
+                           now);
+        endpoint_due = true;
+      } else {
+        port.counters.rx_nic_no_endpoint += nic_frames;
+      }
+    }
+    rte_pktmbuf_free_bulk(pkts, n);
+  }
+
+  if (endpoint_ != nullptr && endpoint_due) {
+    rte_mbuf* bufs[kBurst];
+    if (rte_pktmbuf_alloc_bulk(port.dev->pool(), bufs, kBurst) != 0) {
+      ++port.counters.tx_nombuf;
+    } else {
+      nic::TxFrame tx[kBurst];
+      for (uint16_t i = 0; i < kBurst; ++i) {
+        tx[i].data = rte_pktmbuf_mtod(bufs[i], uint8_t*);
+        tx[i].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(bufs[i]),
+                                            port.dev->max_frame());
+      }
+      size_t filled =
+          endpoint_->Transmit(static_cast<uint16_t>(index), tx, now);
+      for (size_t i = 0; i < filled; ++i) {
+        bufs[i]->data_len = static_cast<uint16_t>(tx[i].len);
+        bufs[i]->pkt_len = tx[i].len;
+        // TODO(issue 5): queue by tx[i].priority once PFC pause state per
+        // priority gates the port's TX queues.
+        QueueTx(port, bufs[i]);
+      }
+      if (filled < kBurst) {
+        rte_pktmbuf_free_bulk(bufs + filled,
+                              static_cast<unsigned>(kBurst - filled));
+      }
+    }
+  }
+  FlushTx(port, now);
+}
+
+std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
+                                                const IpAddr& ip) {
+  Port& port = *ports_.at(index);
+  rte_mbuf* m = rte_pktmbuf_alloc(port.dev->pool());
+  size_t len = 0;
+  std::span<uint8_t> out;
+  if (m != nullptr) {
+    out = {rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m)};
+  }
+  std::optional<MacAddr> mac =
+      port.stack->Resolve(ip, clock_->Now(), out, &len);
+  if (m != nullptr && len > 0) {
+    m->data_len = static_cast<uint16_t>(len);
+    m->pkt_len = static_cast<uint32_t>(len);
+    QueueTx(port, m);
+  } else if (m != nullptr) {
+    rte_pktmbuf_free(m);
+  }
+  return mac;
+}
+
+void Daemon::Slow(nic::TimeNs now) {
+  for (auto& p : ports_) {
+    p->neighbours.Expire(now);
+    rte_eth_stats st;
+    if (rte_eth_stats_get(p->dev->port_id(), &st) == 0) {
+      p->counters.rx_missed = st.imissed;
+      p->counters.rx_errors = st.ierrors;
+      p->counters.tx_errors = st.oerrors;
+      p->counters.rx_nombuf = st.rx_nombuf;
+    }
+  }
+}
+
+void Daemon::Run(DaemonSignals* signals) {
+  ROCEMU_LOG_INFO("running on lcore %u with %zu port(s)%s", rte_lcore_id(),
+                  ports_.size(),
+                  endpoint_ == nullptr ? ", no RNIC attached" : "");
+  while (!signals->stop) {
+    nic::TimeNs now = clock_->Now();
+    bool endpoint_due = endpoint_ != nullptr && now >= next_event_;
+    for (unsigned i = 0; i < ports_.size(); ++i) {
+      PollPort(i, now, endpoint_due);
+    }
+    if (endpoint_ != nullptr) next_event_ = endpoint_->NextEventTime();
+    ++loops_;
+    if (now >= next_fast_) {
+      next_fast_ = now + kFastPeriod;
+      control_.Poll();
+      metrics_.Poll();
+      if (signals->reopen) {
+        signals->reopen = 0;
+        if (absl::Status s = Logger::Get().Reopen(); !s.ok()) {
+          ROCEMU_LOG_ERROR("SIGHUP: %s", s.ToString());
+        }
+        for (auto& p : ports_) {
+          for (PcapWriter* w : {&p->rx_capture, &p->tx_capture}) {
+            if (absl::Status s = w->Reopen(); !s.ok()) {
+              ROCEMU_LOG_ERROR("SIGHUP: %s", s.ToString());
+            }
+          }
+        }
+        ROCEMU_LOG_INFO("SIGHUP: logs and captures reopened");
+      }
+      if (now >= next_slow_) {
+        next_slow_ = now + kSlowPeriod;
+        Slow(now);
+      }
+    }
+  }
+  ROCEMU_LOG_INFO("shutting down");
+  Shutdown();
+}
+
+void Daemon::Shutdown() {
+  // TODO(issue 5): flush the RNIC's QPs (complete outstanding WRs in error)
+  // before the ports stop.
+  control_.Close();
+  metrics_.Close();
+  for (auto& p : ports_) {
+    // Stop sending first: a memif peer crashes if it goes mid-traffic.
+    for (uint16_t i = 0; i < p->tx_count; ++i) rte_pktmbuf_free(p->tx_batch[i]);
+    p->tx_count = 0;
+    for (FaultState* h : {&p->rx_held, &p->tx_held}) {
+      while (h->count > 0) {
+        rte_pktmbuf_free(h->ring[h->head].m);
+        h->head = (h->head + 1) % FaultState::kCapacity;
+        --h->count;
+      }
+      if (h->reorder != nullptr) rte_pktmbuf_free(h->reorder);
+      h->reorder = nullptr;
+    }
+    if (p->spare != nullptr) rte_pktmbuf_free(p->spare);
+    p->spare = nullptr;
+    p->rx_capture.Close();
+    p->tx_capture.Close();
+  }
+  ports_.clear();  // stops the ports, then frees their pools
+  if (eal_ready_) {
+    rte_eal_cleanup();
+    eal_ready_ = false;
+  }
+}
+
+std::string Daemon::CountersJson() const {
+  std::string out = absl::StrFormat(
+      "{\"uptime_ns\":%d,\"rnic_attached\":%s,\"capture\":%s,\"ports\":{",
+      clock_ ? clock_->Now() : 0, endpoint_ != nullptr ? "true" : "false",
+      capture_on_ ? "true" : "false");
+  bool first_port = true;
+  for (const auto& p : ports_) {
+    absl::StrAppend(&out, first_port ? "" : ",", "\"",
+                    JsonEscape(p->config.name), "\":{\"mac\":\"",
+                    config::FormatMac(p->dev->mac()), "\"");
+    first_port = false;
+    ForEachCounter(p->counters, p->stack->counters(), p->rx_faults->counters(),
+                   p->tx_faults->counters(), [&](const char* name, uint64_t v) {
+                     absl::StrAppend(&out, ",\"", name, "\":", v);
+                   });
+    absl::StrAppend(&out, ",\"neighbours\":", p->neighbours.size(), "}");
+  }
+  // TODO(issue 5): per-QP counters ("qps": {...}) from the RNIC.
+  absl::StrAppend(&out, "}}");
+  return out;
+}
+
+std::string Daemon::PrometheusText() const {
+  std::string out;
+  for (const auto& p : ports_) {
+    ForEachCounter(p->counters, p->stack->counters(), p->rx_faults->counters(),
+                   p->tx_faults->counters(), [&](const char* name, uint64_t v) {
+                     absl::StrAppend(&out, "rocemu_port_", name, "{port=\"",
+                                     p->config.name, "\"} ", v, "\n");
+                   });
+  }
+  return out;
+}
+
+std::string Daemon::HandleControl(std::string_view request) {
+  std::string cmd = JsonStringField(request, "cmd");
+  if (cmd.empty()) {
+    // Bare words are accepted for humans at a socat prompt.
+    cmd = std::string(request);
+    while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  }
+  if (cmd == "counters") return CountersJson();
+  if (cmd == "ping") return "{\"ok\":true}";
+  if (cmd == "capture") {
+    bool enable = false;
+    if (!JsonBoolField(request, "enable", &enable)) {
+      return "{\"error\":\"capture needs \\\"enable\\\": true|false\"}";
+    }
+    absl::Status s = SetCapture(enable);
+    if (!s.ok()) {
+      return absl::StrCat("{\"error\":\"", JsonEscape(s.ToString()), "\"}");
+    }
+    return absl::StrCat(
+        "{\"ok\":true,\"capture\":", capture_on_ ? "true" : "false", "}");
+  }
+  return absl::StrCat("{\"error\":\"unknown command '", JsonEscape(cmd),
+                      "' (counters, capture, ping)\"}");
+}
+
+}  // namespace rocemu::emulator

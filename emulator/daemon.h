@@ -1,0 +1,135 @@
+// rocemud's core: owns the EAL, the configured ports and their net stacks,
+// captures, fault injectors and the control plane, and runs the single-lcore
+// poll loop that carries frames between the ports and the RNIC model
+// (nic::FrameEndpoint). Received frames reach the endpoint as views into
+// mbuf data (no copy); the endpoint fills mbufs lent as TxFrames.
+#ifndef ROCEMU_EMULATOR_DAEMON_H_
+#define ROCEMU_EMULATOR_DAEMON_H_
+
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "config/config.h"
+#include "emulator/control_server.h"
+#include "emulator/dpdk_port.h"
+#include "emulator/fault_injector.h"
+#include "emulator/neighbour_cache.h"
+#include "emulator/net_stack.h"
+#include "emulator/pcap_writer.h"
+#include "emulator/tsc_clock.h"
+#include "nic/frame_io.h"
+
+namespace rocemu::emulator {
+
+// Signals only set these; the loop acts on them.
+struct DaemonSignals {
+  volatile std::sig_atomic_t stop = 0;
+  volatile std::sig_atomic_t reopen = 0;
+};
+
+struct PortCounters {
+  uint64_t rx_packets = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t tx_packets = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t tx_dropped = 0;          // the PMD did not take them
+  uint64_t rx_segmented = 0;        // chained mbufs: dropped
+  uint64_t rx_nic_no_endpoint = 0;  // RoCE/PFC frames while no RNIC is attached
+  uint64_t tx_nombuf = 0;           // no mbuf for a reply or a TX burst
+  // From rte_eth_stats, refreshed once a second.
+  uint64_t rx_missed = 0;
+  uint64_t rx_errors = 0;
+  uint64_t tx_errors = 0;
+  uint64_t rx_nombuf = 0;
+};
+
+class Daemon {
+ public:
+  static constexpr uint16_t kBurst = 32;
+
+  explicit Daemon(config::Config config);
+  ~Daemon();
+
+  // EAL, ports, captures and control socket, all or nothing.
+  absl::Status Init();
+  // Until signals->stop; then stops TX, closes captures and ports.
+  void Run(DaemonSignals* signals);
+
+  // Plugs the RNIC in (it sees ports by their index in the config). Until
+  // then RoCE and PFC frames are counted in rx_nic_no_endpoint.
+  void AttachEndpoint(nic::FrameEndpoint* endpoint) { endpoint_ = endpoint; }
+  // TODO(issue 5): the RNIC resolves destination MACs through this (the
+  // solicitation, if one is due, is queued on the port).
+  std::optional<MacAddr> ResolveNeighbour(unsigned port, const IpAddr& ip);
+
+  // Control-plane views (also served on the control socket).
+  std::string CountersJson() const;
+  std::string PrometheusText() const;
+  std::string HandleControl(std::string_view request);
+  absl::Status SetCapture(bool enabled);
+  const nic::Clock& clock() const { return *clock_; }
+
+ private:
+  struct Held {
+    rte_mbuf* m;
+    nic::TimeNs release;
+  };
+  // Frames a fault injector holds back in one direction.
+  struct FaultState {
+    static constexpr size_t kCapacity = 1024;
+    Held ring[kCapacity];
+    size_t head = 0, count = 0;
+    rte_mbuf* reorder = nullptr;  // released after the next frame
+    nic::TimeNs reorder_deadline = 0;
+  };
+  struct Port {
+    config::PortConfig config;
+    std::optional<DpdkPort> dev;
+    NeighbourCache neighbours;
+    std::unique_ptr<NetStack> stack;
+    std::unique_ptr<FaultInjector> rx_faults, tx_faults;
+    FaultState rx_held, tx_held;
+    PcapWriter rx_capture, tx_capture;
+    PortCounters counters;
+    rte_mbuf* spare = nullptr;  // reply buffer for the net stack
+    rte_mbuf* tx_batch[kBurst * 4];
+    uint16_t tx_count = 0;
+  };
+
+  void PollPort(unsigned index, nic::TimeNs now, bool endpoint_due);
+  uint16_t ApplyFaults(FaultInjector& faults, FaultState& held,
+                       rte_mempool* pool, rte_mbuf** in, uint16_t n,
+                       rte_mbuf** out, size_t out_cap, nic::TimeNs now);
+  void QueueTx(Port& port, rte_mbuf* m);
+  void FlushTx(Port& port, nic::TimeNs now);
+  void Slow(nic::TimeNs now);
+  void Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
+               nic::TimeNs now);
+  absl::Status OpenCaptures();
+  void Shutdown();
+
+  config::Config config_;
+  bool eal_ready_ = false;
+  std::unique_ptr<TscClock> clock_;
+  uint64_t wall_base_ns_ = 0;  // CLOCK_REALTIME at clock_ zero
+  std::vector<std::unique_ptr<Port>> ports_;
+  nic::FrameEndpoint* endpoint_ = nullptr;
+  nic::TimeNs next_event_ = 0;
+  bool capture_on_ = false;
+  ControlServer control_;
+  MetricsServer metrics_;
+  nic::TimeNs next_fast_ = 0, next_slow_ = 0;
+  uint64_t loops_ = 0;
+};
+
+}  // namespace rocemu::emulator
+
+#endif  // ROCEMU_EMULATOR_DAEMON_H_

@@ -1,0 +1,126 @@
+#include "emulator/dpdk_port.h"
+
+#include <rte_errno.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "emulator/eal_args.h"
+#include "emulator/logging.h"
+
+namespace rocemu::emulator {
+namespace {
+
+constexpr unsigned kPoolSize = 8191;  // 2^n - 1 suits rte_mempool best
+constexpr unsigned kPoolCache = 256;
+
+absl::Status PortError(const config::PortConfig& c, std::string_view what,
+                       int rc) {
+  return absl::UnavailableError(absl::StrCat("port ", c.name, " (", c.devargs,
+                                             "): ", std::string(what), ": ",
+                                             rte_strerror(rc < 0 ? -rc : rc)));
+}
+
+}  // namespace
+
+absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
+                                        unsigned index, int socket_id) {
+  DpdkPort port;
+  std::string name = DeviceName(c.devargs);
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &port.port_id_) != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "port ", c.name, ": device '", c.devargs,
+        "' did not probe (no such interface, socket or permission? see the "
+        "DPDK log above)"));
+  }
+  rte_eth_dev_info info;
+  if (int rc = rte_eth_dev_info_get(port.port_id_, &info); rc != 0) {
+    return PortError(c, "dev_info_get", rc);
+  }
+
+  // The PMD may cap its MTU below the configured one (net_tap and
+  // af_packet report 1500): the kernel side then carries larger frames for
+  // af_packet, so the DPDK MTU is capped rather than refused.
+  uint32_t max_mtu = info.max_mtu;
+  port.dpdk_mtu_ = std::min<uint32_t>(c.mtu, max_mtu);
+  if (port.dpdk_mtu_ < c.mtu) {
+    ROCEMU_LOG_WARNING(
+        "port %s: %s allows MTU %u; configured %u is used for frame sizes only",
+        c.name, info.driver_name, max_mtu, c.mtu);
+  }
+  port.max_frame_ = c.mtu + RTE_ETHER_HDR_LEN + 4 /* VLAN */;
+  // Room for a whole frame per mbuf: RX is never chained, TX buffers are
+  // lent to the RNIC as one contiguous span.
+  uint32_t room = std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM,
+                                     (port.max_frame_ + 1023) & ~1023u);
+  std::string pool_name = absl::StrCat("rocemu_pool", index);
+  port.pool_ = rte_pktmbuf_pool_create(
+      pool_name.c_str(), kPoolSize, kPoolCache, 0,
+      static_cast<uint16_t>(room + RTE_PKTMBUF_HEADROOM), socket_id);
+  if (port.pool_ == nullptr) return PortError(c, "mbuf pool", rte_errno);
+
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = port.dpdk_mtu_;
+  if (int rc = rte_eth_dev_configure(port.port_id_, 1, 1, &conf); rc != 0) {
+    return PortError(c, "configure", rc);
+  }
+  uint16_t rx_ring = kRingSize, tx_ring = kRingSize;
+  rte_eth_dev_adjust_nb_rx_tx_desc(port.port_id_, &rx_ring, &tx_ring);
+  if (int rc = rte_eth_rx_queue_setup(port.port_id_, 0, rx_ring, socket_id,
+                                      nullptr, port.pool_);
+      rc != 0) {
+    return PortError(c, "rx queue setup", rc);
+  }
+  if (int rc =
+          rte_eth_tx_queue_setup(port.port_id_, 0, tx_ring, socket_id, nullptr);
+      rc != 0) {
+    return PortError(c, "tx queue setup", rc);
+  }
+  if (c.mac.has_value()) {
+    rte_ether_addr a;
+    std::memcpy(a.addr_bytes, c.mac->data(), 6);
+    if (int rc = rte_eth_dev_default_mac_addr_set(port.port_id_, &a); rc != 0) {
+      return PortError(c, "set MAC", rc);
+    }
+  }
+  if (int rc = rte_eth_dev_start(port.port_id_); rc != 0) {
+    return PortError(c, "start", rc);
+  }
+  port.started_ = true;
+  // Frames for other MACs are counted by the net stack, and IPv6 needs
+  // the solicited-node multicast groups.
+  rte_eth_promiscuous_enable(port.port_id_);
+  rte_eth_allmulticast_enable(port.port_id_);
+  rte_ether_addr a;
+  rte_eth_macaddr_get(port.port_id_, &a);
+  std::memcpy(port.mac_.data(), a.addr_bytes, 6);
+  return port;
+}
+
+DpdkPort::DpdkPort(DpdkPort&& o) noexcept
+    : port_id_(o.port_id_),
+      mac_(o.mac_),
+      pool_(o.pool_),
+      max_frame_(o.max_frame_),
+      dpdk_mtu_(o.dpdk_mtu_),
+      started_(o.started_) {
+  o.pool_ = nullptr;
+  o.started_ = false;
+  o.port_id_ = RTE_MAX_ETHPORTS;
+}
+
+void DpdkPort::Stop() {
+  if (started_) {
+    rte_eth_dev_stop(port_id_);
+    rte_eth_dev_close(port_id_);
+    started_ = false;
+  }
+}
+
+DpdkPort::~DpdkPort() {
+  Stop();
+  if (pool_ != nullptr) rte_mempool_free(pool_);
+}
+
+}  // namespace rocemu::emulator

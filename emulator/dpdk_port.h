@@ -1,0 +1,52 @@
+// One configured DPDK ethdev: found by name after EAL init (a vdev whose
+// probe failed is an error here, since EAL init does not fail for it),
+// configured with one RX and one TX queue and an mbuf pool whose data room
+// holds a whole frame of the port's MTU, so RX frames are contiguous and
+// TX buffers can be lent to the RNIC as they are.
+#ifndef ROCEMU_EMULATOR_DPDK_PORT_H_
+#define ROCEMU_EMULATOR_DPDK_PORT_H_
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "config/config.h"
+#include "emulator/net_types.h"
+
+namespace rocemu::emulator {
+
+class DpdkPort {
+ public:
+  static constexpr uint16_t kRingSize = 1024;
+
+  // Finds, configures and starts the port; `index` names the mempool.
+  static absl::StatusOr<DpdkPort> Open(const config::PortConfig& config,
+                                       unsigned index, int socket_id);
+  DpdkPort(DpdkPort&& other) noexcept;
+  DpdkPort& operator=(DpdkPort&&) = delete;
+  ~DpdkPort();
+
+  uint16_t port_id() const { return port_id_; }
+  const MacAddr& mac() const { return mac_; }
+  rte_mempool* pool() const { return pool_; }
+  // Largest frame the port sends (Ethernet header, VLAN tag, MTU bytes).
+  uint32_t max_frame() const { return max_frame_; }
+  uint32_t dpdk_mtu() const { return dpdk_mtu_; }
+  void Stop();
+
+ private:
+  DpdkPort() = default;
+  uint16_t port_id_ = RTE_MAX_ETHPORTS;
+  MacAddr mac_{};
+  rte_mempool* pool_ = nullptr;
+  uint32_t max_frame_ = 0;
+  uint32_t dpdk_mtu_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace rocemu::emulator
+
+#endif  // ROCEMU_EMULATOR_DPDK_PORT_H_

@@ -1,0 +1,42 @@
+// Link and network addresses as the daemon's net stack handles them. The
+// aliases are the same types as config:: and protocol:: use, so values pass
+// between them unchanged.
+#ifndef ROCEMU_EMULATOR_NET_TYPES_H_
+#define ROCEMU_EMULATOR_NET_TYPES_H_
+
+#include <array>
+#include <cstdint>
+
+namespace rocemu::emulator {
+
+using MacAddr = std::array<uint8_t, 6>;
+// IPv6, or IPv4 as ::ffff:a.b.c.d (the RoCEv2 GID form).
+using IpAddr = std::array<uint8_t, 16>;
+
+inline constexpr MacAddr kBroadcastMac = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
+inline constexpr uint16_t kEtherTypeArp = 0x0806;
+inline constexpr uint16_t kEtherTypeVlan = 0x8100;
+inline constexpr uint16_t kEtherTypeIpv6 = 0x86DD;
+
+inline IpAddr Ipv4Mapped(const uint8_t v4[4]) {
+  return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, v4[0], v4[1], v4[2], v4[3]};
+}
+inline bool IsIpv4Mapped(const IpAddr& a) {
+  for (int i = 0; i < 10; ++i) {
+    if (a[i] != 0) return false;
+  }
+  return a[10] == 0xff && a[11] == 0xff;
+}
+
+inline uint16_t Load16(const uint8_t* p) {
+  return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+inline void Store16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+
+}  // namespace rocemu::emulator
+
+#endif  // ROCEMU_EMULATOR_NET_TYPES_H_

@@ -1,0 +1,102 @@
+// rocemud: the rocemu daemon. Loads and validates the YAML config (a bad
+// config is one error line on stderr and exit status 2, before anything is
+// set up), brings up EAL, ports and the control socket all or nothing, then
+// polls until SIGTERM/SIGINT.
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "config/config.h"
+#include "emulator/daemon.h"
+#include "emulator/logging.h"
+
+ABSL_FLAG(std::string, config, "/etc/rocemu/rocemu.yaml",
+          "YAML configuration file");
+ABSL_FLAG(bool, check_config, false,
+          "validate the configuration, print the result and exit");
+ABSL_FLAG(std::string, log_level, "",
+          "overrides logging.level: debug, info, warning, error");
+
+namespace {
+
+rocemu::emulator::DaemonSignals g_signals;
+
+void OnStop(int) { g_signals.stop = 1; }
+void OnHangup(int) { g_signals.reopen = 1; }
+
+void InstallSignals() {
+  struct sigaction sa {};
+  sigemptyset(&sa.sa_mask);
+  sa.sa_handler = OnStop;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sa.sa_handler = OnHangup;
+  sigaction(SIGHUP, &sa, nullptr);
+  // A vhost/virtio peer or a control client that goes away must not kill
+  // the daemon.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "rocemu RoCEv2 RNIC daemon.\n  rocemud --config FILE [--check-config]");
+  absl::ParseCommandLine(argc, argv);
+  using rocemu::config::Config;
+
+  const std::string path = absl::GetFlag(FLAGS_config);
+  absl::StatusOr<Config> config = rocemu::config::LoadConfigFile(path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "rocemud: %s\n",
+                 std::string(config.status().message()).c_str());
+    return 2;
+  }
+  if (std::string level = absl::GetFlag(FLAGS_log_level); !level.empty()) {
+    absl::StatusOr<rocemu::config::LogLevel> l =
+        rocemu::config::ParseLogLevel(level);
+    if (!l.ok()) {
+      std::fprintf(stderr, "rocemud: --log-level: %s\n",
+                   std::string(l.status().message()).c_str());
+      return 2;
+    }
+    config->logging.level = *l;
+  }
+  if (absl::GetFlag(FLAGS_check_config)) {
+    std::printf("rocemud: %s: OK, %zu port(s)\n", path.c_str(),
+                config->ports.size());
+    return 0;
+  }
+
+  rocemu::emulator::Logger& log = rocemu::emulator::Logger::Get();
+  log.set_level(config->logging.level);
+  if (absl::Status s = log.Open(config->logging.file); !s.ok()) {
+    std::fprintf(stderr, "rocemud: logging.file: %s\n",
+                 std::string(s.message()).c_str());
+    return 2;
+  }
+  InstallSignals();
+
+  rocemu::emulator::Daemon daemon(std::move(*config));
+  if (absl::Status s = daemon.Init(); !s.ok()) {
+    ROCEMU_LOG_ERROR("startup failed: %s", std::string(s.message()));
+    if (!log.Enabled(rocemu::config::LogLevel::kError) ||
+        !config->logging.file.empty()) {
+      std::fprintf(stderr, "rocemud: startup failed: %s\n",
+                   std::string(s.message()).c_str());
+    }
+    return 1;
+  }
+  // TODO(issue 5): create the RNIC device (nic/) from the config's ports,
+  // GIDs, P_Keys, PFC/ECN/DCQCN settings and attach it:
+  //   daemon.AttachEndpoint(&device);
+  // TODO(issue 5): replay mode (pcap in -> endpoint with virtual time from
+  // the capture's timestamps, endpoint output -> pcap) runs the same
+  // endpoint with a ManualClock instead of the ports; see emulator/tools/.
+  daemon.Run(&g_signals);
+  ROCEMU_LOG_INFO("stopped");
+  return 0;
+}
