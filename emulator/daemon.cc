@@ -1,5 +1,6 @@
 #include "emulator/daemon.h"
 
+#include <arpa/inet.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
@@ -543,6 +544,32 @@ std::string Daemon::HandleControl(std::string_view request) {
   }
   if (cmd == "counters") return CountersJson();
   if (cmd == "ping") return "{\"ok\":true}";
+  if (cmd == "resolve") {
+    // Drives the resolver by hand: the first call for an unknown address
+    // sends an ARP request / neighbour solicitation, later calls report.
+    std::string port_name = JsonStringField(request, "port");
+    std::string ip_text = JsonStringField(request, "ip");
+    for (unsigned i = 0; i < ports_.size(); ++i) {
+      if (ports_[i]->config.name != port_name) continue;
+      IpAddr ip{};
+      in6_addr a6;
+      in_addr a4;
+      if (inet_pton(AF_INET, ip_text.c_str(), &a4) == 1) {
+        ip = Ipv4Mapped(reinterpret_cast<const uint8_t*>(&a4));
+      } else if (inet_pton(AF_INET6, ip_text.c_str(), &a6) == 1) {
+        std::memcpy(ip.data(), &a6, 16);
+      } else {
+        return "{\"error\":\"resolve needs \\\"ip\\\": an IPv4 or IPv6 "
+               "address\"}";
+      }
+      std::optional<MacAddr> mac = ResolveNeighbour(i, ip);
+      if (!mac.has_value()) return "{\"ok\":true,\"mac\":null}";
+      return absl::StrCat("{\"ok\":true,\"mac\":\"", config::FormatMac(*mac),
+                          "\"}");
+    }
+    return absl::StrCat("{\"error\":\"no port '", JsonEscape(port_name),
+                        "'\"}");
+  }
   if (cmd == "capture") {
     bool enable = false;
     if (!JsonBoolField(request, "enable", &enable)) {
@@ -556,7 +583,7 @@ std::string Daemon::HandleControl(std::string_view request) {
         "{\"ok\":true,\"capture\":", capture_on_ ? "true" : "false", "}");
   }
   return absl::StrCat("{\"error\":\"unknown command '", JsonEscape(cmd),
-                      "' (counters, capture, ping)\"}");
+                      "' (counters, capture, resolve, ping)\"}");
 }
 
 }  // namespace rocemu::emulator

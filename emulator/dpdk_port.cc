@@ -77,13 +77,6 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
       rc != 0) {
     return PortError(c, "tx queue setup", rc);
   }
-  if (c.mac.has_value()) {
-    rte_ether_addr a;
-    std::memcpy(a.addr_bytes, c.mac->data(), 6);
-    if (int rc = rte_eth_dev_default_mac_addr_set(port.port_id_, &a); rc != 0) {
-      return PortError(c, "set MAC", rc);
-    }
-  }
   if (int rc = rte_eth_dev_start(port.port_id_); rc != 0) {
     return PortError(c, "start", rc);
   }
@@ -92,9 +85,18 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
   // the solicited-node multicast groups.
   rte_eth_promiscuous_enable(port.port_id_);
   rte_eth_allmulticast_enable(port.port_id_);
+  // The RNIC's MAC is its own, never written to the device: for net_tap
+  // the device MAC is the kernel interface's, i.e. the peer host's, and
+  // reusing it would make the kernel see its own addresses on the link.
   rte_ether_addr a;
   rte_eth_macaddr_get(port.port_id_, &a);
   std::memcpy(port.mac_.data(), a.addr_bytes, 6);
+  if (c.mac.has_value()) {
+    port.mac_ = *c.mac;
+  } else if (std::string_view(info.driver_name) == "net_tap") {
+    port.mac_[0] = static_cast<uint8_t>((port.mac_[0] | 0x02) & ~0x01);
+    port.mac_[5] ^= 0x01;
+  }
   return port;
 }
 

@@ -30,6 +30,8 @@ class DpdkPort {
   ~DpdkPort();
 
   uint16_t port_id() const { return port_id_; }
+  // The RNIC's MAC: from the config, else the device's (net_tap: derived
+  // from it, as the tap device MAC belongs to the kernel side).
   const MacAddr& mac() const { return mac_; }
   rte_mempool* pool() const { return pool_; }
   // Largest frame the port sends (Ethernet header, VLAN tag, MTU bytes).

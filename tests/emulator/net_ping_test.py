@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""rocemud on a TAP port inside a network namespace this test creates.
+
+Checks: IPv4 and IPv6 ping to the daemon's addresses, ARP/ND both ways (the
+kernel learns the daemon's MAC, the daemon resolves the kernel's), counters
+on the control socket, run-time capture switching, SIGHUP and a clean
+SIGTERM shutdown. Bounded in time; always removes the namespace.
+Usage: net_ping_test.py ROCEMUD
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+DAEMON_MAC = "02:00:00:77:00:02"
+
+
+def run(ns, *cmd, check=True, timeout=15):
+    return subprocess.run(["ip", "netns", "exec", ns, *cmd], check=check,
+                          timeout=timeout, capture_output=True, text=True)
+
+
+def control(path, request):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+        s.sendall((json.dumps(request) + "\n").encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)
+
+
+def wait_for(what, predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def main():
+    rocemud = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root (network namespaces, TAP)")
+        return 1
+    pid = os.getpid()
+    ns = f"rocemu-nt-{pid}"
+    iface = f"rnt{pid % 100000}"
+    tmp = tempfile.mkdtemp(prefix="rocemu-net-")
+    sock = os.path.join(tmp, "ctl.sock")
+    cfg = os.path.join(tmp, "rocemu.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"""
+eal: {{file_prefix: rocemu-nt-{pid}}}
+ports:
+  - name: tap0
+    devargs: net_tap0,iface={iface}
+    mac: "{DAEMON_MAC}"
+    addresses: [10.77.0.2/24, "fd77::2/64"]
+capture:
+  enabled: false
+  rx_path: {tmp}/{{port}}-rx.pcap
+  tx_path: {tmp}/{{port}}-tx.pcap
+control: {{socket: {sock}, socket_mode: "0600"}}
+logging: {{level: info, file: {tmp}/rocemud.log}}
+""")
+    daemon = None
+    failures = []
+
+    def check(cond, msg):
+        print(("ok   " if cond else "FAIL ") + msg)
+        if not cond:
+            failures.append(msg)
+
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        run(ns, "ip", "link", "set", "lo", "up")
+        daemon = subprocess.Popen(["ip", "netns", "exec", ns, rocemud,
+                                   "--config", cfg],
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT)
+        wait_for("control socket", lambda: os.path.exists(sock)
+                 or daemon.poll() is not None)
+        if daemon.poll() is not None:
+            raise AssertionError("rocemud exited: " +
+                                 daemon.stdout.read().decode())
+        check(oct(os.stat(sock).st_mode & 0o777) == "0o600",
+              "control socket has the configured mode 0600")
+        run(ns, "ip", "addr", "add", "10.77.0.1/24", "dev", iface)
+        run(ns, "ip", "-6", "addr", "add", "fd77::1/64", "dev", iface,
+            "nodad")
+        run(ns, "ip", "link", "set", iface, "up")
+        kernel_mac = run(ns, "cat", f"/sys/class/net/{iface}/address"
+                         ).stdout.strip()
+        check(kernel_mac != DAEMON_MAC, "kernel and daemon MACs differ")
+
+        # The daemon resolves the kernel before the kernel has said anything
+        # to it at IP level.
+        for ip in ("10.77.0.1", "fd77::1"):
+            got = wait_for(f"daemon resolving {ip}", lambda: control(
+                sock, {"cmd": "resolve", "port": "tap0", "ip": ip}
+            ).get("mac"), timeout=8)
+            check(got == kernel_mac, f"daemon resolved {ip} to {got}")
+
+        # Forget what the kernel learned from the daemon's requests, so the
+        # pings make it ask (ARP and neighbour solicitation).
+        run(ns, "ip", "neigh", "flush", "dev", iface)
+        control(sock, {"cmd": "capture", "enable": True})
+        p4 = run(ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.77.0.2",
+                 check=False)
+        check(p4.returncode == 0, "ping 10.77.0.2")
+        p6 = run(ns, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2",
+                 "fd77::2", check=False)
+        check(p6.returncode == 0, "ping -6 fd77::2")
+        neigh = run(ns, "ip", "neigh", "show", "dev", iface).stdout
+        for ip in ("10.77.0.2", "fd77::2"):
+            line = [l for l in neigh.splitlines() if l.startswith(ip + " ")]
+            check(bool(line) and DAEMON_MAC in line[0],
+                  f"kernel learned {ip} lladdr {DAEMON_MAC}: {line}")
+
+        reply = control(sock, {"cmd": "capture", "enable": False})
+        check(reply.get("ok") is True and reply.get("capture") is False,
+              f"capture switched off at run time: {reply}")
+        c = control(sock, {"cmd": "counters"})["ports"]["tap0"]
+        check(c["tx_icmp_echo_reply"] >= 3 and c["rx_icmp_echo"] >= 3,
+              f"ICMP counters {c['rx_icmp_echo']}/{c['tx_icmp_echo_reply']}")
+        check(c["tx_icmpv6_echo_reply"] >= 3,
+              f"ICMPv6 echo replies {c['tx_icmpv6_echo_reply']}")
+        check(c["tx_arp_requests"] >= 1 and c["rx_arp_replies"] >= 1,
+              "daemon sent ARP requests and got replies")
+        check(c["tx_nd_solicits"] >= 1 and c["rx_nd_adverts"] >= 1,
+              "daemon sent neighbour solicitations and got adverts")
+        check(c["rx_arp_requests"] >= 1 and c["tx_arp_replies"] >= 1,
+              "daemon answered the kernel's ARP request")
+        check(c["rx_nd_solicits"] >= 1 and c["tx_nd_adverts"] >= 1,
+              "daemon answered the kernel's neighbour solicitation")
+        check(c["tx_packets"] >= c["tx_icmp_echo_reply"] +
+              c["tx_icmpv6_echo_reply"], "tx_packets counts the replies")
+        check(c["rx_bad_checksum"] == 0 and c["rx_malformed"] == 0,
+              "no malformed or bad-checksum frames from the kernel")
+        bad = control(sock, {"cmd": "nonsense"})
+        check("error" in bad, "unknown commands get an error")
+        rx_pcap = os.path.join(tmp, "tap0-rx.pcap")
+        check(os.path.exists(rx_pcap) and os.path.getsize(rx_pcap) > 24 + 98 * 3,
+              "rx capture holds the pings")
+        with open(rx_pcap, "rb") as f:
+            magic = f.read(4)
+        check(magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"),
+              "capture uses the nanosecond pcap format")
+
+        daemon.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        daemon.send_signal(signal.SIGTERM)
+        rc = daemon.wait(timeout=10)
+        daemon = None
+        check(rc == 0, f"SIGTERM: clean exit status {rc}")
+        check(not os.path.exists(sock), "control socket removed on exit")
+        log = open(os.path.join(tmp, "rocemud.log")).read()
+        check("reopened" in log, "SIGHUP reopened logs and captures")
+        check("stopped" in log, "shutdown logged")
+    except (AssertionError, subprocess.SubprocessError, OSError,
+            KeyError, ValueError) as e:
+        failures.append(repr(e))
+        print("FAIL", repr(e))
+    finally:
+        if daemon is not None:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+        subprocess.run(["rm", "-rf", tmp], check=False)
+    print(f"{'FAILED' if failures else 'PASSED'}: {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
