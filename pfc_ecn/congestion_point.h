@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -71,6 +72,11 @@ struct CongestionPointCounters {
 
 template <typename Handle>
 class CongestionPoint {
+  // Copied in and out of the ring by value on the hot path.
+  static_assert(std::is_trivially_copyable_v<Handle> &&
+                    std::is_default_constructible_v<Handle>,
+                "a packet handle is a small value: an index or a pointer");
+
  public:
   // `config` must have passed Validate().
   explicit CongestionPoint(const CongestionPointConfig& config)
