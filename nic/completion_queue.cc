@@ -20,7 +20,7 @@ CqPushResult CompletionQueue::Push(const WorkCompletion& wc, bool solicited) {
   }
   ring_[(head_ + count_) % ring_.size()] = wc;
   ++count_;
-  // IBTA 11.4.2.2: a solicited-only arm is also satisfied by an
+  // IBTA completion notification: a solicited-only arm is also satisfied by an
   // unsuccessful completion.
   if (arm_ == Arm::kNext || (arm_ == Arm::kSolicited &&
                              (solicited || wc.status != WcStatus::kSuccess))) {

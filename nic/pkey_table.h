@@ -29,8 +29,8 @@ constexpr bool PKeyIsFullMember(uint16_t pkey) {
 constexpr bool PKeyIsValid(uint16_t pkey) {
   return (pkey & kPKeyBaseMask) != 0;
 }
-// IBTA 10.9.3: two P_Keys match when their partition bases are equal and
-// not both are limited members (two limited members may not talk).
+// IBTA partition rule: two P_Keys match when their partition bases are equal
+// and not both are limited members (two limited members may not talk).
 constexpr bool PKeyMatch(uint16_t a, uint16_t b) {
   return PKeyIsValid(a) && (a & kPKeyBaseMask) == (b & kPKeyBaseMask) &&
          ((a | b) & kPKeyFullMember) != 0;
