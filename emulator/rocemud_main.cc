@@ -40,11 +40,24 @@ void InstallSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+// Abseil spells flags with underscores; operators type dashes
+// (--check-config, --log-level). Both are accepted.
+void DashesToUnderscores(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* a = argv[i];
+    if (a[0] != '-' || a[1] != '-') continue;
+    for (char* p = a + 2; *p != '\0' && *p != '='; ++p) {
+      if (*p == '-') *p = '_';
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "rocemu RoCEv2 RNIC daemon.\n  rocemud --config FILE [--check-config]");
+  DashesToUnderscores(argc, argv);
   absl::ParseCommandLine(argc, argv);
   using rocemu::config::Config;
 

@@ -1,0 +1,105 @@
+#include "emulator/control_server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace rocemu::emulator {
+namespace {
+
+TEST(JsonFieldsTest, ReadsStringAndBoolFields) {
+  EXPECT_EQ(JsonStringField(R"({"cmd":"counters"})", "cmd"), "counters");
+  EXPECT_EQ(JsonStringField(R"({ "cmd" : "capture", "x":1})", "cmd"),
+            "capture");
+  EXPECT_EQ(JsonStringField(R"({"other":"x"})", "cmd"), "");
+  EXPECT_EQ(JsonStringField(R"({"cmd":5})", "cmd"), "");
+  bool v = false;
+  EXPECT_TRUE(JsonBoolField(R"({"enable": true})", "enable", &v));
+  EXPECT_TRUE(v);
+  EXPECT_TRUE(JsonBoolField(R"({"enable":false})", "enable", &v));
+  EXPECT_FALSE(v);
+  EXPECT_FALSE(JsonBoolField(R"({"enable":"yes"})", "enable", &v));
+  EXPECT_EQ(JsonEscape("a\"b\\c\n"), "a\\\"b\\\\c\\u000a");
+}
+
+class ControlServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/rocemu-ctl-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/sub/ctl.sock";
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf " + dir_;
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+  int Connect() {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strcpy(a.sun_path, path_.c_str());
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    return fd;
+  }
+  std::string dir_, path_;
+};
+
+TEST_F(ControlServerTest, AnswersOneLinePerRequestWithTheConfiguredMode) {
+  ControlServer server;
+  ASSERT_TRUE(server
+                  .Listen(path_, 0640,
+                          [](std::string_view req) {
+                            return "{\"echo\":\"" +
+                                   JsonStringField(req, "cmd") + "\"}";
+                          })
+                  .ok());
+  struct stat st;
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  int fd = Connect();
+  const char req[] = "{\"cmd\":\"counters\"}\n{\"cmd\":\"ping\"}\n";
+  ASSERT_EQ(send(fd, req, sizeof(req) - 1, 0),
+            static_cast<ssize_t>(sizeof(req) - 1));
+  std::string got;
+  for (int i = 0; i < 200 && got.size() < 38; ++i) {
+    server.Poll();
+    char buf[256];
+    ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+    usleep(1000);
+  }
+  EXPECT_EQ(got, "{\"echo\":\"counters\"}\n{\"echo\":\"ping\"}\n");
+  close(fd);
+  server.Close();
+  EXPECT_NE(access(path_.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+TEST_F(ControlServerTest, RefusesALiveSocketReplacesAStaleOne) {
+  auto handler = [](std::string_view) { return std::string("{}"); };
+  {
+    ControlServer first;
+    ASSERT_TRUE(first.Listen(path_, 0660, handler).ok());
+    ControlServer second;
+    absl::Status s = second.Listen(path_, 0660, handler);
+    EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists) << s;
+  }
+  // A socket file nobody listens on (a crashed daemon) is replaced.
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strcpy(a.sun_path, path_.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  close(fd);
+  ControlServer third;
+  EXPECT_TRUE(third.Listen(path_, 0660, handler).ok());
+}
+
+}  // namespace
+}  // namespace rocemu::emulator
