@@ -280,5 +280,53 @@ TEST(SwitchTest, PfcFromIngressOccupancyMakesTheFabricLossless) {
   EXPECT_GT(lossy.sw.counters(2).tail_drop[3], 0u);
 }
 
+// Two switches in a line, two hosts on each: traffic crosses the inter-switch
+// link in both directions and every frame reaches the right host.
+TEST(SwitchTest, TwoSwitchFabric) {
+  Network net(NetworkConfig{.seed = 9});
+  Switch left(SwitchConfig{.num_ports = 3});
+  Switch right(SwitchConfig{.num_ports = 3});
+  TestHost h[4];
+  const NodeId l = net.AddNode(&left, 3, "left");
+  const NodeId r = net.AddNode(&right, 3, "right");
+  LinkConfig edge;
+  edge.propagation_delay_ns = 300;
+  LinkConfig trunk = edge;
+  trunk.rate_bps = 40'000'000'000;
+  trunk.propagation_delay_ns = 2000;
+  ASSERT_TRUE(net.Connect(l, 2, r, 2, trunk).ok());
+  for (int i = 0; i < 4; ++i) {
+    Switch& sw = i < 2 ? left : right;
+    const NodeId id = net.AddNode(&h[i], 1);
+    ASSERT_TRUE(net.Connect(id, 0, i < 2 ? l : r, i % 2, edge).ok());
+    ASSERT_TRUE(sw.AddRoute(HostMac(i), static_cast<uint16_t>(i % 2)).ok());
+    Switch& other = i < 2 ? right : left;
+    ASSERT_TRUE(other.AddRoute(HostMac(i), 2).ok());
+  }
+  // Every host sends 200 frames to the host opposite it and 100 to its
+  // neighbour.
+  for (int i = 0; i < 4; ++i) {
+    StreamSpec far;
+    far.flow = 10 + i;
+    far.count = 200;
+    far.src_mac = HostMac(i);
+    far.dst_mac = HostMac(3 - i);
+    h[i].AddStream(far);
+    StreamSpec near = far;
+    near.flow = 20 + i;
+    near.count = 100;
+    near.dst_mac = HostMac(i ^ 1);
+    h[i].AddStream(near);
+  }
+  net.Run(10'000'000);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(Count(h[3 - i], 10 + i), 200u) << i;
+    EXPECT_EQ(Count(h[i ^ 1], 20 + i), 100u) << i;
+    EXPECT_EQ(h[i].received_frames(), 300u) << i;
+  }
+  EXPECT_EQ(left.counters(2).tx_frames, 400u);
+  EXPECT_EQ(right.counters(2).tx_frames, 400u);
+}
+
 }  // namespace
 }  // namespace rocemu::simnet

@@ -75,9 +75,8 @@ size_t TestHost::BuildTestFrame(const StreamSpec& spec, uint64_t seq,
   uint8_t* body = udp + 8;
   Store32(body, spec.flow);
   Store64(body + 4, seq);
-  for (size_t i = 12; i < ip_len - 28; ++i) {
-    body[i] = static_cast<uint8_t>(seq * 31 + i);
-  }
+  // A filler that differs between sequence numbers but costs one memset.
+  std::memset(body + 12, static_cast<int>(seq * 31 + 7), ip_len - 28 - 12);
   return len;
 }
 
