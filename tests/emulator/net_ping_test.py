@@ -5,7 +5,10 @@ Checks: IPv4 and IPv6 ping to the daemon's addresses, ARP/ND both ways (the
 kernel learns the daemon's MAC, the daemon resolves the kernel's), counters
 on the control socket, run-time capture switching, SIGHUP and a clean
 SIGTERM shutdown. Bounded in time; always removes the namespace.
-Usage: net_ping_test.py ROCEMUD
+With --faults the daemon runs with receive-side fault injection (drop,
+corrupt, duplicate, reorder, delay; fixed seed): pings still get through,
+and every fault kind shows in the counters.
+Usage: net_ping_test.py ROCEMUD [--faults]
 """
 import json
 import os
@@ -17,6 +20,8 @@ import tempfile
 import time
 
 DAEMON_MAC = "02:00:00:77:00:02"
+FAULTS = """    faults: {drop: 0.1, corrupt: 0.1, duplicate: 0.1, reorder: 0.1,
+             delay: 0.1, delay_us: 3000, seed: 11}"""
 
 
 def run(ns, *cmd, check=True, timeout=15):
@@ -48,8 +53,32 @@ def wait_for(what, predicate, timeout=10.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def faults_scenario(ns, iface, sock, check, failures):
+    run(ns, "ip", "addr", "add", "10.77.0.1/24", "dev", iface)
+    run(ns, "ip", "link", "set", iface, "up")
+    p = run(ns, "ping", "-c", "40", "-i", "0.02", "-W", "1", "10.77.0.2",
+            check=False, timeout=30)
+    replies = p.stdout.count("bytes from")
+    check(replies > 0, f"pings get through the faults ({replies} replies)")
+    summary = [l for l in p.stdout.splitlines() if "transmitted" in l]
+    check(bool(summary) and ("duplicates" in summary[0] or
+                             " 0% packet loss" not in summary[0]),
+          f"ping sees the faults: {summary}")
+    c = control(sock, {"cmd": "counters"})["ports"]["tap0"]
+    for kind in ("dropped", "corrupted", "duplicated", "reordered",
+                 "delayed"):
+        check(c[f"rx_fault_{kind}"] > 0,
+              f"rx_fault_{kind} = {c[f'rx_fault_{kind}']}")
+    # Every corrupted frame fails a checksum (IP or ICMP) or its ARP form.
+    check(c["rx_bad_checksum"] + c["rx_malformed"] + c["rx_not_for_us"] +
+          c["rx_unhandled"] >= 1, "corrupted frames are counted as drops")
+    check(c["tx_fault_dropped"] == 0, "tx faults off (rx only by default)")
+    return 1 if failures else 0
+
+
 def main():
     rocemud = os.path.abspath(sys.argv[1])
+    faults = "--faults" in sys.argv[2:]
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root (network namespaces, TAP)")
         return 1
@@ -67,6 +96,7 @@ ports:
     devargs: net_tap0,iface={iface}
     mac: "{DAEMON_MAC}"
     addresses: [10.77.0.2/24, "fd77::2/64"]
+{FAULTS if faults else ""}
 capture:
   enabled: false
   rx_path: {tmp}/{{port}}-rx.pcap
@@ -96,6 +126,8 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
                                  daemon.stdout.read().decode())
         check(oct(os.stat(sock).st_mode & 0o777) == "0o600",
               "control socket has the configured mode 0600")
+        if faults:
+            return faults_scenario(ns, iface, sock, check, failures)
         run(ns, "ip", "addr", "add", "10.77.0.1/24", "dev", iface)
         run(ns, "ip", "-6", "addr", "add", "fd77::1/64", "dev", iface,
             "nodad")
