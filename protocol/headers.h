@@ -58,8 +58,30 @@ enum class NakCode : uint8_t {
   kRemoteOperationalError = 3,
   kInvalidRdRequest = 4,
 };
-// RNR NAK timer codes are IBTA table 45's 5-bit encoding (0 = 655.36 ms,
-// 1 = 0.01 ms ... 31 = 491.52 ms); the engines translate them.
+// RNR NAK timer field (IBTA vol. 1 table 45): the 5-bit code -> the minimum
+// time the requester waits before retrying, in microseconds. Code 0 is the
+// longest (655.36 ms), not zero.
+inline constexpr uint32_t kRnrNakTimerMicros[32] = {
+    655360, 10,    20,    30,     40,     60,     80,     120,
+    160,    240,   320,   480,    640,    960,    1280,   1920,
+    2560,   3840,  5120,  7680,   10240,  15360,  20480,  30720,
+    40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
+constexpr uint32_t RnrNakTimerMicros(uint8_t code) {
+  return kRnrNakTimerMicros[code & 0x1F];
+}
+
+// ACK credit field (IBTA vol. 1 table 44): the 5-bit code -> the number of
+// receive WQEs the responder has; code 31 means credits are not valid.
+inline constexpr uint16_t kAethCreditCount[31] = {
+    0,    1,    2,    3,    4,    6,     8,     12,    16,   24,   32,
+    48,   64,   96,   128,  192,  256,   384,   512,   768,  1024, 1536,
+    2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
+// The largest credit code whose count does not exceed `wqes`.
+constexpr uint8_t AethCreditCode(uint32_t wqes) {
+  uint8_t code = 0;
+  while (code + 1 < 31 && kAethCreditCount[code + 1] <= wqes) ++code;
+  return code;
+}
 inline constexpr uint8_t kAethCreditInvalid = 0x1F;  // "credits not valid"
 
 // ACK Extended Transport Header, 4 bytes.

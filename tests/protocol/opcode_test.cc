@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "gtest/gtest.h"
+#include "protocol/headers.h"
 
 namespace rocemu::protocol {
 namespace {
@@ -55,6 +56,35 @@ TEST(OpcodeTest, EnginesAndKinds) {
   EXPECT_FALSE(GetOpcodeInfo(kRdSendFirst).supported);
   EXPECT_FALSE(GetOpcodeInfo(0x80).defined);
   EXPECT_FALSE(GetOpcodeInfo(0xFF).defined);
+}
+
+}  // namespace
+}  // namespace rocemu::protocol
+
+namespace rocemu::protocol {
+namespace {
+
+TEST(HeadersTest, AethSyndromeAndTables) {
+  const Aeth nak{.syndrome = Aeth::Nak(NakCode::kRemoteAccessError)};
+  EXPECT_EQ(nak.syndrome, 0x62);
+  EXPECT_EQ(nak.type(), AethType::kNak);
+  EXPECT_EQ(nak.value(), 2);
+  const Aeth rnr{.syndrome = Aeth::RnrNak(14)};
+  EXPECT_EQ(rnr.type(), AethType::kRnrNak);
+  EXPECT_EQ(RnrNakTimerMicros(rnr.value()), 1280u);
+  EXPECT_EQ(RnrNakTimerMicros(0), 655360u);
+  EXPECT_EQ(RnrNakTimerMicros(1), 10u);
+  EXPECT_EQ(RnrNakTimerMicros(31), 491520u);
+  EXPECT_EQ(Aeth{}.type(), AethType::kAck);
+  EXPECT_EQ(Aeth{}.value(), kAethCreditInvalid);
+  EXPECT_EQ(AethCreditCode(0), 0);
+  EXPECT_EQ(AethCreditCode(5), 4);  // 4 is the largest count <= 5
+  EXPECT_EQ(AethCreditCode(6), 5);
+  EXPECT_EQ(AethCreditCode(1000000), 30);
+  for (uint8_t c = 1; c < 31; ++c) {
+    EXPECT_LT(kAethCreditCount[c - 1], kAethCreditCount[c]);
+    EXPECT_EQ(AethCreditCode(kAethCreditCount[c]), c);
+  }
 }
 
 }  // namespace
