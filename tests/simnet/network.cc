@@ -374,10 +374,17 @@ void Network::OnTxDone(uint32_t dir) {
 
 void Network::ScheduleWake(NodeId node) {
   Node& n = nodes_[node];
-  const nic::TimeNs t = n.endpoint->NextEventTime();
-  // A time not in the future adds nothing: the endpoint was just polled on
-  // every free port, and busy ports are polled when they free up.
-  if (t == nic::kNever || t <= now()) return;
+  nic::TimeNs t = n.endpoint->NextEventTime();
+  if (t <= now()) {
+    // Work that is due now: a call on one port may have made frames for
+    // another (a switch's PFC frame towards an idle port). Poll the free
+    // ports once more; whatever is still due waits for a busy port, which
+    // is polled when it frees up.
+    Poll(node);
+    t = n.endpoint->NextEventTime();
+    if (t <= now()) return;
+  }
+  if (t == nic::kNever) return;
   if (n.wake_at != nic::kNever && n.wake_at >= now() && n.wake_at <= t) return;
   n.wake_at = t;
   Push(t, EventKind::kWake, node);

@@ -8,7 +8,8 @@
 // fill free ones when the port may have something new: right after the
 // endpoint received frames, when the transmitter finishes a frame (so a busy
 // sender is paced exactly by serialization), at the endpoint's
-// NextEventTime(), and when the test calls Kick(). With the default of one
+// NextEventTime() (a time not after now makes the free ports be polled once
+// more), and when the test calls Kick(). With the default of one
 // buffer the endpoint chooses each frame at the instant the wire is free,
 // which is what a scheduler with per-priority pause and pacing needs.
 #ifndef ROCEMU_TESTS_SIMNET_NETWORK_H_

@@ -168,6 +168,7 @@ void Switch::SendPfc(uint16_t port, uint8_t prio, uint16_t quanta,
       BuildPfcFrame(port_mac(port), static_cast<uint8_t>(1u << prio), q,
                     {pool_.data(buf), pool_.buffer_size()});
   ports_[port].control.push_back(Entry{buf, static_cast<uint32_t>(len), port});
+  ++control_pending_;
   ++ports_[port].counters.tx_prio_pause[prio];
 }
 
@@ -209,6 +210,7 @@ size_t Switch::Transmit(uint16_t port, std::span<nic::TxFrame> frames,
     if (!p.control.empty()) {
       const Entry e = p.control.front();
       p.control.pop_front();
+      --control_pending_;
       std::memcpy(out.data, pool_.data(e.buf), e.len);
       out.len = e.len;
       out.priority = 0;
@@ -249,6 +251,8 @@ size_t Switch::Transmit(uint16_t port, std::span<nic::TxFrame> frames,
 }
 
 nic::TimeNs Switch::NextEventTime() const {
+  // A PFC frame made while serving one port may be due on another, idle one.
+  if (control_pending_ > 0) return now_;
   if (!timers_used_) return nic::kNever;
   nic::TimeNs t = nic::kNever;
   for (const PortState& p : ports_) {

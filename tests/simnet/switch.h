@@ -147,7 +147,8 @@ class Switch : public nic::FrameEndpoint {
   std::unique_ptr<EcnMarker> marker_;
   std::unique_ptr<PfcPolicy> pfc_policy_;
   nic::TimeNs pfc_refresh_ns_ = 0;
-  bool timers_used_ = false;  // any pause received or XOFF sent, ever
+  bool timers_used_ = false;      // any pause received or XOFF sent, ever
+  uint32_t control_pending_ = 0;  // PFC frames queued on any port
   nic::TimeNs now_ = 0;
 };
 

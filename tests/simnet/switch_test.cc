@@ -280,6 +280,44 @@ TEST(SwitchTest, PfcFromIngressOccupancyMakesTheFabricLossless) {
   EXPECT_GT(lossy.sw.counters(2).tail_drop[3], 0u);
 }
 
+// One sender through a 10G bottleneck: the XON made when the egress queue
+// drains must leave at once on the otherwise idle port towards the sender,
+// not wait for the XOFF refresh or for the sender's pause to run out.
+TEST(SwitchTest, XonLeavesPromptlyOnAnIdlePort) {
+  Network net;
+  Switch sw(SwitchConfig{.num_ports = 2});
+  sw.SetPfcPolicy(std::make_unique<ThresholdPfcPolicy>(20'000, 10'000));
+  TestHost sender, sink;
+  sender.set_obey_pause(true, k100G);
+  sender.set_keep_frames(true);
+  const NodeId s = net.AddNode(&sw, 2);
+  LinkConfig fast;
+  fast.propagation_delay_ns = 500;
+  LinkConfig slow = fast;
+  slow.rate_bps = 10'000'000'000;
+  ASSERT_TRUE(net.Connect(net.AddNode(&sender, 1), 0, s, 0, fast).ok());
+  ASSERT_TRUE(net.Connect(net.AddNode(&sink, 1), 0, s, 1, slow).ok());
+  ASSERT_TRUE(sw.AddRoute(HostMac(1), 1).ok());
+  StreamSpec spec;
+  spec.count = 300;
+  spec.dst_mac = HostMac(1);
+  sender.AddStream(spec);
+  net.Run(1'000'000);
+  EXPECT_EQ(sink.received_frames(), 300u);
+  nic::TimeNs first_xoff = 0, first_xon = 0;
+  for (size_t k = 0; k < sender.arrivals().size(); ++k) {
+    MacControl mc;
+    ASSERT_TRUE(ParseMacControl(sender.frames()[k], &mc));
+    nic::TimeNs& t = mc.quanta[3] ? first_xoff : first_xon;
+    if (t == 0) t = sender.arrivals()[k].time;
+  }
+  ASSERT_GT(first_xoff, 0u);
+  ASSERT_GT(first_xon, first_xoff);
+  // Draining 10 kB at 10 Gb/s takes 8 us; the pause asked for is 335 us.
+  EXPECT_LT(first_xon - first_xoff, 20'000u);
+  EXPECT_EQ(sw.counters(1).tail_drop[3], 0u);
+}
+
 // Two switches in a line, two hosts on each: traffic crosses the inter-switch
 // link in both directions and every frame reaches the right host.
 TEST(SwitchTest, TwoSwitchFabric) {
