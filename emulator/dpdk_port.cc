@@ -3,6 +3,7 @@
 #include <rte_errno.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -42,7 +43,14 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
   // The PMD may cap its MTU below the configured one (net_tap and
   // af_packet report 1500): the kernel side then carries larger frames for
   // af_packet, so the DPDK MTU is capped rather than refused.
-  uint32_t max_mtu = info.max_mtu;
+  // The same overhead rte_eth_dev_configure assumes when it checks the MTU
+  // against max_rx_pktlen.
+  uint32_t overhead = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+  if (info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu) {
+    overhead = info.max_rx_pktlen - info.max_mtu;
+  }
+  uint32_t max_mtu =
+      std::min<uint32_t>(info.max_mtu, info.max_rx_pktlen - overhead);
   port.dpdk_mtu_ = std::min<uint32_t>(c.mtu, max_mtu);
   if (port.dpdk_mtu_ < c.mtu) {
     ROCEMU_LOG_WARNING(
@@ -54,6 +62,17 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
   // lent to the RNIC as one contiguous span.
   uint32_t room = std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM,
                                      (port.max_frame_ + 1023) & ~1023u);
+  // af_packet copies a whole ring frame (framesz) into one mbuf.
+  if (size_t at = c.devargs.find("framesz="); at != std::string::npos) {
+    room = std::max<uint32_t>(
+        room,
+        static_cast<uint32_t>(std::strtoul(
+            c.devargs.c_str() + at + std::strlen("framesz="), nullptr, 10)));
+  }
+  if (room + RTE_PKTMBUF_HEADROOM > UINT16_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "port ", c.name, ": frames of ", room, " bytes do not fit an mbuf"));
+  }
   std::string pool_name = absl::StrCat("rocemu_pool", index);
   port.pool_ = rte_pktmbuf_pool_create(
       pool_name.c_str(), kPoolSize, kPoolCache, 0,

@@ -93,11 +93,13 @@ int main(int argc, char** argv) {
   }
   InstallSignals();
 
+  // Startup errors must reach the operator's terminal even when the log
+  // goes to a file.
+  const bool log_to_file = !config->logging.file.empty();
   rocemu::emulator::Daemon daemon(std::move(*config));
   if (absl::Status s = daemon.Init(); !s.ok()) {
     ROCEMU_LOG_ERROR("startup failed: %s", std::string(s.message()));
-    if (!log.Enabled(rocemu::config::LogLevel::kError) ||
-        !config->logging.file.empty()) {
+    if (log_to_file) {
       std::fprintf(stderr, "rocemud: startup failed: %s\n",
                    std::string(s.message()).c_str());
     }

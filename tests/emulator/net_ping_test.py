@@ -101,7 +101,7 @@ capture:
   enabled: false
   rx_path: {tmp}/{{port}}-rx.pcap
   tx_path: {tmp}/{{port}}-tx.pcap
-control: {{socket: {sock}, socket_mode: "0600"}}
+control: {{socket: {sock}, socket_mode: "0600", prometheus_port: 9464}}
 logging: {{level: info, file: {tmp}/rocemud.log}}
 """)
     daemon = None
@@ -180,6 +180,13 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
               c["tx_icmpv6_echo_reply"], "tx_packets counts the replies")
         check(c["rx_bad_checksum"] == 0 and c["rx_malformed"] == 0,
               "no malformed or bad-checksum frames from the kernel")
+        # Prometheus text on the namespace's loopback only.
+        scrape = run(ns, sys.executable, "-c",
+                     "import urllib.request;print(urllib.request.urlopen("
+                     "'http://127.0.0.1:9464/metrics',timeout=5).read()"
+                     ".decode())", check=False)
+        check('rocemu_port_tx_icmp_echo_reply{port="tap0"} ' in scrape.stdout,
+              "prometheus metrics served on 127.0.0.1")
         bad = control(sock, {"cmd": "nonsense"})
         check("error" in bad, "unknown commands get an error")
         rx_pcap = os.path.join(tmp, "tap0-rx.pcap")

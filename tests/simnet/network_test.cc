@@ -382,5 +382,66 @@ TEST(NetworkTest, SteadyStateReusesFrameBuffers) {
   EXPECT_LT(p.net.frame_buffers_allocated(), 512u);
 }
 
+// Claims frames it did not fill (len 0) or overfills (len > capacity) and
+// records the bursts it receives.
+class Misbehaving : public nic::FrameEndpoint {
+ public:
+  void Receive(uint16_t, std::span<const nic::RxFrame> frames,
+               nic::TimeNs now) override {
+    bursts.emplace_back(now, frames.size());
+  }
+  size_t Transmit(uint16_t, std::span<nic::TxFrame> frames,
+                  nic::TimeNs) override {
+    if (calls++ >= 3 || frames.empty()) return 0;
+    capacity = frames[0].capacity;
+    frames[0].len = calls == 1 ? 0 : calls == 2 ? capacity + 1 : 100;
+    return 1;
+  }
+  nic::TimeNs NextEventTime() const override {
+    return calls < 3 ? wake_at : nic::kNever;
+  }
+  int calls = 0;
+  uint32_t capacity = 0;
+  nic::TimeNs wake_at = nic::kNever;
+  std::vector<std::pair<nic::TimeNs, size_t>> bursts;
+};
+
+TEST(NetworkTest, BadFramesFromAnEndpointAreCountedNotSent) {
+  Network net(NetworkConfig{.frame_capacity = 2048});
+  Misbehaving m;
+  TestHost sink;
+  const NodeId x = net.AddNode(&m, 1);
+  const LinkId link =
+      *net.Connect(x, 0, net.AddNode(&sink, 1), 0, PlainLink(k100G, 10));
+  net.Run(1000);
+  EXPECT_EQ(m.capacity, 2048u);
+  EXPECT_EQ(m.calls, 1);  // the endpoint is not polled again without cause
+  m.wake_at = 2000;
+  net.Kick(x);
+  net.Run(5000);
+  // Polled by the Kick at 1000, at NextEventTime 2000, and when the wire
+  // freed at 2008.
+  EXPECT_EQ(m.calls, 4);
+  const LinkCounters& c = net.counters(link, Dir::kAtoB);
+  EXPECT_EQ(c.tx_invalid, 2u);
+  EXPECT_EQ(c.tx_frames, 1u);
+  EXPECT_EQ(sink.received_frames(), 1u);
+  EXPECT_EQ(sink.arrivals()[0].time, 2000u + 8 + 10);
+}
+
+TEST(NetworkTest, SimultaneousArrivalsComeUpInOneBurst) {
+  Network net;
+  TestHost src;
+  Misbehaving dst;
+  LinkConfig cfg = PlainLink(k100G, 10);
+  cfg.duplicate = 1.0;  // every frame twice, at the same instant
+  (void)net.Connect(net.AddNode(&src, 1), 0, net.AddNode(&dst, 1), 0, cfg);
+  dst.calls = 3;  // sends nothing
+  src.AddStream({.count = 3, .frame_len = 1000});
+  net.Run(10'000);
+  ASSERT_EQ(dst.bursts.size(), 3u);
+  for (const auto& [t, n] : dst.bursts) EXPECT_EQ(n, 2u) << t;
+}
+
 }  // namespace
 }  // namespace rocemu::simnet
