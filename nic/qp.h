@@ -1,0 +1,203 @@
+// A queue pair: its attributes and state (IBTA vol. 1 ch. 10.2-10.3), its
+// send and receive queues, and the per-QP state of the three transport
+// engines (requester, responder, completer; vol. 1 ch. 9.7-9.9). Everything
+// is sized at creation so the data path never allocates.
+#ifndef ROCEMU_NIC_QP_H_
+#define ROCEMU_NIC_QP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "nic/clock.h"
+#include "nic/completion.h"
+#include "nic/handles.h"
+#include "nic/qp_attr.h"
+#include "nic/recv_queue.h"
+#include "nic/work_request.h"
+
+namespace rocemu::nic {
+
+// A send WQE: the posted request plus where the requester and completer are
+// with it.
+struct SendWqe {
+  SendWr wr;
+  uint64_t length = 0;     // message bytes
+  uint32_t first_psn = 0;  // assigned when the first packet goes out
+  uint32_t last_psn = 0;
+  uint32_t npkts = 1;  // packets (for READ: response packets)
+  bool read_or_atomic = false;
+  // A local or remote error found for this WQE; the flush that follows
+  // reports it instead of WR_FLUSH_ERR.
+  WcStatus status = WcStatus::kSuccess;
+};
+
+// Fixed-capacity ring indexed by monotonically increasing 64-bit positions.
+template <typename T>
+class Ring {
+ public:
+  void Init(uint32_t capacity) {
+    slots_.assign(capacity == 0 ? 1 : capacity, T{});
+    capacity_ = capacity;
+  }
+  uint32_t capacity() const { return capacity_; }
+  T& at(uint64_t pos) { return slots_[pos % slots_.size()]; }
+  const T& at(uint64_t pos) const { return slots_[pos % slots_.size()]; }
+
+ private:
+  std::vector<T> slots_;
+  uint32_t capacity_ = 0;
+};
+
+// Requester (send queue) state: req_idx is the WQE being transmitted, pkt its
+// next packet. Go-back-N rewinds req_idx/pkt/psn to the first unacknowledged
+// packet.
+struct RequesterState {
+  uint32_t psn = 0;           // PSN of the next packet to transmit
+  uint32_t max_sent_psn = 0;  // highest PSN put on the wire
+  bool sent_any = false;
+  uint64_t req_idx = 0;
+  uint32_t pkt = 0;         // packet index within req_idx's message
+  uint32_t noack_pkts = 0;  // packets since the last AckReq
+  uint32_t rd_atomic_outstanding = 0;
+  TimeNs rnr_until = 0;  // RNR NAK wait: no request before this time
+};
+
+// Completer state: comp_idx is the oldest WQE not yet completed, psn the
+// oldest PSN not yet acknowledged.
+struct CompleterState {
+  uint64_t comp_idx = 0;
+  uint32_t psn = 0;
+  uint8_t retry_left = 0;
+  uint8_t rnr_retry_left = 0;
+  TimeNs timer_deadline = kNever;  // local ACK timeout
+};
+
+// What the responder owes the requester, in PSN order (responses must not
+// overtake one another: an ACK past an unanswered READ is an implied NAK).
+struct ResponseItem {
+  enum class Kind : uint8_t { kAck, kReadResponse, kAtomicAck };
+  Kind kind = Kind::kAck;
+  uint8_t syndrome = 0;
+  uint32_t psn = 0;
+  uint32_t msn = 0;
+  // READ response: remote region in the responder's memory.
+  uint32_t rkey = 0;
+  uint64_t va = 0;
+  uint64_t length = 0;
+  uint32_t npkts = 0;
+  uint32_t next_pkt = 0;
+  uint64_t atomic_orig = 0;
+};
+
+// Responder resources (max_dest_rd_atomic of them): the READ and atomic
+// requests executed recently, kept to serve duplicates (vol. 1 9.7.5.1.3).
+struct ResponderResource {
+  bool valid = false;
+  bool atomic = false;
+  uint32_t first_psn = 0;
+  uint32_t last_psn = 0;
+  uint64_t atomic_orig = 0;
+};
+
+// Responder state for the message in progress.
+struct ResponderState {
+  uint32_t epsn = 0;  // expected PSN
+  uint32_t msn = 0;
+  bool nak_sent = false;  // one PSN sequence error NAK per gap
+  // Message in progress (after FIRST, before LAST).
+  protocol::Operation in_progress = protocol::Operation::kNone;
+  bool in_progress_imm = false;
+  // SEND: the receive WQE being filled and the bytes placed so far.
+  bool have_rwqe = false;
+  RecvWr rwqe;
+  uint64_t recv_offset = 0;
+  // WRITE: the region and the next address.
+  uint32_t write_rkey = 0;
+  uint64_t write_va = 0;
+  uint64_t write_remaining = 0;
+  uint64_t write_length = 0;
+  // UC: drop packets until the next FIRST/ONLY after a loss.
+  bool uc_drop = false;
+  // Response queue.
+  uint64_t resp_head = 0;
+  uint64_t resp_tail = 0;
+  uint32_t res_next = 0;  // next responder resource to (re)use
+  bool goto_error = false;
+};
+
+// Per-QP counters (rxe/mlx5 names).
+struct QpCounters {
+  uint64_t sent_pkts = 0;
+  uint64_t rcvd_pkts = 0;
+  uint64_t sent_bytes = 0;
+  uint64_t rcvd_bytes = 0;
+  uint64_t duplicate_request = 0;
+  uint64_t out_of_sequence = 0;
+  uint64_t rcvd_rnr_err = 0;
+  uint64_t send_rnr_err = 0;
+  uint64_t rcvd_seq_err = 0;
+  uint64_t retry_exceeded_err = 0;
+  uint64_t retry_rnr_exceeded_err = 0;
+  uint64_t completer_retry_err = 0;  // go-back-N restarts (timeout, NAK)
+  uint64_t local_ack_timeout_err = 0;
+  uint64_t implied_nak_seq_err = 0;
+  uint64_t ghost_ack = 0;      // responses for PSNs never sent
+  uint64_t rx_dropped = 0;     // any other dropped packet
+  uint64_t out_of_buffer = 0;  // UD/UC SEND with no receive WQE
+  uint64_t rnr_naks_sent = 0;
+  uint64_t naks_sent = 0;
+  uint64_t acks_sent = 0;
+  uint64_t cnp_received = 0;
+};
+
+class Qp {
+ public:
+  Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init);
+
+  uint32_t qpn() const { return qpn_; }
+  QpType type() const { return init_.qp_type; }
+  PdHandle pd() const { return pd_; }
+  const QpInitAttr& init_attr() const { return init_; }
+  const QpAttr& attr() const { return attr_; }
+  QpState state() const { return attr_.qp_state; }
+  uint32_t mtu() const { return PathMtuBytes(attr_.path_mtu); }
+  uint16_t udp_sport() const { return udp_sport_; }
+  const QpCounters& counters() const { return counters_; }
+
+  // Send queue occupancy.
+  uint64_t sq_posted() const { return sq_tail_; }
+  uint32_t sq_outstanding() const {
+    return static_cast<uint32_t>(sq_tail_ - comp_.comp_idx);
+  }
+  uint32_t rq_outstanding() const { return rq_.size(); }
+
+  // Engine state below: read and written only by Rnic and the requester,
+  // responder and completer (one thread, run to completion).
+  uint32_t qpn_;
+  PdHandle pd_;
+  QpInitAttr init_;
+  QpAttr attr_;
+  uint16_t udp_sport_;
+
+  Ring<SendWqe> sq_;
+  uint64_t sq_tail_ = 0;
+  RecvQueue rq_;
+
+  RequesterState req_;
+  CompleterState comp_;
+  ResponderState resp_;
+  Ring<ResponseItem> resp_queue_;
+  std::vector<ResponderResource> resources_;
+
+  QpCounters counters_;
+  // Scheduling: whether the QP is on the device's active list.
+  bool scheduled_ = false;
+  // Congestion-control hook: the requester sends no new packet before this
+  // time (the DCQCN pacer sets it; 0 = unpaced).
+  TimeNs pace_until_ = 0;
+};
+
+}  // namespace rocemu::nic
+
+#endif  // ROCEMU_NIC_QP_H_

@@ -1,0 +1,344 @@
+#include "nic/requester.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "nic/completer.h"
+#include "nic/psn.h"
+#include "nic/rnic.h"
+#include "nic/sg_copy.h"
+
+namespace rocemu::nic {
+
+namespace {
+
+using protocol::Opcode;
+
+// Cursor at byte `offset` of an SG list (retransmissions start mid-list).
+SgCursor SeekSg(std::span<const Sge> sges, uint64_t offset) {
+  SgCursor c;
+  while (c.sge < sges.size() && offset >= sges[c.sge].length &&
+         sges[c.sge].length != 0) {
+    offset -= sges[c.sge].length;
+    ++c.sge;
+  }
+  while (c.sge < sges.size() && sges[c.sge].length == 0) ++c.sge;
+  c.offset = static_cast<uint32_t>(offset);
+  return c;
+}
+
+// RC and UC share the layout of the SEND/WRITE opcodes; UC is RC + 0x20.
+uint8_t SendWriteOpcode(QpType type, WrOpcode wr, bool first, bool last) {
+  uint8_t op;
+  const bool write =
+      wr == WrOpcode::kRdmaWrite || wr == WrOpcode::kRdmaWriteWithImm;
+  const bool imm =
+      wr == WrOpcode::kSendWithImm || wr == WrOpcode::kRdmaWriteWithImm;
+  const bool inv = wr == WrOpcode::kSendWithInv;
+  if (write) {
+    if (first && last) {
+      op = imm ? Opcode::kRcRdmaWriteOnlyWithImmediate
+               : Opcode::kRcRdmaWriteOnly;
+    } else if (first) {
+      op = Opcode::kRcRdmaWriteFirst;
+    } else if (last) {
+      op = imm ? Opcode::kRcRdmaWriteLastWithImmediate
+               : Opcode::kRcRdmaWriteLast;
+    } else {
+      op = Opcode::kRcRdmaWriteMiddle;
+    }
+  } else {
+    if (first && last) {
+      op = imm   ? Opcode::kRcSendOnlyWithImmediate
+           : inv ? Opcode::kRcSendOnlyWithInvalidate
+                 : Opcode::kRcSendOnly;
+    } else if (first) {
+      op = Opcode::kRcSendFirst;
+    } else if (last) {
+      op = imm   ? Opcode::kRcSendLastWithImmediate
+           : inv ? Opcode::kRcSendLastWithInvalidate
+                 : Opcode::kRcSendLast;
+    } else {
+      op = Opcode::kRcSendMiddle;
+    }
+  }
+  if (type == QpType::kUc) op += Opcode::kUcSendFirst;
+  return op;
+}
+static_assert(Opcode::kUcRdmaWriteOnlyWithImmediate ==
+              Opcode::kRcRdmaWriteOnlyWithImmediate + Opcode::kUcSendFirst);
+
+bool IsReadOrAtomic(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp ||
+         op == WrOpcode::kAtomicFetchAndAdd;
+}
+
+bool IsAtomic(WrOpcode op) {
+  return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
+}
+
+}  // namespace
+
+bool Requester::Ready(const Rnic& nic, const Qp& qp, TimeNs now) {
+  const RequesterState& r = qp.req_;
+  if (r.req_idx >= qp.sq_tail_) return false;
+  const QpState s = qp.attr_.qp_state;
+  // SQD finishes the message in progress and starts no new one.
+  if (s != QpState::kRts && !(s == QpState::kSqd && r.pkt != 0)) return false;
+  if (now < r.rnr_until || now < qp.pace_until_) return false;
+  if (nic.Paused(qp)) return false;
+  if (qp.type() != QpType::kRc) return true;
+  if (static_cast<uint32_t>(PsnDiff(r.psn, qp.comp_.psn)) >=
+      nic.config().max_unacked_psns) {
+    return false;
+  }
+  const SendWqe& w = qp.sq_.at(r.req_idx);
+  if (r.pkt == 0) {
+    if (w.wr.fence() && r.rd_atomic_outstanding > 0) return false;
+    if (IsReadOrAtomic(w.wr.opcode) &&
+        r.rd_atomic_outstanding >=
+            std::max<uint32_t>(1, qp.attr_.max_rd_atomic)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TimeNs Requester::WakeTime(const Qp& qp) {
+  if (qp.req_.req_idx >= qp.sq_tail_) return kNever;
+  return std::max(qp.req_.rnr_until, qp.pace_until_);
+}
+
+void Requester::RewindTo(Qp& qp, uint32_t psn) {
+  RequesterState& r = qp.req_;
+  uint64_t idx = qp.comp_.comp_idx;
+  // The WQE holding `psn`: every WQE up to req_idx has its PSNs assigned.
+  while (idx < r.req_idx && PsnLess(qp.sq_.at(idx).last_psn, psn)) ++idx;
+  r.rd_atomic_outstanding = 0;
+  for (uint64_t i = qp.comp_.comp_idx; i < idx; ++i) {
+    if (qp.sq_.at(i).read_or_atomic) ++r.rd_atomic_outstanding;
+  }
+  if (idx < r.req_idx || (idx == r.req_idx && r.pkt != 0)) {
+    const SendWqe& w = qp.sq_.at(idx);
+    r.req_idx = idx;
+    r.pkt = static_cast<uint32_t>(std::max(0, PsnDiff(psn, w.first_psn)));
+    r.psn = PsnAdd(w.first_psn, r.pkt);
+  } else {
+    r.psn = psn;
+  }
+  r.noack_pkts = 0;
+}
+
+bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
+  RequesterState& r = qp.req_;
+  SendWqe& w = qp.sq_.at(r.req_idx);
+  // UD messages are bounded by the port MTU, connected ones segmented by
+  // the path MTU.
+  const uint32_t mtu = qp.type() == QpType::kUd
+                           ? MtuToBytes(nic.config().port.active_mtu)
+                           : qp.mtu();
+  if (r.pkt == 0) {
+    w.first_psn = r.psn;
+    w.read_or_atomic = IsReadOrAtomic(w.wr.opcode);
+    w.npkts =
+        w.length == 0 ? 1 : static_cast<uint32_t>((w.length + mtu - 1) / mtu);
+    if (IsAtomic(w.wr.opcode)) w.npkts = 1;
+    w.last_psn = PsnAdd(w.first_psn, w.npkts - 1);
+    // Local checks the verbs leave to processing time.
+    WcStatus err = WcStatus::kSuccess;
+    if (IsAtomic(w.wr.opcode)) {
+      if (qp.type() != QpType::kRc || (w.wr.atomic.remote_addr & 7) != 0 ||
+          w.wr.sg_list.size() != 1 || w.wr.sg_list[0].length != 8) {
+        err = WcStatus::kLocQpOpErr;
+      }
+    } else if (w.wr.opcode == WrOpcode::kRdmaRead && qp.type() != QpType::kRc) {
+      err = WcStatus::kLocQpOpErr;
+    } else if (w.length > nic.config().port.max_msg_sz ||
+               (qp.type() == QpType::kUd && w.length > mtu)) {
+      err = WcStatus::kLocLenErr;
+    }
+    if (err == WcStatus::kSuccess && w.wr.opcode != WrOpcode::kRdmaRead &&
+        !IsAtomic(w.wr.opcode) && !w.wr.is_inline()) {
+      if (CheckSgList(nic.mrs(), qp.pd_, w.wr.sg_list.span(), access::kNone) !=
+          MrStatus::kOk) {
+        err = WcStatus::kLocProtErr;
+      }
+    } else if (err == WcStatus::kSuccess && !w.wr.is_inline()) {
+      if (CheckSgList(nic.mrs(), qp.pd_, w.wr.sg_list.span(),
+                      access::kLocalWrite) != MrStatus::kOk) {
+        err = WcStatus::kLocProtErr;
+      }
+    }
+    if (err != WcStatus::kSuccess) {
+      WorkCompletion wc;
+      wc.wr_id = w.wr.wr_id;
+      wc.status = err;
+      wc.qp_num = qp.qpn_;
+      // Everything before this WQE must still complete; UC/UD finished them
+      // already, RC ends here in ERR and flushes the rest.
+      if (qp.type() == QpType::kRc) {
+        w.status = err;
+        nic.MoveToError(qp);
+      } else {
+        ++r.req_idx;
+        ++qp.comp_.comp_idx;
+        nic.CompleteSend(qp, wc);
+        nic.MoveToSqe(qp);
+        return false;
+      }
+      return false;
+    }
+  }
+
+  protocol::FrameSpec spec;
+  protocol::TransportHeaders& h = spec.hdr;
+  const QpPath* path = &qp.attr_.ah_attr;
+  QpPath ud_path;
+  if (qp.type() == QpType::kUd) {
+    if (!nic.AhPath(qp, w.wr.ud.ah, &ud_path)) {
+      WorkCompletion wc;
+      wc.wr_id = w.wr.wr_id;
+      wc.status = WcStatus::kLocQpOpErr;
+      wc.qp_num = qp.qpn_;
+      ++r.req_idx;
+      ++qp.comp_.comp_idx;
+      nic.CompleteSend(qp, wc);
+      nic.MoveToSqe(qp);
+      return false;
+    }
+    path = &ud_path;
+  }
+  nic.FillNet(qp, *path, &spec.net);
+  h.bth.pkey = nic.pkey_table().Get(qp.attr_.pkey_index);
+  h.bth.dest_qp = qp.attr_.dest_qp_num;
+  h.bth.psn = r.psn;
+
+  const bool first = r.pkt == 0;
+  const bool last = r.pkt + 1 >= w.npkts;
+  uint64_t offset = static_cast<uint64_t>(r.pkt) * mtu;
+  uint32_t payload_len = 0;
+  uint32_t psn_advance = 1;
+  bool is_request_with_payload = false;
+
+  switch (w.wr.opcode) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv:
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: {
+      if (qp.type() == QpType::kUd) {
+        h.bth.opcode = w.wr.opcode == WrOpcode::kSendWithImm
+                           ? Opcode::kUdSendOnlyWithImmediate
+                           : Opcode::kUdSendOnly;
+        h.bth.dest_qp = w.wr.ud.remote_qpn;
+        // A Q_Key with the high bit set means "use the QP's" (IBTA 10.2.5).
+        h.deth.qkey = (w.wr.ud.remote_qkey & 0x80000000u) ? qp.attr_.qkey
+                                                          : w.wr.ud.remote_qkey;
+        h.deth.src_qp = qp.qpn_;
+      } else {
+        h.bth.opcode = SendWriteOpcode(qp.type(), w.wr.opcode, first, last);
+      }
+      if (first && (w.wr.opcode == WrOpcode::kRdmaWrite ||
+                    w.wr.opcode == WrOpcode::kRdmaWriteWithImm)) {
+        h.reth.va = w.wr.rdma.remote_addr;
+        h.reth.rkey = w.wr.rdma.rkey;
+        h.reth.dma_len = static_cast<uint32_t>(w.length);
+      }
+      h.imm = w.wr.imm_data;
+      h.ieth_rkey = w.wr.invalidate_rkey;
+      payload_len =
+          static_cast<uint32_t>(std::min<uint64_t>(mtu, w.length - offset));
+      is_request_with_payload = true;
+      if (last && w.wr.solicited()) h.bth.se = true;
+      break;
+    }
+    case WrOpcode::kRdmaRead:
+      h.bth.opcode = Opcode::kRcRdmaReadRequest;
+      h.reth.va = w.wr.rdma.remote_addr + offset;
+      h.reth.rkey = w.wr.rdma.rkey;
+      h.reth.dma_len = static_cast<uint32_t>(w.length - offset);
+      psn_advance = w.npkts - r.pkt;
+      break;
+    case WrOpcode::kAtomicCmpAndSwp:
+    case WrOpcode::kAtomicFetchAndAdd:
+      h.bth.opcode = w.wr.opcode == WrOpcode::kAtomicCmpAndSwp
+                         ? Opcode::kRcCmpSwap
+                         : Opcode::kRcFetchAdd;
+      h.atomic.va = w.wr.atomic.remote_addr;
+      h.atomic.rkey = w.wr.atomic.rkey;
+      h.atomic.swap_add = w.wr.opcode == WrOpcode::kAtomicCmpAndSwp
+                              ? w.wr.atomic.swap
+                              : w.wr.atomic.compare_add;
+      h.atomic.compare = w.wr.atomic.compare_add;
+      break;
+    default:
+      break;
+  }
+
+  const bool message_end = last || psn_advance > 1 || !is_request_with_payload;
+  if (qp.type() == QpType::kRc) {
+    ++r.noack_pkts;
+    if (message_end || r.noack_pkts >= nic.config().ack_req_interval) {
+      h.bth.ack_req = true;
+      r.noack_pkts = 0;
+    }
+  }
+
+  protocol::RoceFrameWriter writer;
+  if (writer.Begin(spec, payload_len, {out.data, out.capacity}) !=
+      protocol::BuildError::kOk) {
+    ++nic.engine_counters().send_err;
+    return false;
+  }
+  if (payload_len > 0) {
+    std::span<uint8_t> dst = writer.payload();
+    if (w.wr.is_inline()) {
+      std::memcpy(dst.data(), w.wr.inline_data.data() + offset, payload_len);
+    } else {
+      SgCursor cur = SeekSg(w.wr.sg_list.span(), offset);
+      if (Gather(nic.mrs(), qp.pd_, w.wr.sg_list.span(), cur, dst) !=
+          MrStatus::kOk) {
+        // The region went away between the check and this packet.
+        WorkCompletion wc;
+        wc.wr_id = w.wr.wr_id;
+        wc.status = WcStatus::kLocProtErr;
+        wc.qp_num = qp.qpn_;
+        if (qp.type() == QpType::kRc) {
+          w.status = WcStatus::kLocProtErr;
+          nic.MoveToError(qp);
+        } else {
+          ++r.req_idx;
+          ++qp.comp_.comp_idx;
+          nic.CompleteSend(qp, wc);
+          nic.MoveToSqe(qp);
+        }
+        return false;
+      }
+    }
+  }
+  out.len = static_cast<uint32_t>(writer.Finish());
+  out.priority = qp.attr_.ah_attr.sl & 7;
+  ++qp.counters_.sent_pkts;
+  qp.counters_.sent_bytes += payload_len;
+
+  const uint32_t sent_last = PsnAdd(r.psn, psn_advance - 1);
+  if (!r.sent_any || PsnLess(r.max_sent_psn, sent_last)) {
+    r.max_sent_psn = sent_last;
+    r.sent_any = true;
+  }
+  r.psn = PsnAdd(r.psn, psn_advance);
+  if (w.read_or_atomic && (first || w.wr.opcode == WrOpcode::kRdmaRead)) {
+    ++r.rd_atomic_outstanding;
+  }
+  if (last || psn_advance > 1 || w.read_or_atomic) {
+    ++r.req_idx;
+    r.pkt = 0;
+    if (qp.type() != QpType::kRc) Completer::CompleteUnreliable(nic, qp);
+  } else {
+    ++r.pkt;
+  }
+  if (qp.type() == QpType::kRc) Completer::OnSent(qp, now);
+  return true;
+}
+
+}  // namespace rocemu::nic

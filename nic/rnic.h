@@ -1,0 +1,166 @@
+// The RNIC device: the resource tables (PD, MR, CQ, GID, P_Key), the queue
+// pairs and their transport engines, behind the FrameEndpoint interface a
+// carrier (DPDK port, simulated network, test loop) drives.
+//
+// Control path (create/modify/post/poll) returns absl::Status; the data path
+// (Receive/Transmit) never allocates and makes no virtual call per packet.
+// Everything runs on the carrier's thread: no locks.
+//
+// Egress order per Transmit slot: responses (ACK/NAK, READ responses, atomic
+// ACKs) of any QP first, then requests, each round-robin over the active
+// QPs. Congestion hooks: Qp::pace_until_ (a per-QP "not before" time the
+// DCQCN pacer sets) and PausePriority() (PFC: QPs on a paused priority send
+// nothing); OnCnp() is where a received CNP is handed over.
+#ifndef ROCEMU_NIC_RNIC_H_
+#define ROCEMU_NIC_RNIC_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nic/address_handle.h"
+#include "nic/async_event.h"
+#include "nic/completion_queue.h"
+#include "nic/counters.h"
+#include "nic/device_attr.h"
+#include "nic/frame_io.h"
+#include "nic/gid_table.h"
+#include "nic/memory_region.h"
+#include "nic/mr_table.h"
+#include "nic/pd_table.h"
+#include "nic/pkey_table.h"
+#include "nic/qp.h"
+#include "nic/qp_attr.h"
+#include "nic/shared_receive_queue.h"
+#include "protocol/frame.h"
+
+namespace rocemu::nic {
+
+struct RnicConfig {
+  protocol::MacAddr mac{};
+  Gid gid{};  // GID index 0 (an IPv4-mapped or IPv6 address)
+  DeviceAttr device;
+  PortAttr port;
+  // Packets between requested ACKs on long messages (rxe:
+  // RXE_MAX_PKT_PER_ACK). The responder ACKs only when asked (AckReq) and on
+  // duplicates, as rxe does; the requester asks on the last packet of every
+  // message and every ack_req_interval packets.
+  uint32_t ack_req_interval = 64;
+  // Unacknowledged packets an RC requester may have in flight.
+  uint32_t max_unacked_psns = 512;
+};
+
+class Rnic final : public FrameEndpoint {
+ public:
+  explicit Rnic(const RnicConfig& config);
+  ~Rnic() override;
+  Rnic(const Rnic&) = delete;
+  Rnic& operator=(const Rnic&) = delete;
+
+  // --- resources (control path) ---
+  absl::StatusOr<PdHandle> AllocPd();
+  // Registers [addr, addr + length) of this process's memory with iova
+  // `addr` (one chunk); returns the L_Key/R_Key.
+  absl::StatusOr<uint32_t> RegMr(PdHandle pd, void* addr, uint64_t length,
+                                 AccessFlags access);
+  absl::Status DeregMr(uint32_t key);
+  absl::StatusOr<CqHandle> CreateCq(uint32_t cqe);
+  size_t PollCq(CqHandle cq, std::span<WorkCompletion> out);
+  // Address handle for UD sends (the path of one destination).
+  absl::StatusOr<AhHandle> CreateAh(PdHandle pd, const AhAttr& attr,
+                                    const protocol::MacAddr& dmac);
+  absl::StatusOr<SrqHandle> CreateSrq(PdHandle pd, const SrqAttr& attr);
+  absl::Status PostSrqRecv(SrqHandle srq, const RecvWr& wr);
+
+  // --- queue pairs ---
+  absl::StatusOr<uint32_t> CreateQp(PdHandle pd, const QpInitAttr& init);
+  absl::Status ModifyQp(uint32_t qpn, const QpAttr& attr, QpAttrMask mask);
+  absl::StatusOr<QpAttr> QueryQp(uint32_t qpn) const;
+  absl::Status DestroyQp(uint32_t qpn);
+  absl::Status PostSend(uint32_t qpn, const SendWr& wr);
+  absl::Status PostRecv(uint32_t qpn, const RecvWr& wr);
+  const Qp* GetQp(uint32_t qpn) const;
+
+  // --- FrameEndpoint ---
+  void Receive(uint16_t port, std::span<const RxFrame> frames,
+               TimeNs now) override;
+  size_t Transmit(uint16_t port, std::span<TxFrame> frames,
+                  TimeNs now) override;
+  TimeNs NextEventTime() const override;
+
+  // --- congestion hooks ---
+  // PFC: while paused, QPs whose service level maps to `priority` send
+  // nothing (responses included).
+  void PausePriority(uint8_t priority, bool paused);
+  void SetPaceUntil(uint32_t qpn, TimeNs t);
+
+  // Device counters: the receive-path drops kept here plus every QP's
+  // engine counters summed.
+  DeviceCounters QueryCounters() const;
+  const DeviceCounters& device_counters() const { return counters_; }
+  const DeviceAttr& device_attr() const { return config_.device; }
+  const PortAttr& port_attr() const { return config_.port; }
+  const RnicConfig& config() const { return config_; }
+  MrTable& mr_table() { return mrs_; }
+  PKeyTable& pkey_table() { return pkeys_; }
+  GidTable& gid_table() { return gids_; }
+  AsyncEventQueue& async_events() { return events_; }
+
+  // --- engine services: used by the requester, responder and completer ---
+  MrTable& mrs() { return mrs_; }
+  DeviceCounters& engine_counters() { return counters_; }
+  bool Paused(const Qp& qp) const {
+    return (paused_priorities_ >> (qp.attr_.ah_attr.sl & 7)) & 1;
+  }
+  void Schedule(Qp& qp);
+  // Completions: routed to the QP's send or receive CQ; an overflow moves
+  // the QP to the error state.
+  void CompleteSend(Qp& qp, const WorkCompletion& wc);
+  void CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited);
+  // State changes made by the engines.
+  void MoveToError(Qp& qp);
+  void MoveToSqe(Qp& qp);
+  void FlushSendQueue(Qp& qp);
+  void FlushRecvQueue(Qp& qp);
+  // Next receive WQE of the QP (or its SRQ); false when none.
+  bool PopRecvWqe(Qp& qp, RecvWr* out);
+  // The network headers of a frame of `qp` towards `path`.
+  void FillNet(const Qp& qp, const QpPath& path,
+               protocol::NetHeaders* net) const;
+  // The path of a UD send's address handle; false when it is unusable.
+  bool AhPath(const Qp& qp, AhHandle ah, QpPath* path) const;
+
+ private:
+  Qp* FindQp(uint32_t qpn) const;
+  void ReceiveOne(const RxFrame& frame, TimeNs now);
+  void RemoveIdle();
+
+  RnicConfig config_;
+  AsyncEventQueue events_;
+  PdTable pds_;
+  MrTable mrs_;
+  CqTable cqs_;
+  SrqTable srqs_;
+  GidTable gids_;
+  PKeyTable pkeys_;
+  AhTable ahs_;
+
+  absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;
+  uint32_t next_qpn_ = 0x11;  // rxe starts at 17; 0 and 1 are special
+  std::vector<Qp*> active_;
+  size_t rr_resp_ = 0;
+  size_t rr_req_ = 0;
+  uint8_t paused_priorities_ = 0;
+  TimeNs last_now_ = 0;
+  DeviceCounters counters_;
+  uint64_t rx_not_roce_ = 0;
+  protocol::ParsedFrame parsed_;  // scratch, reused for every frame
+};
+
+}  // namespace rocemu::nic
+
+#endif  // ROCEMU_NIC_RNIC_H_
