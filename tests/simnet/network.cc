@@ -146,6 +146,16 @@ void Network::Kick(NodeId node) {
   Push(now(), EventKind::kWake, node);
 }
 
+void Network::MirrorClock(nic::ManualClock* clock) {
+  clock->Set(now());
+  mirrors_.push_back(clock);
+}
+
+void Network::SetTime(nic::TimeNs t) {
+  clock_.Set(t);
+  for (nic::ManualClock* m : mirrors_) m->Set(t);
+}
+
 void Network::Push(nic::TimeNs t, EventKind kind, uint32_t target, uint32_t buf,
                    uint32_t len) {
   heap_.push_back(Event{t, next_seq_++, target, buf, len, kind});
@@ -154,7 +164,7 @@ void Network::Push(nic::TimeNs t, EventKind kind, uint32_t target, uint32_t buf,
 
 void Network::Run(nic::TimeNs until) {
   while (!heap_.empty() && heap_.front().time <= until) Step();
-  if (now() < until) clock_.Set(until);
+  if (now() < until) SetTime(until);
 }
 
 bool Network::RunUntil(const std::function<bool()>& done,
@@ -164,7 +174,7 @@ bool Network::RunUntil(const std::function<bool()>& done,
     Step();
     if (done()) return true;
   }
-  if (now() < deadline) clock_.Set(deadline);
+  if (now() < deadline) SetTime(deadline);
   return done();
 }
 
@@ -172,7 +182,7 @@ void Network::Step() {
   std::pop_heap(heap_.begin(), heap_.end(), EventLater{});
   const Event ev = heap_.back();
   heap_.pop_back();
-  clock_.Set(ev.time);
+  if (ev.time != now()) SetTime(ev.time);
   ++events_processed_;
   switch (ev.kind) {
     case EventKind::kWake: {

@@ -71,6 +71,8 @@ class Network {
   // advances it.
   const nic::ManualClock& clock() const { return clock_; }
   nic::TimeNs now() const { return clock_.Now(); }
+  // Keeps an endpoint's own ManualClock equal to the network's.
+  void MirrorClock(nic::ManualClock* clock);
 
   // The endpoint is not owned and must outlive the network.
   NodeId AddNode(nic::FrameEndpoint* endpoint, uint16_t num_ports,
@@ -177,6 +179,7 @@ class Network {
   void OnTxDone(uint32_t dir);
   void ScheduleWake(NodeId node);
   void ApplyConfig(DirState& d, const LinkConfig& config);
+  void SetTime(nic::TimeNs t);
 
   NetworkConfig config_;
   nic::ManualClock clock_;
@@ -188,6 +191,7 @@ class Network {
   std::vector<Port> ports_;
   std::vector<DirState> dirs_;
   std::vector<Sampler> samplers_;
+  std::vector<nic::ManualClock*> mirrors_;
   std::function<void(const DeliveryInfo&)> observer_;
   std::vector<nic::TxFrame> tx_scratch_;
   std::vector<uint32_t> tx_scratch_ids_;

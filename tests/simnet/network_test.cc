@@ -350,12 +350,16 @@ TEST(NetworkTest, SamplerAndObserverSeeTheRun) {
     samples.emplace_back(t, p.b.received_frames());
   });
   uint64_t observed_bytes = 0;
+  nic::ManualClock mirror;
+  p.net.MirrorClock(&mirror);
   p.net.SetDeliveryObserver([&](const DeliveryInfo& d) {
     EXPECT_EQ(d.node, p.b_id);
     EXPECT_EQ(d.time, p.net.now());
+    EXPECT_EQ(mirror.Now(), d.time);
     observed_bytes += d.frame.size();
   });
   p.net.Run(10'000);
+  EXPECT_EQ(mirror.Now(), 10'000u);
   EXPECT_EQ(observed_bytes, 10'000u);
   ASSERT_EQ(samples.size(), 6u);  // 0, 2000, ..., 10000
   EXPECT_EQ(samples[1], (std::pair<nic::TimeNs, uint64_t>{2000, 1}));

@@ -12,10 +12,26 @@ Switch::Switch(const SwitchConfig& config)
     : config_(config),
       pool_(config.max_frame_len, 64),
       ports_(config.num_ports) {
+  for (uint16_t p = 0; p < config_.num_ports; ++p) {
+    SetPortRate(p, config_.port_rate_bps);
+  }
+}
+
+void Switch::SetPortRate(uint16_t port, uint64_t rate_bps) {
+  PortState& p = ports_[port];
+  p.rate_bps = rate_bps;
   // Refresh an XOFF halfway through the pause it asked for, so the upstream
   // port never resumes while this one is still congested.
-  pfc_refresh_ns_ = std::max<nic::TimeNs>(
-      PauseQuantaToNs(config_.pfc_quanta, config_.port_rate_bps) / 2, 1);
+  p.pfc_refresh_ns = std::max<nic::TimeNs>(
+      PauseQuantaToNs(config_.pfc_quanta, rate_bps) / 2, 1);
+}
+
+uint64_t Switch::rx_pause_duration_ns(uint16_t port, uint8_t prio,
+                                      nic::TimeNs now) const {
+  const PortState& p = ports_[port];
+  // PAUSE and PFC are exclusive on a real port; if both were received,
+  // count each.
+  return p.pause_timers[prio].Total(now) + p.pause_all_timer.Total(now);
 }
 
 Switch::~Switch() = default;
@@ -111,14 +127,14 @@ void Switch::OnMacControl(uint16_t port, std::span<const uint8_t> frame,
   if (!config_.obey_pause) return;
   timers_used_ = true;
   if (mc.pause) {
-    p.pause_all_until =
-        now + PauseQuantaToNs(mc.quanta[0], config_.port_rate_bps);
+    p.pause_all_until = now + PauseQuantaToNs(mc.quanta[0], p.rate_bps);
+    p.pause_all_timer.Set(now, p.pause_all_until);
     return;
   }
   for (int i = 0; i < kNumPriorities; ++i) {
     if (mc.enable_vector & (1u << i)) {
-      p.paused_until[i] =
-          now + PauseQuantaToNs(mc.quanta[i], config_.port_rate_bps);
+      p.paused_until[i] = now + PauseQuantaToNs(mc.quanta[i], p.rate_bps);
+      p.pause_timers[i].Set(now, p.paused_until[i]);
     }
   }
 }
@@ -149,7 +165,7 @@ void Switch::EvaluatePfc(uint16_t port, uint8_t prio, nic::TimeNs now) {
       IngressContext{port, prio, p.ingress_bytes[prio], x.sent, now});
   if (action == PfcAction::kXoff && !x.sent) {
     x.sent = true;
-    x.refresh_at = now + pfc_refresh_ns_;
+    x.refresh_at = now + p.pfc_refresh_ns;
     timers_used_ = true;
     SendPfc(port, prio, config_.pfc_quanta, now);
   } else if (action == PfcAction::kXon && x.sent) {
@@ -200,7 +216,7 @@ size_t Switch::Transmit(uint16_t port, std::span<nic::TxFrame> frames,
   for (int prio = 0; prio < kNumPriorities; ++prio) {
     XoffState& x = p.xoff[prio];
     if (x.sent && now >= x.refresh_at) {
-      x.refresh_at = now + pfc_refresh_ns_;
+      x.refresh_at = now + p.pfc_refresh_ns;
       SendPfc(port, static_cast<uint8_t>(prio), config_.pfc_quanta, now);
     }
   }

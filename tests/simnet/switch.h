@@ -5,6 +5,7 @@
 #ifndef ROCEMU_TESTS_SIMNET_SWITCH_H_
 #define ROCEMU_TESTS_SIMNET_SWITCH_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -72,6 +73,8 @@ class Switch : public nic::FrameEndpoint {
   ~Switch() override;
 
   absl::Status AddRoute(const MacAddr& mac, uint16_t port);
+  // Overrides config.port_rate_bps for one port (pause quanta to time).
+  void SetPortRate(uint16_t port, uint64_t rate_bps);
   void SetEcnMarker(std::unique_ptr<EcnMarker> marker);
   void SetPfcPolicy(std::unique_ptr<PfcPolicy> policy);
 
@@ -93,6 +96,10 @@ class Switch : public nic::FrameEndpoint {
   }
   // Whether egress on (port, prio) is held by a received PAUSE/PFC at `now`.
   bool paused(uint16_t port, uint8_t prio, nic::TimeNs now) const;
+  // Time egress (port, prio) has spent paused by received PFC/PAUSE up to
+  // `now` (rx_prioN_pause_duration, in ns rather than mlx5's us).
+  uint64_t rx_pause_duration_ns(uint16_t port, uint8_t prio,
+                                nic::TimeNs now) const;
   // Whether this switch holds an XOFF in force towards `port` for `prio`.
   bool xoff_sent(uint16_t port, uint8_t prio) const {
     return ports_[port].xoff[prio].sent;
@@ -121,8 +128,31 @@ class Switch : public nic::FrameEndpoint {
     bool sent = false;
     nic::TimeNs refresh_at = nic::kNever;
   };
+  // Pause intervals of one priority (or of PAUSE), for the duration count.
+  struct PauseTimer {
+    nic::TimeNs start = 0;
+    nic::TimeNs until = 0;
+    uint64_t closed_ns = 0;  // length of the intervals that have ended
+    void Set(nic::TimeNs now, nic::TimeNs new_until) {
+      if (until > now) {
+        closed_ns += now - start;
+      } else {
+        closed_ns += until - start;
+      }
+      start = now;
+      until = new_until;
+    }
+    uint64_t Total(nic::TimeNs now) const {
+      return closed_ns +
+             (std::min(until, now) > start ? std::min(until, now) - start : 0);
+    }
+  };
   struct PortState {
     std::array<Queue, kNumPriorities> queues;
+    uint64_t rate_bps = 0;
+    nic::TimeNs pfc_refresh_ns = 1;
+    std::array<PauseTimer, kNumPriorities> pause_timers;
+    PauseTimer pause_all_timer;
     Fifo<Entry> control;  // PFC frames this switch sends: never paused
     std::array<nic::TimeNs, kNumPriorities> paused_until{};
     nic::TimeNs pause_all_until = 0;
@@ -146,7 +176,6 @@ class Switch : public nic::FrameEndpoint {
   absl::flat_hash_map<uint64_t, uint16_t> routes_;
   std::unique_ptr<EcnMarker> marker_;
   std::unique_ptr<PfcPolicy> pfc_policy_;
-  nic::TimeNs pfc_refresh_ns_ = 0;
   bool timers_used_ = false;      // any pause received or XOFF sent, ever
   uint32_t control_pending_ = 0;  // PFC frames queued on any port
   nic::TimeNs now_ = 0;

@@ -186,6 +186,29 @@ TEST(SwitchTest, PfcPauseExpiresAfterItsQuanta) {
   EXPECT_EQ(s.host(1).arrivals()[0].time, 504u + 5120 + 80 + 500);
 }
 
+TEST(SwitchTest, PauseDurationAndPerPortRate) {
+  Star s(2, SwitchConfig{});
+  s.sw.SetPortRate(1, 10'000'000'000);  // quanta are 51.2 ns on port 1
+  std::vector<uint8_t> xoff(60), xon(60);
+  std::array<uint16_t, 8> q{};
+  q[3] = 100;  // 5120 ns at 10 Gb/s
+  BuildPfcFrame(HostMac(1), 1u << 3, q, xoff);
+  q[3] = 0;
+  BuildPfcFrame(HostMac(1), 1u << 3, q, xon);
+  s.host(1).SendRaw(0, xoff, 0);       // at the switch at 504
+  s.host(1).SendRaw(0, xoff, 3000);    // 3504: extends to 3504 + 5120
+  s.host(1).SendRaw(0, xoff, 20'000);  // 20504
+  s.host(1).SendRaw(0, xon, 21'000);   // 21504: ends it
+  s.net.Run(4000);
+  EXPECT_TRUE(s.sw.paused(1, 3, 8000));
+  EXPECT_EQ(s.sw.rx_pause_duration_ns(1, 3, 4000), 4000u - 504);
+  s.net.Run(100'000);
+  EXPECT_EQ(s.sw.counters(1).rx_prio_pause[3], 4u);
+  EXPECT_EQ(s.sw.rx_pause_duration_ns(1, 3, s.net.now()),
+            (3504u + 5120 - 504) + (21'504u - 20'504));
+  EXPECT_EQ(s.sw.rx_pause_duration_ns(1, 0, s.net.now()), 0u);
+}
+
 TEST(SwitchTest, PauseStopsEveryPriority) {
   Star s(2, SwitchConfig{});
   std::vector<uint8_t> pause(60);
