@@ -48,12 +48,15 @@ class BackToBack {
 
   // Moves frames until both sides are idle; advances the clock to the next
   // timer when nothing moves. Stops after max_steps to bound runaway tests.
-  void Run(int max_steps = 100000) {
+  void Run(int max_steps = 100000) { RunUntil(kNever, max_steps); }
+
+  // Same, but stops rather than advance the clock past `deadline`.
+  void RunUntil(TimeNs deadline, int max_steps = 100000) {
     for (int step = 0; step < max_steps; ++step) {
       const size_t moved = Move(0) + Move(1);
       if (moved != 0) continue;
       const TimeNs t = std::min(a_.NextEventTime(), b_.NextEventTime());
-      if (t == kNever) return;
+      if (t == kNever || (deadline != kNever && t > deadline)) return;
       if (t <= clock_.Now()) {
         // Something claims to be ready yet sent nothing: give it one more
         // chance after a tick, then stop.
