@@ -11,7 +11,8 @@ namespace rocemu::simnet {
 Switch::Switch(const SwitchConfig& config)
     : config_(config),
       pool_(config.max_frame_len, 64),
-      ports_(config.num_ports) {
+      ports_(config.num_ports),
+      rng_(config.seed, 0x5357) {
   for (uint16_t p = 0; p < config_.num_ports; ++p) {
     SetPortRate(p, config_.port_rate_bps);
   }
@@ -251,7 +252,7 @@ size_t Switch::Transmit(uint16_t port, std::span<nic::TxFrame> frames,
       out.priority = static_cast<uint8_t>(prio);
       if (marker_ &&
           marker_->ShouldMark(DequeueContext{port, static_cast<uint8_t>(prio),
-                                             depth, e.len, now}) &&
+                                             depth, e.len, now, &rng_}) &&
           MarkCe({out.data, out.len}) == CeMarkResult::kMarked) {
         ++p.counters.ecn_marked[prio];
       }

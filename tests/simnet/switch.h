@@ -48,6 +48,7 @@ struct SwitchConfig {
   bool flood_unknown = false;     // else unknown unicast is dropped and counted
   uint16_t pfc_quanta = 0xFFFF;   // in each XOFF this switch sends
   uint8_t pfc_priorities = 0xFF;  // priorities that may be paused upstream
+  uint64_t seed = 1;              // for the hooks' random decisions
 };
 
 struct SwitchPortCounters {
@@ -175,6 +176,7 @@ class Switch : public nic::FrameEndpoint {
   std::vector<PortState> ports_;
   absl::flat_hash_map<uint64_t, uint16_t> routes_;
   std::unique_ptr<EcnMarker> marker_;
+  Rng rng_;
   std::unique_ptr<PfcPolicy> pfc_policy_;
   bool timers_used_ = false;      // any pause received or XOFF sent, ever
   uint32_t control_pending_ = 0;  // PFC frames queued on any port

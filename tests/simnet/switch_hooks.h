@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "nic/clock.h"
+#include "tests/simnet/rng.h"
 
 namespace rocemu::simnet {
 
@@ -17,6 +18,7 @@ struct DequeueContext {
   uint64_t queue_bytes = 0;  // egress queue depth, the departing frame included
   uint32_t frame_len = 0;
   nic::TimeNs now = 0;
+  Rng* rng = nullptr;  // the switch's seeded stream, for random marking
 };
 
 // Decides whether a departing ECN-capable frame gets CE. The switch does the
@@ -37,6 +39,31 @@ class ThresholdEcnMarker final : public EcnMarker {
 
  private:
   uint64_t k_bytes_;
+};
+
+// RED-style marking as ConnectX/switch ECN profiles describe it: none below
+// Kmin, probability rising linearly to Pmax at Kmax, every frame above Kmax.
+class RedEcnMarker final : public EcnMarker {
+ public:
+  RedEcnMarker(uint64_t kmin_bytes, uint64_t kmax_bytes, double pmax)
+      : kmin_(kmin_bytes),
+        kmax_(kmax_bytes > kmin_bytes ? kmax_bytes : kmin_bytes + 1),
+        pmax_(Probability(pmax)) {}
+  bool ShouldMark(const DequeueContext& ctx) override {
+    if (ctx.queue_bytes <= kmin_) return false;
+    if (ctx.queue_bytes > kmax_) return true;
+    // P(mark) = pmax * (q - kmin) / (kmax - kmin), in integers: draw u in
+    // [0, kmax - kmin) and mark when u < (q - kmin) and a pmax draw holds.
+    if (ctx.rng->Uniform(kmax_ - kmin_) >= ctx.queue_bytes - kmin_) {
+      return false;
+    }
+    return ctx.rng->Bernoulli(pmax_);
+  }
+
+ private:
+  uint64_t kmin_;
+  uint64_t kmax_;
+  Probability pmax_;
 };
 
 struct IngressContext {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -275,6 +276,23 @@ TEST(SwitchTest, EcnMarksEctFramesAboveThreshold) {
   }
   EXPECT_GT(ce, 100u);
   EXPECT_EQ(ce, s.sw.counters(3).ecn_marked[3]);
+}
+
+TEST(SwitchTest, RedMarkingFractionAtFixedDepth) {
+  RedEcnMarker red(10'000, 30'000, 0.2);
+  Rng rng(5);
+  DequeueContext ctx;
+  ctx.rng = &rng;
+  ctx.queue_bytes = 10'000;
+  EXPECT_FALSE(red.ShouldMark(ctx));
+  ctx.queue_bytes = 30'001;
+  EXPECT_TRUE(red.ShouldMark(ctx));
+  // Halfway between Kmin and Kmax: p = 0.1.
+  ctx.queue_bytes = 20'000;
+  constexpr int kDraws = 20000;
+  int marked = 0;
+  for (int i = 0; i < kDraws; ++i) marked += red.ShouldMark(ctx);
+  EXPECT_NEAR(marked, kDraws * 0.1, 5 * std::sqrt(kDraws * 0.1 * 0.9));
 }
 
 TEST(SwitchTest, PfcFromIngressOccupancyMakesTheFabricLossless) {
