@@ -1,5 +1,7 @@
 #include "emulator/pcap_writer.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,13 @@ absl::Status PcapWriter::Reopen() {
   if (dumper_ == nullptr) return absl::OkStatus();
   pcap_dump_close(dumper_);
   dumper_ = nullptr;
+  // If nobody moved the file away, keep it as the next rotation rather
+  // than truncating it.
+  if (access(path_.c_str(), F_OK) == 0) {
+    ++rotations_;
+    std::string rotated = absl::StrCat(path_, ".", rotations_);
+    if (std::rename(path_.c_str(), rotated.c_str()) != 0) ++errors_;
+  }
   return OpenFile();
 }
 

@@ -1,7 +1,8 @@
 // Writes frames to a pcap file with nanosecond timestamps (libpcap), rotating
 // by size: when a file passes the limit it is renamed <path>.1, .2, ... and a
-// new <path> is started. Reopen() (SIGHUP) starts a new file so external log
-// rotation can move the old one away.
+// new <path> is started. Reopen() (SIGHUP) starts a new file: one that
+// external rotation moved away is left alone, one still in place is kept as
+// the next <path>.N.
 #ifndef ROCEMU_EMULATOR_PCAP_WRITER_H_
 #define ROCEMU_EMULATOR_PCAP_WRITER_H_
 

@@ -12,6 +12,7 @@ Usage: net_ping_test.py ROCEMUD [--faults]
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -197,6 +198,21 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
         check(magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"),
               "capture uses the nanosecond pcap format")
 
+        tshark = shutil.which("tshark")
+        check(tshark is not None, "tshark is installed")
+        for name in ("tap0-rx.pcap", "tap0-tx.pcap"):
+            path = os.path.join(tmp, name)
+            frames = subprocess.run(
+                [tshark, "-r", path, "-n", "-o", "ip.check_checksum:TRUE",
+                 "-T", "fields", "-e", "frame.number"], capture_output=True,
+                text=True, timeout=60).stdout.split()
+            warn = subprocess.run(
+                [tshark, "-r", path, "-n", "-o", "ip.check_checksum:TRUE",
+                 "-Y", "_ws.expert.severity >= warning || _ws.malformed"],
+                capture_output=True, text=True, timeout=60).stdout.strip()
+            check(len(frames) >= 6 and warn == "",
+                  f"tshark reads {name}: {len(frames)} frames, "
+                  f"warnings: {warn or 'none'}")
         daemon.send_signal(signal.SIGHUP)
         time.sleep(0.3)
         daemon.send_signal(signal.SIGTERM)

@@ -95,6 +95,27 @@ TEST_F(PcapWriterTest, RotatesBySizeWithoutLosingFrames) {
   }
 }
 
+TEST_F(PcapWriterTest, ReopenNeverTruncatesACapture) {
+  std::string path = dir_ + "/h.pcap";
+  PcapWriter w;
+  ASSERT_TRUE(w.Open(path, 65535, 0).ok());
+  std::vector<uint8_t> f(64, 1);
+  w.Write(f, 1);
+  ASSERT_TRUE(w.Reopen().ok());  // file still in place: kept as h.pcap.1
+  w.Write(f, 2);
+  // Moved away by logrotate: a fresh file, nothing renamed.
+  ASSERT_EQ(std::rename(path.c_str(), (dir_ + "/moved.pcap").c_str()), 0);
+  ASSERT_TRUE(w.Reopen().ok());
+  w.Write(f, 3);
+  w.Close();
+  ASSERT_EQ(ReadAll(path + ".1").size(), 1u);
+  EXPECT_EQ(ReadAll(path + ".1")[0].ns, 1u);
+  ASSERT_EQ(ReadAll(dir_ + "/moved.pcap").size(), 1u);
+  EXPECT_EQ(ReadAll(dir_ + "/moved.pcap")[0].ns, 2u);
+  ASSERT_EQ(ReadAll(path).size(), 1u);
+  EXPECT_EQ(ReadAll(path)[0].ns, 3u);
+}
+
 TEST_F(PcapWriterTest, UnwritablePathIsAnError) {
   PcapWriter w;
   EXPECT_FALSE(w.Open(dir_ + "/no/such/dir/x.pcap", 65535, 0).ok());
