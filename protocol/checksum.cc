@@ -1,17 +1,47 @@
 #include "protocol/checksum.h"
 
+#include <bit>
+#include <cstring>
+
 #include "protocol/ethernet.h"
 
 namespace rocemu::protocol {
 
+namespace {
+
+uint16_t Swap16(uint16_t v) { return static_cast<uint16_t>(v << 8 | v >> 8); }
+
+// The one's-complement sum does not depend on byte order (RFC 1071 2(B)), so
+// native 32-bit words are summed and the result is swapped once at the end.
+uint16_t ToNative(uint16_t be) {
+  return std::endian::native == std::endian::little ? Swap16(be) : be;
+}
+
+}  // namespace
+
 uint16_t OnesComplementSum(std::span<const uint8_t> bytes, uint32_t initial) {
-  uint64_t sum = initial;
   const uint8_t* p = bytes.data();
   size_t n = bytes.size();
-  for (; n >= 2; p += 2, n -= 2) sum += uint32_t{p[0]} << 8 | p[1];
-  if (n == 1) sum += uint32_t{p[0]} << 8;
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  return static_cast<uint16_t>(sum);
+  uint64_t sum = ToNative(static_cast<uint16_t>(initial)) +
+                 uint64_t{ToNative(static_cast<uint16_t>(initial >> 16))};
+  for (; n >= 4; p += 4, n -= 4) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    sum += w;
+  }
+  if (n >= 2) {
+    uint16_t w;
+    std::memcpy(&w, p, 2);
+    sum += w;
+    p += 2;
+    n -= 2;
+  }
+  if (n == 1) sum += ToNative(static_cast<uint16_t>(p[0] << 8));
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return ToNative(static_cast<uint16_t>(sum));
 }
 
 uint16_t Ipv4HeaderChecksum(std::span<const uint8_t> header) {

@@ -158,6 +158,9 @@ struct ParsedFrame {
   PfcInfo pfc;
 };
 
+// Every field at its default; ParseFrame starts from a copy of it.
+extern const ParsedFrame kEmptyParsedFrame;
+
 // Validates the frame and fills *out with a zero-copy view. Never allocates.
 // On an error, *out holds what was decoded before it was found.
 ParseError ParseFrame(std::span<const uint8_t> frame, ParsedFrame* out,

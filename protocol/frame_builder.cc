@@ -68,6 +68,8 @@ void EncodeNetHeaders(const NetHeaders& net, size_t udp_len, uint8_t* p) {
 
 }  // namespace
 
+const ParsedFrame kEmptyParsedFrame{};
+
 size_t NetHeadersLength(const NetHeaders& net) {
   return L3Offset(net) + (net.ipv6 ? kIpv6HeaderLen : kIpv4HeaderLen) +
          kUdpHeaderLen;

@@ -45,7 +45,7 @@ ParseError ParseRoce(Bytes l3, size_t ip_header_len, bool ipv6,
   const Bytes t = udp.subspan(kUdpHeaderLen);
   out->bth_offset = out->l3_offset + ip_header_len + kUdpHeaderLen;
   if (t.size() < kBthLen) return ParseError::kTooShort;
-  out->hdr.bth = DecodeBth(t.data());
+  DecodeBth(t.data(), &out->hdr.bth);
   if (out->hdr.bth.tver != 0) return ParseError::kBadTver;
   const OpcodeInfo& info = GetOpcodeInfo(out->hdr.bth.opcode);
   out->op = &info;
@@ -161,7 +161,7 @@ ParseError ParseIpv6(Bytes frame, const ParseOptions& options,
 
 ParseError ParseFrame(std::span<const uint8_t> frame, ParsedFrame* out,
                       const ParseOptions& options) {
-  *out = ParsedFrame{};
+  CopyInChunks(out, kEmptyParsedFrame);
   if (frame.size() < kEthHeaderLen) return ParseError::kTooShort;
   std::memcpy(out->net.dst_mac.data(), frame.data(), 6);
   std::memcpy(out->net.src_mac.data(), frame.data() + 6, 6);

@@ -20,21 +20,25 @@ void EncodeBth(const Bth& bth, uint8_t* p) {
   StoreBe24(p + 9, bth.psn & kPsnMask);
 }
 
+void DecodeBth(const uint8_t* p, Bth* bth) {
+  bth->opcode = p[0];
+  bth->se = (p[1] & 0x80) != 0;
+  bth->mig_req = (p[1] & 0x40) != 0;
+  bth->pad_cnt = (p[1] >> 4) & 0x3;
+  bth->tver = p[1] & 0xF;
+  bth->pkey = LoadBe16(p + 2);
+  bth->fecn = (p[4] & 0x80) != 0;
+  bth->becn = (p[4] & 0x40) != 0;
+  bth->resv6 = p[4] & 0x3F;
+  bth->dest_qp = LoadBe24(p + 5);
+  bth->ack_req = (p[8] & 0x80) != 0;
+  bth->resv7 = p[8] & 0x7F;
+  bth->psn = LoadBe24(p + 9);
+}
+
 Bth DecodeBth(const uint8_t* p) {
   Bth bth;
-  bth.opcode = p[0];
-  bth.se = (p[1] & 0x80) != 0;
-  bth.mig_req = (p[1] & 0x40) != 0;
-  bth.pad_cnt = (p[1] >> 4) & 0x3;
-  bth.tver = p[1] & 0xF;
-  bth.pkey = LoadBe16(p + 2);
-  bth.fecn = (p[4] & 0x80) != 0;
-  bth.becn = (p[4] & 0x40) != 0;
-  bth.resv6 = p[4] & 0x3F;
-  bth.dest_qp = LoadBe24(p + 5);
-  bth.ack_req = (p[8] & 0x80) != 0;
-  bth.resv7 = p[8] & 0x7F;
-  bth.psn = LoadBe24(p + 9);
+  DecodeBth(p, &bth);
   return bth;
 }
 

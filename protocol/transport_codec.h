@@ -13,6 +13,9 @@ namespace rocemu::protocol {
 
 void EncodeBth(const Bth& bth, uint8_t* p);  // 12 bytes
 Bth DecodeBth(const uint8_t* p);
+// In place: field by field into *bth, so that the parser never copies a
+// struct it has just written byte by byte (a store-forwarding stall).
+void DecodeBth(const uint8_t* p, Bth* bth);
 void EncodeReth(const Reth& reth, uint8_t* p);  // 16 bytes
 Reth DecodeReth(const uint8_t* p);
 void EncodeAeth(const Aeth& aeth, uint8_t* p);  // 4 bytes

@@ -2,7 +2,11 @@
 #ifndef ROCEMU_PROTOCOL_WIRE_H_
 #define ROCEMU_PROTOCOL_WIRE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
 
 namespace rocemu::protocol {
 
@@ -37,6 +41,23 @@ inline void StoreBe32(uint8_t* p, uint32_t v) {
 inline void StoreBe64(uint8_t* p, uint64_t v) {
   StoreBe32(p, static_cast<uint32_t>(v >> 32));
   StoreBe32(p + 4, static_cast<uint32_t>(v));
+}
+
+// Copies a trivially copyable object as straight-line 16-byte moves. A plain
+// struct copy or memset over 64 bytes becomes `rep movs/stos` under GCC's
+// generic tuning, whose start-up cost (~20 ns for a ParsedFrame) is a third
+// of the per-packet parse budget.
+template <typename T>
+inline void CopyInChunks(T* dst, const T& src) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  constexpr size_t kChunks = sizeof(T) / 16;
+  auto* d = reinterpret_cast<unsigned char*>(dst);
+  const auto* s = reinterpret_cast<const unsigned char*>(&src);
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (std::memcpy(d + 16 * I, s + 16 * I, 16), ...);
+  }
+  (std::make_index_sequence<kChunks>());
+  std::memcpy(d + 16 * kChunks, s + 16 * kChunks, sizeof(T) % 16);
 }
 
 }  // namespace rocemu::protocol
