@@ -36,6 +36,10 @@ struct EalConfig {
   std::string file_prefix;   // empty: rocemu-<pid>
   uint32_t memory_mb = 512;  // -m
   std::string log_level = "*:warning";
+  // 0: poll without pause (lowest latency, one core busy). Otherwise sleep
+  // this long whenever the loop has been idle for a while and no timer is
+  // due: for shared machines, laptops and CI.
+  uint32_t idle_sleep_us = 0;
 };
 
 struct IpPrefix {

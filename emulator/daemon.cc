@@ -22,6 +22,7 @@ namespace {
 constexpr nic::TimeNs kFastPeriod = 1'000'000;      // control sockets
 constexpr nic::TimeNs kSlowPeriod = 1'000'000'000;  // stats, neighbours
 constexpr nic::TimeNs kReorderWait = 1'000'000;     // if no frame follows
+constexpr uint64_t kIdleLoops = 10000;  // empty polls before idle sleeping
 
 uint64_t WallNs() {
   timespec ts;
@@ -279,7 +280,7 @@ void Daemon::QueueTx(Port& port, rte_mbuf* m) {
   port.tx_batch[port.tx_count++] = m;
 }
 
-void Daemon::FlushTx(Port& port, nic::TimeNs now) {
+uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
   rte_mbuf* staged[kBurst * 8];
   rte_mbuf** pkts = port.tx_batch;
   uint16_t n = port.tx_count;
@@ -289,7 +290,7 @@ void Daemon::FlushTx(Port& port, nic::TimeNs now) {
                     staged, std::size(staged), now);
     pkts = staged;
   }
-  if (n == 0) return;
+  if (n == 0) return 0;
   Capture(port.tx_capture, pkts, n, now);
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
@@ -301,13 +302,15 @@ void Daemon::FlushTx(Port& port, nic::TimeNs now) {
   port.counters.tx_packets += sent;
   port.counters.tx_bytes += bytes;
   port.counters.tx_dropped += n - sent;
+  return n;
 }
 
-void Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
+bool Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
   Port& port = *ports_[index];
   rte_mbuf* rx[kBurst];
   rte_mbuf* staged[kBurst * 3];
   uint16_t n = rte_eth_rx_burst(port.dev->port_id(), 0, rx, kBurst);
+  bool busy = n > 0;
   for (uint16_t i = 0; i < n; ++i) {
     port.counters.rx_bytes += rte_pktmbuf_pkt_len(rx[i]);
   }
@@ -394,7 +397,8 @@ void Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
       }
     }
   }
-  FlushTx(port, now);
+  busy |= FlushTx(port, now) > 0;
+  return busy;
 }
 
 std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
@@ -435,14 +439,26 @@ void Daemon::Run(DaemonSignals* signals) {
   ROCEMU_LOG_INFO("running on lcore %u with %zu port(s)%s", rte_lcore_id(),
                   ports_.size(),
                   endpoint_ == nullptr ? ", no RNIC attached" : "");
+  const nic::TimeNs idle_sleep_ns =
+      static_cast<nic::TimeNs>(config_.eal.idle_sleep_us) * 1000;
   while (!signals->stop) {
     nic::TimeNs now = clock_->Now();
     bool endpoint_due = endpoint_ != nullptr && now >= next_event_;
+    bool busy = false;
     for (unsigned i = 0; i < ports_.size(); ++i) {
-      PollPort(i, now, endpoint_due);
+      busy |= PollPort(i, now, endpoint_due);
     }
     if (endpoint_ != nullptr) next_event_ = endpoint_->NextEventTime();
     ++loops_;
+    idle_loops_ = busy ? 0 : idle_loops_ + 1;
+    // Optional idle back-off (eal.idle_sleep_us): after a quiet spell,
+    // sleep briefly unless a timer of the endpoint is due sooner. Never
+    // taken while frames flow, so it costs no syscall per packet.
+    if (idle_sleep_ns > 0 && idle_loops_ > kIdleLoops &&
+        (endpoint_ == nullptr || next_event_ > now + idle_sleep_ns)) {
+      timespec ts{0, static_cast<long>(idle_sleep_ns)};
+      nanosleep(&ts, nullptr);
+    }
     if (now >= next_fast_) {
       next_fast_ = now + kFastPeriod;
       control_.Poll();

@@ -104,12 +104,14 @@ class Daemon {
     uint16_t tx_count = 0;
   };
 
-  void PollPort(unsigned index, nic::TimeNs now, bool endpoint_due);
+  // Returns whether any frame was received or sent.
+  bool PollPort(unsigned index, nic::TimeNs now, bool endpoint_due);
   uint16_t ApplyFaults(FaultInjector& faults, FaultState& held,
                        rte_mempool* pool, rte_mbuf** in, uint16_t n,
                        rte_mbuf** out, size_t out_cap, nic::TimeNs now);
   void QueueTx(Port& port, rte_mbuf* m);
-  void FlushTx(Port& port, nic::TimeNs now);
+  // Returns how many frames went to the PMD.
+  uint16_t FlushTx(Port& port, nic::TimeNs now);
   void Slow(nic::TimeNs now);
   void Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
                nic::TimeNs now);
@@ -128,6 +130,7 @@ class Daemon {
   MetricsServer metrics_;
   nic::TimeNs next_fast_ = 0, next_slow_ = 0;
   uint64_t loops_ = 0;
+  uint64_t idle_loops_ = 0;
 };
 
 }  // namespace rocemu::emulator

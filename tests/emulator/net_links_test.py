@@ -71,7 +71,8 @@ class Run:
         sock = os.path.join(self.tmp, f"{name}.sock")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
         with open(cfg, "w") as f:
-            f.write(f"eal: {{file_prefix: rocemu-{name}-{self.pid}}}\n"
+            f.write(f"eal: {{file_prefix: rocemu-{name}-{self.pid}, "
+                    f"idle_sleep_us: 50}}\n"
                     f"ports:\n{port_yaml}\n"
                     f"control: {{socket: {sock}}}\n"
                     f"logging: {{file: {self.tmp}/{name}.log}}\n")
