@@ -512,8 +512,13 @@ void Daemon::Shutdown() {
   }
   ports_.clear();  // stops the ports, then frees their pools
   if (eal_ready_) {
+    // With --no-shconf the EAL still creates its runtime directory and
+    // leaves it behind; remove it when empty so weeks of restarts and test
+    // runs do not pile them up.
+    std::string runtime_dir = rte_eal_get_runtime_dir();
     rte_eal_cleanup();
     eal_ready_ = false;
+    rmdir(runtime_dir.c_str());
   }
 }
 
