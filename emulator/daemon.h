@@ -66,6 +66,16 @@ class Daemon {
   // Plugs the RNIC in (it sees ports by their index in the config). Until
   // then RoCE and PFC frames are counted in rx_nic_no_endpoint.
   void AttachEndpoint(nic::FrameEndpoint* endpoint) { endpoint_ = endpoint; }
+  // After Init: the MAC the port answers for (the RNIC must source frames
+  // from it) and its validated settings (addresses -> GIDs, P_Keys, TCs).
+  size_t port_count() const { return ports_.size(); }
+  const MacAddr& PortMac(unsigned port) const {
+    return ports_.at(port)->stack->mac();
+  }
+  const config::PortConfig& PortSettings(unsigned port) const {
+    return ports_.at(port)->config;
+  }
+  const config::Config& settings() const { return config_; }
   // TODO(issue 5): the RNIC resolves destination MACs through this (the
   // solicitation, if one is due, is queued on the port).
   std::optional<MacAddr> ResolveNeighbour(unsigned port, const IpAddr& ip);

@@ -105,12 +105,18 @@ int main(int argc, char** argv) {
     }
     return 1;
   }
-  // TODO(issue 5): create the RNIC device (nic/) from the config's ports,
-  // GIDs, P_Keys, PFC/ECN/DCQCN settings and attach it:
-  //   daemon.AttachEndpoint(&device);
+  // TODO(issue 5): create the RNIC device (nic/) once it lands and attach
+  // it, e.g. for port 0:
+  //   nic::RnicConfig rc;
+  //   rc.mac = daemon.PortMac(0);
+  //   rc.gid = daemon.PortSettings(0).Gids()[0];   // + P_Keys, TCs, DCQCN
+  //   nic::Rnic rnic(rc);
+  //   daemon.AttachEndpoint(&rnic);
+  // and let it resolve next hops through daemon.ResolveNeighbour().
   // TODO(issue 5): replay mode (pcap in -> endpoint with virtual time from
-  // the capture's timestamps, endpoint output -> pcap) runs the same
-  // endpoint with a ManualClock instead of the ports; see emulator/tools/.
+  // the capture's timestamps, endpoint output -> pcap) drives the same
+  // endpoint with a nic::ManualClock instead of the ports; see
+  // emulator/replay/.
   daemon.Run(&g_signals);
   ROCEMU_LOG_INFO("stopped");
   return 0;

@@ -109,6 +109,9 @@ TEST(DaemonLoopTest, EndpointFramesRoundTripThroughTheRing) {
   Daemon daemon(*cfg);
   absl::Status s = daemon.Init();
   ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(daemon.port_count(), 1u);
+  EXPECT_EQ(daemon.PortMac(0), kMac);
+  EXPECT_EQ(daemon.PortSettings(0).name, "r0");
   DaemonSignals signals;
   LoopbackEndpoint endpoint(&signals);
   daemon.AttachEndpoint(&endpoint);
