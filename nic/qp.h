@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "nic/clock.h"
 #include "nic/completion.h"
+#include "nic/congestion_qp.h"
 #include "nic/handles.h"
 #include "nic/qp_attr.h"
 #include "nic/recv_queue.h"
@@ -196,6 +197,9 @@ class Qp {
   // Congestion-control hook: the requester sends no new packet before this
   // time (the DCQCN pacer sets it; 0 = unpaced).
   TimeNs pace_until_ = 0;
+  // DCQCN reaction point, pacer and notification point of this QP
+  // (nic/congestion_control.h drives them).
+  QpCongestion cc_;
 };
 
 }  // namespace rocemu::nic

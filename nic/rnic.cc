@@ -54,7 +54,8 @@ Rnic::Rnic(const RnicConfig& config)
             config.device.max_srq_sge, &events_),
       gids_(static_cast<uint32_t>(config.port.gid_tbl_len)),
       pkeys_(config.port.pkey_tbl_len),
-      ahs_(pds_, gids_, config.device.max_ah) {
+      ahs_(pds_, gids_, config.device.max_ah),
+      cc_(config.congestion) {
   (void)gids_.Set(0, config.gid);
 }
 
@@ -270,6 +271,7 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
         qp->resources_.assign(q.max_dest_rd_atomic, ResponderResource{});
         qp->resp_queue_.Init(2 * std::max<uint32_t>(1, q.max_dest_rd_atomic) +
                              8);
+        cc_.InitQp(*qp);
       }
       break;
     case QpState::kRts:
@@ -498,8 +500,8 @@ void Rnic::FillNet(const Qp& qp, const QpPath& path,
   net->ipv6 = !GidIsIpv4Mapped(path.dgid);
   net->src_ip = gids_.Get(path.sgid_index).value_or(config_.gid);
   net->dst_ip = path.dgid;
-  net->dscp = path.traffic_class >> 2;
-  net->ecn = 0b10;  // ECT(0): RoCE data is ECN-capable (DCQCN)
+  net->dscp = cc_.DscpOf(path.traffic_class);
+  net->ecn = cc_.EcnBits();  // ECT(0) by default: DCQCN needs marks
   net->ttl = path.hop_limit;
   net->flow_label = path.flow_label;
   net->udp_src_port = qp.udp_sport_;
@@ -526,6 +528,12 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     }
     return;
   }
+  if (parsed_.kind == protocol::FrameKind::kPfc ||
+      parsed_.kind == protocol::FrameKind::kPause) {
+    cc_.OnMacControl(parsed_, now);
+    paused_priorities_ = cc_.paused_mask();
+    return;
+  }
   if (parsed_.kind != protocol::FrameKind::kRoce) {
     ++rx_not_roce_;
     return;
@@ -537,9 +545,15 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     return;
   }
   if (op.engine == Engine::kCongestion) {
-    // CNP: the DCQCN reaction point takes it from here (integration hook).
+    // CNP: to the QP's DCQCN reaction point. CNPs carry the default P_Key
+    // 0xFFFF whatever the QP's partition (ConnectX sends them so).
+    if (parsed_.hdr.bth.pkey != protocol::kDefaultPKey &&
+        !pkeys_.Accepts(qp->attr_.pkey_index, parsed_.hdr.bth.pkey)) {
+      ++counters_.bad_pkey_cntr;
+      return;
+    }
     ++qp->counters_.cnp_received;
-    ++counters_.rp_cnp_ignored;
+    cc_.OnCnp(*qp, now, counters_);
     return;
   }
   if (!op.supported || !ServiceMatches(op.service, qp->type())) {
@@ -550,6 +564,7 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     ++counters_.bad_pkey_cntr;
     return;
   }
+  if (parsed_.net.ecn == 0b11) cc_.OnCeMarked(*qp, parsed_, now, counters_);
   const QpState s = qp->attr_.qp_state;
   ++counters_.rcvd_pkts;
   if (op.engine == Engine::kResponder) {
@@ -574,7 +589,10 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
   for (size_t i = 0; i < active_.size(); ++i) {
     Completer::OnTimer(*this, *active_[i], now);
   }
-  size_t n = 0;
+  paused_priorities_ = cc_.RefreshPause(now);
+  // CNPs first (strict priority), then responses, then paced requests.
+  size_t n = cc_.TransmitCnps(frames, counters_);
+  counters_.sent_pkts += n;
   int failures = 0;
   while (n < frames.size() && !active_.empty() && failures < 8) {
     const size_t count = active_.size();
@@ -605,6 +623,8 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
     const bool ok = response ? Responder::BuildNext(*this, *picked, f)
                              : Requester::BuildNext(*this, *picked, f, now);
     if (ok && f.len > 0) {
+      f.priority = cc_.PriorityOf(*picked);
+      if (!response) cc_.OnRequestSent(*picked, f.len, now);
       ++n;
       ++counters_.sent_pkts;
     } else {
@@ -634,7 +654,8 @@ void Rnic::RemoveIdle() {
 }
 
 TimeNs Rnic::NextEventTime() const {
-  TimeNs t = kNever;
+  TimeNs t = cc_.NextEventTime(last_now_);
+  if (t <= last_now_) return last_now_;
   for (const Qp* q : active_) {
     if (Responder::HasResponse(*q) && !Paused(*q)) return last_now_;
     if (Requester::Ready(*this, *q, last_now_)) return last_now_;
@@ -646,9 +667,8 @@ TimeNs Rnic::NextEventTime() const {
 }
 
 void Rnic::PausePriority(uint8_t priority, bool paused) {
-  const uint8_t bit = static_cast<uint8_t>(1u << (priority & 7));
-  paused_priorities_ =
-      paused ? (paused_priorities_ | bit) : (paused_priorities_ & ~bit);
+  cc_.ForcePause(priority, paused);
+  paused_priorities_ = cc_.paused_mask();
 }
 
 void Rnic::SetPaceUntil(uint32_t qpn, TimeNs t) {

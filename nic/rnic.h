@@ -25,6 +25,7 @@
 #include "nic/address_handle.h"
 #include "nic/async_event.h"
 #include "nic/completion_queue.h"
+#include "nic/congestion_control.h"
 #include "nic/counters.h"
 #include "nic/device_attr.h"
 #include "nic/frame_io.h"
@@ -52,6 +53,8 @@ struct RnicConfig {
   uint32_t ack_req_interval = 64;
   // Unacknowledged packets an RC requester may have in flight.
   uint32_t max_unacked_psns = 512;
+  // ECN/DSCP/priority of RoCE frames, DCQCN (NP, RP) and PFC receive.
+  CongestionConfig congestion;
 };
 
 class Rnic final : public FrameEndpoint {
@@ -109,12 +112,14 @@ class Rnic final : public FrameEndpoint {
   PKeyTable& pkey_table() { return pkeys_; }
   GidTable& gid_table() { return gids_; }
   AsyncEventQueue& async_events() { return events_; }
+  // Congestion state: the PFC counters are congestion().PortCounters(now).
+  const CongestionControl& congestion() const { return cc_; }
 
   // --- engine services: used by the requester, responder and completer ---
   MrTable& mrs() { return mrs_; }
   DeviceCounters& engine_counters() { return counters_; }
   bool Paused(const Qp& qp) const {
-    return (paused_priorities_ >> (qp.attr_.ah_attr.sl & 7)) & 1;
+    return (paused_priorities_ >> cc_.PriorityOf(qp)) & 1;
   }
   void Schedule(Qp& qp);
   // Completions: routed to the QP's send or receive CQ; an overflow moves
@@ -157,6 +162,7 @@ class Rnic final : public FrameEndpoint {
   uint8_t paused_priorities_ = 0;
   TimeNs last_now_ = 0;
   DeviceCounters counters_;
+  CongestionControl cc_;
   uint64_t rx_not_roce_ = 0;
   protocol::ParsedFrame parsed_;  // scratch, reused for every frame
 };

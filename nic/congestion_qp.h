@@ -1,0 +1,33 @@
+// The congestion state a queue pair carries: its DCQCN reaction point and
+// pacer (as a sender) and its notification-point history (as a receiver).
+// Sized at construction; the data path only updates it.
+#ifndef ROCEMU_NIC_CONGESTION_QP_H_
+#define ROCEMU_NIC_CONGESTION_QP_H_
+
+#include <cstdint>
+
+#include "pfc_ecn/dcqcn_params.h"
+#include "pfc_ecn/notification_point.h"
+#include "pfc_ecn/pacer.h"
+#include "pfc_ecn/reaction_point.h"
+
+namespace rocemu::nic {
+
+// Parameters of a QP that has not been through INIT->RTR yet (it sends and
+// receives nothing, but the objects must point somewhere).
+const pfc_ecn::DcqcnParams& DefaultDcqcnParams();
+
+struct QpCongestion {
+  QpCongestion()
+      : rp(&DefaultDcqcnParams()), pacer(0), np(DefaultDcqcnParams().np, 1) {}
+
+  // The reaction point drives the pacer only once it has seen a CNP: before
+  // that the QP sends at whatever the link allows.
+  pfc_ecn::ReactionPoint rp;
+  pfc_ecn::Pacer pacer;
+  pfc_ecn::NotificationPoint np;  // one flow: this QP
+};
+
+}  // namespace rocemu::nic
+
+#endif  // ROCEMU_NIC_CONGESTION_QP_H_
