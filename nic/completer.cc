@@ -96,6 +96,20 @@ void Retry(Rnic& nic, Qp& qp, uint32_t psn) {
   nic.Schedule(qp);
 }
 
+// An implied NAK: a response skipped the PSN of a READ/atomic response still
+// due. Once a retry has started since the last progress (retry_left below
+// retry_cnt), every response the responder sent before it saw the resent
+// request skips that PSN too: those are ignored, as rxe ignores them while
+// comp.started_retry is set, and the ACK timer covers a loss of the resent
+// request's responses. Retrying on each of them would use up retry_cnt on
+// one loss. Returns true when the QP was rewound (or failed).
+bool ImpliedNak(Rnic& nic, Qp& qp) {
+  if (qp.comp_.retry_left != qp.attr_.retry_cnt) return false;
+  ++qp.counters_.implied_nak_seq_err;
+  Retry(nic, qp, qp.comp_.psn);
+  return true;
+}
+
 // Everything up to and including PSN `a` is acknowledged. Returns false when
 // the ACK implied a NAK (the QP was rewound or failed).
 bool ProcessAck(Rnic& nic, Qp& qp, uint32_t a, TimeNs now) {
@@ -106,8 +120,7 @@ bool ProcessAck(Rnic& nic, Qp& qp, uint32_t a, TimeNs now) {
     if (w.read_or_atomic) {
       if (PsnLessEq(w.first_psn, a)) {
         // An ACK past a READ/atomic whose response never came.
-        ++qp.counters_.implied_nak_seq_err;
-        Retry(nic, qp, c.psn);
+        ImpliedNak(nic, qp);
         return false;
       }
       break;
@@ -117,8 +130,15 @@ bool ProcessAck(Rnic& nic, Qp& qp, uint32_t a, TimeNs now) {
     CompleteHead(nic, qp);
     progress = true;
   }
-  if (PsnLess(c.psn, PsnAdd(a, 1))) {
-    c.psn = PsnAdd(a, 1);
+  // After a rewind (a stale NAK, a timeout) an ACK may cover PSNs the
+  // requester is about to send again: the responder had them all along. The
+  // WQEs there are sent again and acknowledged then; c.psn never passes the
+  // requester's PSN, or a later rewind to c.psn would land past the end of
+  // the WQE being sent.
+  uint32_t acked = PsnAdd(a, 1);
+  if (PsnLess(qp.req_.psn, acked)) acked = qp.req_.psn;
+  if (PsnLess(c.psn, acked)) {
+    c.psn = acked;
     progress = true;
   }
   if (progress) {
@@ -138,8 +158,7 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     if (PsnLessEq(w.first_psn, r) && PsnLessEq(r, w.last_psn)) break;
     if (!PsnLess(w.last_psn, r)) return;  // before the oldest WQE: stale
     if (w.read_or_atomic) {
-      ++qp.counters_.implied_nak_seq_err;
-      Retry(nic, qp, c.psn);
+      ImpliedNak(nic, qp);
       return;
     }
     c.psn = PsnAdd(w.last_psn, 1);
@@ -161,8 +180,7 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   if (PsnLess(r, c.psn)) return;  // duplicate response
   if (PsnLess(c.psn, r)) {
     // Responses skipped PSNs: retry the READ from the first missing one.
-    ++qp.counters_.implied_nak_seq_err;
-    Retry(nic, qp, c.psn);
+    ImpliedNak(nic, qp);
     return;
   }
   if (atomic_ack) {
