@@ -32,6 +32,8 @@ std::string_view ParseErrorName(ParseError e) {
       return "ip_options";
     case ParseError::kIpFragment:
       return "ip_fragment";
+    case ParseError::kIpReservedFlag:
+      return "ip_reserved_flag";
     case ParseError::kIpLengthMismatch:
       return "ip_length_mismatch";
     case ParseError::kBadIpChecksum:

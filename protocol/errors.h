@@ -24,6 +24,7 @@ enum class ParseError : uint8_t {
   kBadIhl,
   kIpOptions,
   kIpFragment,
+  kIpReservedFlag,  // IPv4 flags bit 0 ("evil bit") must be zero
   kIpLengthMismatch,
   kBadIpChecksum,
   kUdpLengthMismatch,

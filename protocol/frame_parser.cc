@@ -119,6 +119,9 @@ ParseError ParseIpv4(Bytes frame, const ParseOptions& options,
   out->kind = FrameKind::kRoce;
   net.udp_src_port = LoadBe16(l3.data() + header_len);
   if (more_fragments) return ParseError::kIpFragment;
+  // RFC 791 reserves the bit; NetHeaders cannot carry it, so a frame with it
+  // set could not be re-encoded or answered faithfully.
+  if (flags & 0x8000) return ParseError::kIpReservedFlag;
   if (header_len != kIpv4HeaderLen) return ParseError::kIpOptions;
   return ParseRoce(l3, header_len, false, options, out);
 }

@@ -327,6 +327,13 @@ std::vector<NegativeCase> NegativeCases() {
          FixIpv4Checksum(f);
          return f;
        }},
+      {ParseError::kIpReservedFlag,
+       [] {
+         auto f = Roce(false, kRcSendOnly, 4);
+         f[20] |= 0x80;  // reserved flag, DF kept
+         FixIpv4Checksum(f);
+         return f;
+       }},
       {ParseError::kIpLengthMismatch,
        [] {
          auto f = Roce(false, kRcSendOnly, 40);
