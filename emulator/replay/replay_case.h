@@ -25,6 +25,7 @@ enum class FillPattern : uint8_t {
   kZero,  // all 0 (what a fresh calloc'd buffer holds)
   kByte,  // every byte fill_byte
   kRamp,  // byte i is (i + fill_byte) & 0xFF
+  kText,  // fill_text's bytes from offset 0, zeros after
 };
 
 struct MrSpec {
@@ -36,6 +37,7 @@ struct MrSpec {
   nic::AccessFlags access = 0;
   FillPattern fill = FillPattern::kZero;
   uint8_t fill_byte = 0;
+  std::string fill_text;
 };
 
 struct CqSpec {

@@ -1,0 +1,60 @@
+// Nanosecond pcap files through libpcap: a reader that hands out each frame
+// with its capture time in nanoseconds (microsecond files are scaled by
+// libpcap), and a writer whose timestamps are the virtual clock's.
+#ifndef ROCEMU_EMULATOR_REPLAY_PCAP_IO_H_
+#define ROCEMU_EMULATOR_REPLAY_PCAP_IO_H_
+
+#include <pcap/pcap.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace rocemu::replay {
+
+struct PcapFrame {
+  std::span<const uint8_t> bytes;  // valid until the next Next()
+  uint64_t time_ns = 0;
+  uint32_t orig_len = 0;  // > bytes.size() when the capture truncated it
+};
+
+class PcapReader {
+ public:
+  PcapReader() = default;
+  PcapReader(const PcapReader&) = delete;
+  PcapReader& operator=(const PcapReader&) = delete;
+  ~PcapReader();
+
+  // Fails unless the file is a readable Ethernet capture.
+  absl::Status Open(const std::string& path);
+  // false at the end of the file; *error set on a read error.
+  bool Next(PcapFrame* out, absl::Status* error);
+
+ private:
+  pcap_t* pcap_ = nullptr;
+  std::string path_;
+};
+
+class PcapNsWriter {
+ public:
+  PcapNsWriter() = default;
+  PcapNsWriter(const PcapNsWriter&) = delete;
+  PcapNsWriter& operator=(const PcapNsWriter&) = delete;
+  ~PcapNsWriter();
+
+  absl::Status Open(const std::string& path);
+  void Write(std::span<const uint8_t> frame, uint64_t time_ns);
+  absl::Status Close();
+
+ private:
+  pcap_t* pcap_ = nullptr;
+  pcap_dumper_t* dumper_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace rocemu::replay
+
+#endif  // ROCEMU_EMULATOR_REPLAY_PCAP_IO_H_
