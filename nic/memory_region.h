@@ -42,6 +42,9 @@ class MemoryRegion {
   uint32_t lkey() const { return key_; }
   uint32_t rkey() const { return key_; }
   bool valid() const { return valid_; }
+  // A fast-registration region (IB_MR_TYPE_MEM_REG) that SEND_WITH_INV may
+  // invalidate; ibv_reg_mr regions may not (rxe and mlx5 refuse them).
+  bool remote_invalidate() const { return remote_invalidate_; }
   size_t num_chunks() const { return chunks_.size(); }
 
   // [va, va + len) lies inside the region without wrapping. len == 0 is
@@ -79,6 +82,7 @@ class MemoryRegion {
   AccessFlags access_;
   uint32_t key_ = 0;
   bool valid_ = true;
+  bool remote_invalidate_ = false;
   std::vector<HostChunk> chunks_;
   std::vector<uint64_t> starts_;  // region offset of each chunk
 };

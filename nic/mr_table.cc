@@ -165,8 +165,16 @@ MrStatus MrTable::Invalidate(uint32_t key, PdHandle pd) {
   MemoryRegion* mr = mrs_.Get(key);
   if (mr == nullptr) return MrStatus::kInvalidKey;
   if (mr->pd() != pd) return MrStatus::kPdMismatch;
+  if (!mr->remote_invalidate_) return MrStatus::kAccessDenied;
   mr->valid_ = false;
   return MrStatus::kOk;
+}
+
+absl::Status MrTable::AllowRemoteInvalidate(ClientId client, uint32_t key) {
+  MemoryRegion* mr = mrs_.Get(key, client);
+  if (mr == nullptr) return absl::NotFoundError("no such memory region");
+  mr->remote_invalidate_ = true;
+  return absl::OkStatus();
 }
 
 }  // namespace rocemu::nic

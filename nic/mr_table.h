@@ -70,9 +70,13 @@ class MrTable {
                  out);
   }
 
-  // Marks the region invalid (SEND_WITH_INV from the wire, LOCAL_INV): all
-  // accesses through the key then fail with kInvalidated until it is
-  // re-registered. Fails unless the key is live and in `pd`.
+  // Lets SEND_WITH_INV invalidate the region, as a kernel ULP's
+  // fast-registration region (ib_alloc_mr + IB_WR_REG_MR) allows.
+  absl::Status AllowRemoteInvalidate(ClientId client, uint32_t key);
+  // Marks the region invalid (SEND_WITH_INV from the wire): all accesses
+  // through the key then fail with kInvalidated until it is re-registered.
+  // kInvalidKey unless the key is live, kPdMismatch outside `pd`,
+  // kAccessDenied for a region that is not remotely invalidatable.
   MrStatus Invalidate(uint32_t key, PdHandle pd);
 
   uint32_t size() const { return mrs_.size(); }

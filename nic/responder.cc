@@ -119,12 +119,6 @@ void CompleteRwqe(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   if (pkt.op->HasInvalidate()) {
     wc.wc_flags |= wc_flags::kWithInv;
     wc.invalidated_rkey = pkt.hdr.ieth_rkey;
-    if (nic.mrs().Invalidate(pkt.hdr.ieth_rkey, qp.pd()) != MrStatus::kOk) {
-      // IBTA 10.6.7.2.3: a failed invalidation is a local error of the
-      // receive WQE.
-      wc.status = WcStatus::kLocQpOpErr;
-      wc.wc_flags &= ~wc_flags::kWithInv;
-    }
   }
   r.have_rwqe = false;
   nic.CompleteRecv(qp, wc, pkt.hdr.bth.se);
@@ -246,6 +240,16 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
         return;
       }
       r.recv_offset += pkt.payload.size();
+      if (op.HasInvalidate() &&
+          nic.mrs().Invalidate(pkt.hdr.ieth_rkey, qp.pd()) != MrStatus::kOk) {
+        // IBTA class J (rxe: RESPST_ERR_INVALIDATE_RKEY): an R_Key that is
+        // unknown, of another PD or not invalidatable fails the receive WQE
+        // with an invalid-request status and takes the QP to ERR; the NAK
+        // tells the requester instead of leaving it to time out.
+        FatalNak(nic, qp, NakCode::kInvalidRequest, psn,
+                 WcStatus::kRemInvReqErr);
+        return;
+      }
       if (op.IsLast()) {
         CompleteRwqe(nic, qp, pkt, WcOpcode::kRecv,
                      static_cast<uint32_t>(r.recv_offset));

@@ -220,6 +220,11 @@ TEST_F(MrTableTest, Invalidation) {
   uint32_t k = Reg(0x1000, 4096, kAllRights);
   EXPECT_EQ(mrs_.Invalidate(k, other_pd_), MrStatus::kPdMismatch);
   EXPECT_EQ(mrs_.Invalidate(k ^ 1, pd_), MrStatus::kInvalidKey);
+  // An ibv_reg_mr region is not remotely invalidatable.
+  EXPECT_EQ(mrs_.Invalidate(k, pd_), MrStatus::kAccessDenied);
+  EXPECT_TRUE(mrs_.Find(k)->valid());
+  EXPECT_FALSE(mrs_.AllowRemoteInvalidate(kClient, k ^ 1).ok());
+  ASSERT_TRUE(mrs_.AllowRemoteInvalidate(kClient, k).ok());
   EXPECT_EQ(mrs_.Invalidate(k, pd_), MrStatus::kOk);
   EXPECT_FALSE(mrs_.Find(k)->valid());
   EXPECT_EQ(Remote(k, 0x1000, 8, access::kRemoteRead), MrStatus::kInvalidated);
