@@ -1,0 +1,85 @@
+// The fixed layouts of the entries in the shared-memory rings: send queue
+// (SqSlot), receive queue (RqSlot) and completion queue (CqeSlot), and
+// their conversion to and from the RNIC's work requests and completions.
+//
+// The daemon copies each entry out of shared memory before looking at it
+// (the application may change the slot at any time) and validates it on
+// the copy: an entry with an impossible SGE count or inline length is
+// refused, never trusted.
+#ifndef ROCEMU_VERBS_RING_SLOTS_H_
+#define ROCEMU_VERBS_RING_SLOTS_H_
+
+#include <cstdint>
+
+#include "nic/completion.h"
+#include "nic/work_request.h"
+
+namespace rocemu::verbs {
+
+struct WireSge {
+  uint64_t addr;
+  uint32_t length;
+  uint32_t lkey;
+};
+
+struct SqSlot {
+  uint64_t wr_id;
+  uint8_t opcode;  // IBV_WR_* value
+  uint8_t num_sge;
+  uint16_t reserved0;
+  uint32_t send_flags;  // IBV_SEND_* bits
+  uint32_t imm_data;    // host order of the wire ImmDt
+  uint32_t invalidate_rkey;
+  uint64_t remote_addr;  // RDMA and atomics
+  uint32_t rkey;
+  uint32_t inline_len;
+  uint64_t compare_add;
+  uint64_t swap;
+  uint32_t ah;  // UD
+  uint32_t remote_qpn;
+  uint32_t remote_qkey;
+  uint32_t reserved1;
+  // SGEs, or the inline payload with IBV_SEND_INLINE.
+  union {
+    WireSge sge[nic::kMaxSge];
+    uint8_t inline_data[nic::kMaxInlineData];
+  };
+};
+static_assert(sizeof(SqSlot) == 72 + 512);
+
+struct RqSlot {
+  uint64_t wr_id;
+  uint32_t num_sge;
+  uint32_t reserved;
+  WireSge sge[nic::kMaxSge];
+};
+static_assert(sizeof(RqSlot) == 16 + 512);
+
+struct CqeSlot {
+  uint64_t wr_id;
+  uint8_t status;  // IBV_WC_* status
+  uint8_t opcode;  // IBV_WC_* opcode
+  uint16_t pkey_index;
+  uint32_t vendor_err;
+  uint32_t byte_len;
+  uint32_t imm_data;
+  uint32_t invalidated_rkey;
+  uint32_t qp_num;
+  uint32_t src_qp;
+  uint32_t wc_flags;
+  uint16_t slid;
+  uint8_t sl;
+  uint8_t dlid_path_bits;
+  uint32_t reserved;
+};
+static_assert(sizeof(CqeSlot) == 48);
+
+// Fill a nic request from a slot copy; false when the slot is invalid
+// (opcode, SGE count or inline length out of range).
+bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr);
+bool RqSlotToRecvWr(const RqSlot& s, nic::RecvWr* wr);
+void CqeFromCompletion(const nic::WorkCompletion& wc, CqeSlot* out);
+
+}  // namespace rocemu::verbs
+
+#endif  // ROCEMU_VERBS_RING_SLOTS_H_

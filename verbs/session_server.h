@@ -1,0 +1,190 @@
+// The daemon side of the application library: accepts verbs clients on a
+// Unix socket, maps their requests onto one nic::Rnic and moves their work
+// requests and completions through shared-memory rings.
+//
+// The daemon embeds it and calls Poll() from its polling thread, the same
+// thread that drives the Rnic, so nothing here takes a lock. One Poll():
+//   1. one epoll_wait(0): accept clients, serve control messages, notice
+//      disconnections (EOF, including a SIGKILLed client);
+//   2. for every QP: drain its send and receive rings into
+//      Rnic::PostSend/PostRecv;
+//   3. for every CQ: move completions from Rnic::PollCq into its ring and
+//      write the client's eventfd when the ring is armed.
+// Steps 2 and 3 make no syscall and allocate nothing.
+//
+// Isolation: every PD, MR, CQ, QP and AH is tagged with the client that
+// created it; a request naming another client's object is refused
+// (ENOENT), and a posted work request whose SGE names an L_Key that is not
+// one of the poster's own MRs completes with IBV_WC_LOC_PROT_ERR and moves
+// the QP to the error state (what a real RNIC does on a local protection
+// fault). A client that goes away has its QPs moved to ERR and destroyed,
+// its MRs deregistered and unmapped and its CQs and PDs released within
+// the same Poll.
+#ifndef ROCEMU_VERBS_SESSION_SERVER_H_
+#define ROCEMU_VERBS_SESSION_SERVER_H_
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nic/handles.h"
+#include "nic/rnic.h"
+#include "verbs/ring_slots.h"
+#include "verbs/shm_ring.h"
+#include "verbs/wire_protocol.h"
+
+namespace rocemu::verbs {
+
+struct SessionServerOptions {
+  std::string socket_path;
+  // Owner and group only by default: the socket's permissions are the first
+  // gate, SO_PEERCRED the second.
+  mode_t socket_mode = 0660;
+  // Peer uids allowed to attach; empty: anyone who can open the socket.
+  std::vector<uid_t> allowed_uids;
+  uint32_t max_clients = 256;
+  // Work requests taken from one QP's rings per Poll (fairness between QPs).
+  uint32_t post_budget = 64;
+};
+
+struct PeerCredentials {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// Named as an operator would look for them (rdma statistic style).
+struct SessionCounters {
+  uint64_t clients_accepted = 0;
+  uint64_t clients_refused = 0;  // uid not allowed, too many clients
+  uint64_t clients_closed = 0;
+  uint64_t requests = 0;
+  uint64_t bad_requests = 0;      // malformed: error reply sent
+  uint64_t failed_requests = 0;   // well-formed, refused by the RNIC or
+                                  // by ownership checks
+  uint64_t sq_wqes = 0;           // taken from send rings
+  uint64_t rq_wqes = 0;           // taken from receive rings
+  uint64_t lkey_violations = 0;   // SGE named a key the poster does not own
+  uint64_t bad_wqes = 0;          // invalid slot contents or post errors
+  uint64_t cqes = 0;              // written to CQ rings
+  uint64_t cq_events = 0;         // eventfd wake-ups
+  uint64_t ring_corruptions = 0;  // client broke a ring: disconnected
+  uint64_t qps_flushed = 0;       // moved to ERR because their client left
+  uint64_t leaked_ahs = 0;        // AHs the RNIC cannot destroy yet
+};
+
+class SessionServer {
+ public:
+  // Binds and listens on options.socket_path (a stale socket there is
+  // replaced; any other file is an error).
+  static absl::StatusOr<std::unique_ptr<SessionServer>> Create(
+      nic::Rnic& rnic, const SessionServerOptions& options);
+  ~SessionServer();
+  SessionServer(const SessionServer&) = delete;
+  SessionServer& operator=(const SessionServer&) = delete;
+
+  // One iteration of the daemon's loop (see the file comment).
+  void Poll();
+
+  // An fd that becomes readable when a control message or connection
+  // waits (the daemon may sleep on it when idle).
+  int wait_fd() const { return epoll_fd_; }
+  const std::string& socket_path() const { return options_.socket_path; }
+  const SessionCounters& counters() const { return counters_; }
+  size_t num_clients() const { return clients_.size(); }
+  // The client owning QP `qpn`, if any (ctl tools, tests).
+  std::optional<nic::ClientId> QpOwner(uint32_t qpn) const;
+  std::optional<PeerCredentials> Credentials(nic::ClientId client) const;
+  // Objects a client holds: PDs, MRs, CQs, QPs.
+  struct Holdings {
+    size_t pds = 0, mrs = 0, cqs = 0, qps = 0, ahs = 0;
+  };
+  Holdings HoldingsOf(nic::ClientId client) const;
+
+ private:
+  struct Client;
+  struct Cq;
+  struct Qp;
+  struct Mr;
+  // A request's fds, owned until the handler keeps them.
+  struct Fds;
+
+  SessionServer(nic::Rnic& rnic, const SessionServerOptions& options);
+  absl::Status Listen();
+  void Accept();
+  // Reads and serves messages of one client; false when it must go.
+  bool ServeClient(Client& c, bool hup);
+  void Handle(Client& c, std::span<const uint8_t> msg, Fds& fds);
+  void Reply(Client& c, uint16_t type, uint32_t seq, const absl::Status& st,
+             const void* body, size_t body_len, std::span<const int> fds);
+  void Disconnect(nic::ClientId id);
+  void ReleaseQp(Qp& qp);
+
+  absl::Status OnHello(Client& c, const wire::HelloReq& r,
+                       wire::HelloResp* out);
+  absl::Status OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
+                       wire::RegMrResp* out);
+  absl::Status OnDeregMr(Client& c, uint32_t key);
+  absl::Status OnCreateCq(Client& c, const wire::CreateCqReq& r, int fd,
+                          wire::CreateCqResp* out, int* ring_fd);
+  absl::Status OnDestroyCq(Client& c, uint32_t cq);
+  absl::Status OnCreateQp(Client& c, const wire::CreateQpReq& r,
+                          wire::CreateQpResp* out, int ring_fds[2]);
+  absl::Status OnModifyQp(Client& c, const wire::ModifyQpReq& r);
+  absl::Status OnQueryQp(Client& c, uint32_t qpn, wire::QueryQpResp* out);
+  absl::Status OnDestroyQp(Client& c, uint32_t qpn);
+  absl::Status OnAllocPd(Client& c, wire::HandleResp* out);
+  absl::Status OnDeallocPd(Client& c, uint32_t pd);
+  absl::Status OnCreateAh(Client& c, const wire::CreateAhReq& r,
+                          wire::HandleResp* out);
+
+  // Data path.
+  void DrainSq(Qp& qp);
+  void DrainRq(Qp& qp);
+  void DrainCq(Cq& cq);
+  // Ends `qp` with an error completion for `wr_id` (after what the RNIC
+  // already completed on that CQ) and moves it to ERR.
+  void FailWqe(Qp& qp, bool send, uint64_t wr_id, nic::WcStatus status);
+  bool OwnsKeys(nic::ClientId client, const nic::SgList& sgl) const;
+  // A nic CQ of exactly `cqe` entries: reused from clients that left (the
+  // Rnic has no DestroyCq yet) or created.
+  absl::StatusOr<nic::CqHandle> TakeNicCq(uint32_t cqe);
+  void ReturnNicCq(nic::CqHandle cq, uint32_t cqe);
+
+  nic::Rnic& rnic_;
+  SessionServerOptions options_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  nic::ClientId next_client_ = 1;
+  SessionCounters counters_;
+
+  absl::flat_hash_map<nic::ClientId, std::unique_ptr<Client>> clients_;
+  absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;  // by QPN
+  absl::flat_hash_map<uint32_t, std::unique_ptr<Cq>> cqs_;  // by handle
+  absl::flat_hash_map<uint32_t, std::unique_ptr<Mr>> mrs_;  // by key
+  absl::flat_hash_map<uint32_t, nic::ClientId> pds_;        // by handle
+  absl::flat_hash_map<uint32_t, nic::ClientId> ahs_;        // by handle
+  // Released nic objects kept for reuse (the Rnic cannot destroy them).
+  std::vector<uint32_t> free_pds_;
+  absl::flat_hash_map<uint32_t, std::vector<nic::CqHandle>> free_cqs_;
+  // Data-path scratch, reused so that draining allocates nothing.
+  nic::SendWr send_wr_;
+  nic::RecvWr recv_wr_;
+  SqSlot sq_slot_;
+  RqSlot rq_slot_;
+  std::array<nic::WorkCompletion, 32> wc_;
+  std::vector<nic::ClientId> dead_;
+};
+
+}  // namespace rocemu::verbs
+
+#endif  // ROCEMU_VERBS_SESSION_SERVER_H_

@@ -1,0 +1,300 @@
+// The control protocol between the verbs library and the daemon's session
+// server: one SOCK_SEQPACKET datagram per message, each a fixed-layout
+// struct behind a MsgHeader. File descriptors (memory buffers, rings,
+// eventfds) ride along as SCM_RIGHTS.
+//
+// Every field has a fixed width and offset (static_asserts below) so the
+// library and a daemon of another build agree byte for byte; the header's
+// version says which layouts are in use. A request whose magic, version,
+// type or length is wrong gets an error reply, never a crash.
+#ifndef ROCEMU_VERBS_WIRE_PROTOCOL_H_
+#define ROCEMU_VERBS_WIRE_PROTOCOL_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <type_traits>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace rocemu::verbs::wire {
+
+inline constexpr uint32_t kMagic = 0x52434d55;  // "RCMU"
+inline constexpr uint16_t kVersion = 1;
+// Largest datagram either side sends or accepts.
+inline constexpr size_t kMaxMessage = 512;
+// Reply types are the request type with this bit set.
+inline constexpr uint16_t kReplyFlag = 0x8000;
+// Capability bits exchanged in Hello.
+inline constexpr uint64_t kCapShmBuffers = 1u << 0;  // MRs over memfd
+inline constexpr uint64_t kCapCompChannel = 1u << 1;
+
+enum class MsgType : uint16_t {
+  kInvalid = 0,
+  kHello = 1,
+  kQueryDevice = 2,
+  kQueryPort = 3,
+  kAllocPd = 4,
+  kDeallocPd = 5,
+  kRegMr = 6,
+  kDeregMr = 7,
+  kCreateCq = 8,
+  kDestroyCq = 9,
+  kCreateQp = 10,
+  kModifyQp = 11,
+  kQueryQp = 12,
+  kDestroyQp = 13,
+  kCreateAh = 14,
+  kDestroyAh = 15,
+};
+inline constexpr uint16_t kMaxMsgType = 15;
+const char* MsgTypeName(MsgType t);
+
+struct MsgHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t type;    // MsgType, | kReplyFlag on replies
+  uint32_t length;  // whole message, header included
+  uint32_t seq;     // chosen by the client, echoed in the reply
+};
+static_assert(sizeof(MsgHeader) == 16);
+
+// Follows the header of every reply. `error` is 0 or a positive errno
+// value (as ibverbs calls return them); the message says why.
+struct ReplyStatus {
+  int32_t error;
+  uint32_t reserved;
+  char message[120];  // NUL-terminated
+};
+static_assert(sizeof(ReplyStatus) == 128);
+
+// --- request and reply bodies -------------------------------------------
+
+struct HelloReq {
+  uint16_t min_version;
+  uint16_t max_version;
+  uint32_t reserved;
+  uint64_t capabilities;
+  char client_name[32];
+};
+struct HelloResp {
+  uint16_t version;
+  uint16_t reserved;
+  uint32_t client_id;
+  uint64_t capabilities;
+  uint32_t pid;  // the peer credentials the daemon recorded
+  uint32_t uid;
+  uint32_t gid;
+  uint32_t sq_slot_size;
+  uint32_t rq_slot_size;
+  uint32_t cqe_slot_size;
+};
+
+struct Empty {};
+
+struct QueryDeviceResp {
+  uint64_t node_guid;
+  uint64_t max_mr_size;
+  uint32_t max_qp;
+  uint32_t max_qp_wr;
+  uint32_t max_sge;
+  uint32_t max_cq;
+  uint32_t max_cqe;
+  uint32_t max_mr;
+  uint32_t max_pd;
+  uint32_t max_inline_data;
+  uint32_t max_qp_rd_atom;
+  uint32_t max_srq;
+};
+
+struct QueryPortReq {
+  uint8_t port_num;
+  uint8_t reserved[7];
+};
+struct QueryPortResp {
+  uint8_t gid[16];  // GID index 0
+  uint8_t mac[6];
+  uint8_t active_mtu;  // IBV_MTU_* code
+  uint8_t state;       // IBV_PORT_* value
+};
+
+struct HandleReq {  // dealloc_pd, dereg_mr, destroy_cq, destroy_qp, ...
+  uint32_t handle;
+  uint32_t reserved;
+};
+struct HandleResp {  // alloc_pd, create_ah
+  uint32_t handle;
+  uint32_t reserved;
+};
+
+// The buffer travels as an fd (a sealed memfd from rocemu_alloc_buf);
+// [offset, offset + length) of it is the region, seen by the application
+// at iova.
+struct RegMrReq {
+  uint32_t pd;
+  uint32_t access;
+  uint64_t iova;
+  uint64_t length;
+  uint64_t offset;
+};
+struct RegMrResp {
+  uint32_t lkey;
+  uint32_t rkey;
+};
+
+inline constexpr uint32_t kCreateCqWithChannel = 1u << 0;  // eventfd attached
+struct CreateCqReq {
+  uint32_t cqe;
+  uint32_t flags;
+};
+struct CreateCqResp {  // + the CQ ring's fd
+  uint32_t cq;
+  uint32_t cqe;  // actual size
+};
+
+struct WireQpCap {
+  uint32_t max_send_wr;
+  uint32_t max_recv_wr;
+  uint32_t max_send_sge;
+  uint32_t max_recv_sge;
+  uint32_t max_inline_data;
+};
+
+struct CreateQpReq {
+  uint32_t pd;
+  uint8_t qp_type;  // IBV_QPT_RC = 2, IBV_QPT_UC = 3, IBV_QPT_UD = 4
+  uint8_t sq_sig_all;
+  uint16_t reserved;
+  uint32_t send_cq;
+  uint32_t recv_cq;
+  WireQpCap cap;
+};
+struct CreateQpResp {  // + the SQ and RQ rings' fds
+  uint32_t qpn;
+  WireQpCap cap;
+};
+
+struct WireAhAttr {
+  uint8_t dgid[16];
+  uint8_t dmac[6];
+  uint8_t sgid_index;
+  uint8_t traffic_class;
+  uint32_t flow_label;
+  uint8_t hop_limit;
+  uint8_t sl;
+  uint8_t port_num;
+  uint8_t reserved;
+};
+
+struct WireQpAttr {
+  uint8_t qp_state;  // IBV_QPS_* values
+  uint8_t cur_qp_state;
+  uint8_t path_mtu;
+  uint8_t en_sqd_async_notify;
+  uint32_t qkey;
+  uint32_t rq_psn;
+  uint32_t sq_psn;
+  uint32_t dest_qp_num;
+  uint32_t qp_access_flags;
+  WireQpCap cap;
+  WireAhAttr ah_attr;
+  uint16_t pkey_index;
+  uint8_t sq_draining;
+  uint8_t max_rd_atomic;
+  uint8_t max_dest_rd_atomic;
+  uint8_t min_rnr_timer;
+  uint8_t port_num;
+  uint8_t timeout;
+  uint8_t retry_cnt;
+  uint8_t rnr_retry;
+  uint8_t reserved[2];
+};
+
+struct ModifyQpReq {
+  uint32_t qpn;
+  uint32_t attr_mask;  // IBV_QP_* bits
+  WireQpAttr attr;
+};
+struct QueryQpResp {
+  WireQpAttr attr;
+};
+
+struct CreateAhReq {
+  uint32_t pd;
+  uint32_t reserved;
+  WireAhAttr attr;
+};
+
+static_assert(sizeof(HelloReq) == 48);
+static_assert(sizeof(HelloResp) == 40);
+static_assert(sizeof(QueryDeviceResp) == 56);
+static_assert(sizeof(QueryPortResp) == 24);
+static_assert(sizeof(RegMrReq) == 32);
+static_assert(sizeof(CreateQpReq) == 36);
+static_assert(sizeof(WireAhAttr) == 32);
+static_assert(sizeof(WireQpAttr) == 88);
+static_assert(sizeof(ModifyQpReq) == 96);
+static_assert(sizeof(CreateAhReq) == 40);
+
+// What travels with each message type: body sizes and how many fds.
+struct MsgLayout {
+  uint32_t request_body;
+  uint32_t reply_body;
+  uint8_t request_fds_min;
+  uint8_t request_fds_max;
+  uint8_t reply_fds;
+};
+// The layout of a valid type (kMaxMsgType >= t > 0).
+MsgLayout LayoutOf(MsgType t);
+
+// --- encoding and decoding ----------------------------------------------
+
+// Writes header + body into `out`; returns the message length (0 when
+// `out` is too small).
+size_t EncodeRequest(MsgType type, uint32_t seq, const void* body,
+                     size_t body_len, std::span<uint8_t> out);
+template <typename Body>
+size_t EncodeRequest(MsgType type, uint32_t seq, const Body& body,
+                     std::span<uint8_t> out) {
+  static_assert(std::is_trivially_copyable_v<Body>);
+  return EncodeRequest(type, seq, &body,
+                       std::is_empty_v<Body> ? 0 : sizeof(Body), out);
+}
+// A reply: header + ReplyStatus + body (body omitted when error != 0).
+size_t EncodeReply(uint16_t type, uint32_t seq, int error, const char* message,
+                   const void* body, size_t body_len, std::span<uint8_t> out);
+
+struct DecodedRequest {
+  MsgType type = MsgType::kInvalid;
+  uint32_t seq = 0;
+  std::span<const uint8_t> body;
+};
+// Checks magic, version, type and exact length. On failure the status
+// says why and *seq / *type are what could be read (for the error reply).
+absl::StatusOr<DecodedRequest> DecodeRequest(std::span<const uint8_t> msg,
+                                             uint32_t* seq, uint16_t* type);
+
+struct DecodedReply {
+  int error = 0;
+  const char* message = "";
+  std::span<const uint8_t> body;  // empty on error
+};
+// Checks that `msg` answers `type`/`seq` with the expected body size.
+absl::StatusOr<DecodedReply> DecodeReply(std::span<const uint8_t> msg,
+                                         MsgType type, uint32_t seq);
+
+// Copies a body out of a decoded message whose length was checked.
+template <typename Body>
+Body BodyAs(std::span<const uint8_t> body) {
+  static_assert(std::is_trivially_copyable_v<Body>);
+  Body b{};
+  std::memcpy(&b, body.data(), std::min(body.size(), sizeof(Body)));
+  return b;
+}
+
+}  // namespace rocemu::verbs::wire
+
+#endif  // ROCEMU_VERBS_WIRE_PROTOCOL_H_
