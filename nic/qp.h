@@ -99,6 +99,10 @@ struct ResponderResource {
   uint32_t first_psn = 0;
   uint32_t last_psn = 0;
   uint64_t atomic_orig = 0;
+  // The MSN the original response carried: a replay is that response sent
+  // again (rxe resends the saved ATOMIC_ACKNOWLEDGE), so its AETH counts
+  // the messages completed by its PSN, not those completed since.
+  uint32_t msn = 0;
 };
 
 // Responder state for the message in progress.

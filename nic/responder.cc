@@ -348,8 +348,8 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       const uint32_t n = Npkts(reth.dma_len, mtu);
       ResponderResource& res = qp.resources_[r.res_next];
       r.res_next = (r.res_next + 1) % qp.resources_.size();
-      res = ResponderResource{true, false, psn, PsnAdd(psn, n - 1), 0};
       r.msn = PsnAdd(r.msn, 1);
+      res = ResponderResource{true, false, psn, PsnAdd(psn, n - 1), 0, r.msn};
       ResponseItem& it = PushItem(qp);
       it.kind = Kind::kReadResponse;
       it.psn = psn;
@@ -386,8 +386,8 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       }
       ResponderResource& res = qp.resources_[r.res_next];
       r.res_next = (r.res_next + 1) % qp.resources_.size();
-      res = ResponderResource{true, true, psn, psn, orig};
       r.msn = PsnAdd(r.msn, 1);
+      res = ResponderResource{true, true, psn, psn, orig, r.msn};
       ResponseItem& it = PushItem(qp);
       it.kind = Kind::kAtomicAck;
       it.psn = psn;
@@ -437,7 +437,7 @@ void Duplicate(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
         ResponseItem& it = PushItem(qp);
         it.kind = Kind::kReadResponse;
         it.psn = psn;
-        it.msn = r.msn;
+        it.msn = res.msn;
         it.rkey = reth.rkey;
         it.va = reth.va;
         it.length = reth.dma_len;
@@ -456,7 +456,7 @@ void Duplicate(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
           ResponseItem& it = PushItem(qp);
           it.kind = Kind::kAtomicAck;
           it.psn = psn;
-          it.msn = r.msn;
+          it.msn = res.msn;
           it.atomic_orig = res.atomic_orig;
           nic.Schedule(qp);
           return;
