@@ -613,6 +613,7 @@ absl::Status LoadControl(MapReader& m, ControlConfig* c) {
     c->socket_mode = v;
   }
   RETURN_IF_ERROR(m.Uint("prometheus_port", 0, 65535, &c->prometheus_port));
+  RETURN_IF_ERROR(m.Bool("test_hooks", &c->test_hooks));
   return m.Finish();
 }
 

@@ -155,6 +155,10 @@ struct ControlConfig {
   std::string socket_path = "/run/rocemu/rocemud.sock";
   uint32_t socket_mode = 0660;
   uint16_t prometheus_port = 0;  // 0: off; listens on 127.0.0.1 only
+  // Daemon-side verbs over the control socket (reg_mr, create_qp,
+  // post_send, ...) for tests until the application library lands. Off by
+  // default: any local client with socket access could drive the RNIC.
+  bool test_hooks = false;
 };
 
 enum class LogLevel : uint8_t { kDebug, kInfo, kWarning, kError };

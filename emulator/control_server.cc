@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +72,20 @@ bool JsonBoolField(std::string_view json, std::string_view key, bool* value) {
     return true;
   }
   return false;
+}
+
+bool JsonUintField(std::string_view json, std::string_view key,
+                   uint64_t* value) {
+  size_t pos = FindValue(json, key);
+  if (pos == std::string_view::npos) return false;
+  const char* begin = json.data() + pos;
+  const char* end = json.data() + json.size();
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(begin, end, v, 10);
+  if (ec != std::errc() || ptr == begin) return false;
+  if (ptr != end && *ptr != ',' && *ptr != '}' && *ptr != ' ') return false;
+  *value = v;
+  return true;
 }
 
 std::string JsonEscape(std::string_view s) {

@@ -5,6 +5,7 @@
 #ifndef ROCEMU_EMULATOR_CONTROL_SERVER_H_
 #define ROCEMU_EMULATOR_CONTROL_SERVER_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,10 @@ namespace rocemu::emulator {
 // replies are produced by the daemon, not parsed here.
 std::string JsonStringField(std::string_view json, std::string_view key);
 bool JsonBoolField(std::string_view json, std::string_view key, bool* value);
+// A top-level unsigned integer field; false when absent or not a number
+// that fits 64 bits.
+bool JsonUintField(std::string_view json, std::string_view key,
+                   uint64_t* value);
 // Escapes a string for a JSON string literal.
 std::string JsonEscape(std::string_view s);
 

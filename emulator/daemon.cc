@@ -305,8 +305,10 @@ uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
   return n;
 }
 
-bool Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
+bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
   Port& port = *ports_[index];
+  nic::FrameEndpoint* const endpoint = port.endpoint;
+  bool endpoint_due = endpoint != nullptr && now >= port.next_event;
   rte_mbuf* rx[kBurst];
   rte_mbuf* staged[kBurst * 3];
   uint16_t n = rte_eth_rx_burst(port.dev->port_id(), 0, rx, kBurst);
@@ -360,9 +362,9 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
       }
     }
     if (nic_frames > 0) {
-      if (endpoint_ != nullptr) {
-        endpoint_->Receive(static_cast<uint16_t>(index), {frames, nic_frames},
-                           now);
+      if (endpoint != nullptr) {
+        endpoint->Receive(static_cast<uint16_t>(index), {frames, nic_frames},
+                          now);
         endpoint_due = true;
       } else {
         port.counters.rx_nic_no_endpoint += nic_frames;
@@ -371,7 +373,7 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
     rte_pktmbuf_free_bulk(pkts, n);
   }
 
-  if (endpoint_ != nullptr && endpoint_due) {
+  if (endpoint != nullptr && endpoint_due) {
     rte_mbuf* bufs[kBurst];
     if (rte_pktmbuf_alloc_bulk(port.dev->pool(), bufs, kBurst) != 0) {
       ++port.counters.tx_nombuf;
@@ -382,8 +384,7 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
         tx[i].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(bufs[i]),
                                             port.dev->max_frame());
       }
-      size_t filled =
-          endpoint_->Transmit(static_cast<uint16_t>(index), tx, now);
+      size_t filled = endpoint->Transmit(static_cast<uint16_t>(index), tx, now);
       for (size_t i = 0; i < filled; ++i) {
         bufs[i]->data_len = static_cast<uint16_t>(tx[i].len);
         bufs[i]->pkt_len = tx[i].len;
@@ -399,6 +400,45 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now, bool endpoint_due) {
   }
   busy |= FlushTx(port, now) > 0;
   return busy;
+}
+
+nic::TimeNs Daemon::RefreshNextEvents() {
+  nic::TimeNs next = nic::kNever;
+  for (auto& p : ports_) {
+    if (p->endpoint == nullptr) continue;
+    p->next_event = p->endpoint->NextEventTime();
+    next = std::min(next, p->next_event);
+  }
+  return next;
+}
+
+bool Daemon::any_endpoint() const {
+  for (const auto& p : ports_) {
+    if (p->endpoint != nullptr) return true;
+  }
+  return false;
+}
+
+absl::Status Daemon::AttachRnics() {
+  std::vector<RnicPort*> raw;
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < ports_.size(); ++i) {
+    absl::StatusOr<std::unique_ptr<RnicPort>> r = RnicPort::Create(
+        config_, i, ports_[i]->dev->mac(),
+        [this, i](const IpAddr& ip) { return ResolveNeighbour(i, ip); });
+    if (!r.ok()) return r.status();
+    raw.push_back(r->get());
+    names.push_back(ports_[i]->config.name);
+    rnics_.push_back(std::move(*r));
+    AttachEndpoint(i, &rnics_.back()->rnic());
+  }
+  if (config_.control.test_hooks) {
+    hooks_ = std::make_unique<TestHooks>(std::move(raw), std::move(names));
+    ROCEMU_LOG_WARNING(
+        "control.test_hooks is on: any client of %s can drive the RNIC",
+        config_.control.socket_path);
+  }
+  return absl::OkStatus();
 }
 
 std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
@@ -437,25 +477,23 @@ void Daemon::Slow(nic::TimeNs now) {
 
 void Daemon::Run(DaemonSignals* signals) {
   ROCEMU_LOG_INFO("running on lcore %u with %zu port(s)%s", rte_lcore_id(),
-                  ports_.size(),
-                  endpoint_ == nullptr ? ", no RNIC attached" : "");
+                  ports_.size(), any_endpoint() ? "" : ", no RNIC attached");
   const nic::TimeNs idle_sleep_ns =
       static_cast<nic::TimeNs>(config_.eal.idle_sleep_us) * 1000;
   while (!signals->stop) {
     nic::TimeNs now = clock_->Now();
-    bool endpoint_due = endpoint_ != nullptr && now >= next_event_;
     bool busy = false;
     for (unsigned i = 0; i < ports_.size(); ++i) {
-      busy |= PollPort(i, now, endpoint_due);
+      busy |= PollPort(i, now);
     }
-    if (endpoint_ != nullptr) next_event_ = endpoint_->NextEventTime();
+    const nic::TimeNs next_event = RefreshNextEvents();
     ++loops_;
     idle_loops_ = busy ? 0 : idle_loops_ + 1;
     // Optional idle back-off (eal.idle_sleep_us): after a quiet spell,
     // sleep briefly unless a timer of the endpoint is due sooner. Never
     // taken while frames flow, so it costs no syscall per packet.
     if (idle_sleep_ns > 0 && idle_loops_ > kIdleLoops &&
-        (endpoint_ == nullptr || next_event_ > now + idle_sleep_ns)) {
+        next_event > now + idle_sleep_ns) {
       timespec ts{0, static_cast<long>(idle_sleep_ns)};
       nanosleep(&ts, nullptr);
     }
@@ -463,6 +501,7 @@ void Daemon::Run(DaemonSignals* signals) {
       next_fast_ = now + kFastPeriod;
       control_.Poll();
       metrics_.Poll();
+      RefreshNextEvents();  // a control request may have posted work
       if (signals->reopen) {
         signals->reopen = 0;
         if (absl::Status s = Logger::Get().Reopen(); !s.ok()) {
@@ -488,8 +527,13 @@ void Daemon::Run(DaemonSignals* signals) {
 }
 
 void Daemon::Shutdown() {
-  // TODO(issue 5): flush the RNIC's QPs (complete outstanding WRs in error)
-  // before the ports stop.
+  // QPs go to ERR first: every outstanding work request completes with
+  // WR_FLUSH_ERR, and nothing more is sent while the ports stop.
+  for (size_t i = 0; i < rnics_.size(); ++i) {
+    size_t n = rnics_[i]->FlushAll();
+    if (n > 0) ROCEMU_LOG_INFO("port %u: %zu QP(s) flushed", i, n);
+    if (i < ports_.size()) ports_[i]->endpoint = nullptr;
+  }
   control_.Close();
   metrics_.Close();
   for (auto& p : ports_) {
@@ -525,7 +569,7 @@ void Daemon::Shutdown() {
 std::string Daemon::CountersJson() const {
   std::string out = absl::StrFormat(
       "{\"uptime_ns\":%d,\"rnic_attached\":%s,\"capture\":%s,\"ports\":{",
-      clock_ ? clock_->Now() : 0, endpoint_ != nullptr ? "true" : "false",
+      clock_ ? clock_->Now() : 0, any_endpoint() ? "true" : "false",
       capture_on_ ? "true" : "false");
   bool first_port = true;
   for (const auto& p : ports_) {
@@ -537,9 +581,14 @@ std::string Daemon::CountersJson() const {
                    p->tx_faults->counters(), [&](const char* name, uint64_t v) {
                      absl::StrAppend(&out, ",\"", name, "\":", v);
                    });
-    absl::StrAppend(&out, ",\"neighbours\":", p->neighbours.size(), "}");
+    absl::StrAppend(&out, ",\"neighbours\":", p->neighbours.size());
+    const size_t index = static_cast<size_t>(&p - ports_.data());
+    if (index < rnics_.size()) {
+      absl::StrAppend(&out, ",\"rnic\":");
+      rnics_[index]->AppendCountersJson(&out);
+    }
+    absl::StrAppend(&out, "}");
   }
-  // TODO(issue 5): per-QP counters ("qps": {...}) from the RNIC.
   absl::StrAppend(&out, "}}");
   return out;
 }
@@ -552,6 +601,10 @@ std::string Daemon::PrometheusText() const {
                      absl::StrAppend(&out, "rocemu_port_", name, "{port=\"",
                                      p->config.name, "\"} ", v, "\n");
                    });
+    const size_t index = static_cast<size_t>(&p - ports_.data());
+    if (index < rnics_.size()) {
+      rnics_[index]->AppendPrometheus(p->config.name, &out);
+    }
   }
   return out;
 }
@@ -564,6 +617,9 @@ std::string Daemon::HandleControl(std::string_view request) {
     while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
   }
   if (cmd == "counters") return CountersJson();
+  if (hooks_ != nullptr && TestHooks::Handles(cmd)) {
+    return hooks_->Handle(cmd, request);
+  }
   if (cmd == "ping") return "{\"ok\":true}";
   if (cmd == "resolve") {
     // Drives the resolver by hand: the first call for an unknown address
@@ -604,7 +660,8 @@ std::string Daemon::HandleControl(std::string_view request) {
         "{\"ok\":true,\"capture\":", capture_on_ ? "true" : "false", "}");
   }
   return absl::StrCat("{\"error\":\"unknown command '", JsonEscape(cmd),
-                      "' (counters, capture, resolve, ping)\"}");
+                      "' (counters, capture, resolve, ping",
+                      hooks_ != nullptr ? ", test hooks" : "", ")\"}");
 }
 
 }  // namespace rocemu::emulator

@@ -24,6 +24,8 @@
 #include "emulator/neighbour_cache.h"
 #include "emulator/net_stack.h"
 #include "emulator/pcap_writer.h"
+#include "emulator/rnic_port.h"
+#include "emulator/test_hooks.h"
 #include "emulator/tsc_clock.h"
 #include "nic/frame_io.h"
 
@@ -63,9 +65,19 @@ class Daemon {
   // Until signals->stop; then stops TX, closes captures and ports.
   void Run(DaemonSignals* signals);
 
-  // Plugs the RNIC in (it sees ports by their index in the config). Until
-  // then RoCE and PFC frames are counted in rx_nic_no_endpoint.
-  void AttachEndpoint(nic::FrameEndpoint* endpoint) { endpoint_ = endpoint; }
+  // Plugs a frame endpoint into one port (it is called with the port's
+  // index). Until then RoCE and PFC frames are counted in
+  // rx_nic_no_endpoint.
+  void AttachEndpoint(unsigned port, nic::FrameEndpoint* endpoint) {
+    ports_.at(port)->endpoint = endpoint;
+  }
+  // After Init: one RNIC per port, configured from the port's settings and
+  // resolving next hops through the port's neighbour cache; with
+  // control.test_hooks also the daemon-side verbs on the control socket.
+  absl::Status AttachRnics();
+  RnicPort* rnic(unsigned port) {
+    return port < rnics_.size() ? rnics_[port].get() : nullptr;
+  }
   // After Init: the MAC the port answers for (the RNIC must source frames
   // from it) and its validated settings (addresses -> GIDs, P_Keys, TCs).
   size_t port_count() const { return ports_.size(); }
@@ -76,8 +88,8 @@ class Daemon {
     return ports_.at(port)->config;
   }
   const config::Config& settings() const { return config_; }
-  // TODO(issue 5): the RNIC resolves destination MACs through this (the
-  // solicitation, if one is due, is queued on the port).
+  // The RNIC resolves destination MACs through this (the solicitation, if
+  // one is due, is queued on the port).
   std::optional<MacAddr> ResolveNeighbour(unsigned port, const IpAddr& ip);
 
   // Control-plane views (also served on the control socket).
@@ -112,10 +124,16 @@ class Daemon {
     rte_mbuf* spare = nullptr;  // reply buffer for the net stack
     rte_mbuf* tx_batch[kBurst * 4];
     uint16_t tx_count = 0;
+    nic::FrameEndpoint* endpoint = nullptr;
+    nic::TimeNs next_event = 0;  // endpoint's NextEventTime
   };
 
   // Returns whether any frame was received or sent.
-  bool PollPort(unsigned index, nic::TimeNs now, bool endpoint_due);
+  bool PollPort(unsigned index, nic::TimeNs now);
+  // Earliest endpoint event over the ports (refreshed after every pass and
+  // after control requests, which may post work).
+  nic::TimeNs RefreshNextEvents();
+  bool any_endpoint() const;
   uint16_t ApplyFaults(FaultInjector& faults, FaultState& held,
                        rte_mempool* pool, rte_mbuf** in, uint16_t n,
                        rte_mbuf** out, size_t out_cap, nic::TimeNs now);
@@ -133,8 +151,8 @@ class Daemon {
   std::unique_ptr<TscClock> clock_;
   uint64_t wall_base_ns_ = 0;  // CLOCK_REALTIME at clock_ zero
   std::vector<std::unique_ptr<Port>> ports_;
-  nic::FrameEndpoint* endpoint_ = nullptr;
-  nic::TimeNs next_event_ = 0;
+  std::vector<std::unique_ptr<RnicPort>> rnics_;
+  std::unique_ptr<TestHooks> hooks_;
   bool capture_on_ = false;
   ControlServer control_;
   MetricsServer metrics_;

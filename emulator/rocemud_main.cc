@@ -105,14 +105,14 @@ int main(int argc, char** argv) {
     }
     return 1;
   }
-  // TODO(issue 5): create the RNIC device (nic/) once it lands and attach
-  // it, e.g. for port 0:
-  //   nic::RnicConfig rc;
-  //   rc.mac = daemon.PortMac(0);
-  //   rc.gid = daemon.PortSettings(0).Gids()[0];   // + P_Keys, TCs, DCQCN
-  //   nic::Rnic rnic(rc);
-  //   daemon.AttachEndpoint(&rnic);
-  // and let it resolve next hops through daemon.ResolveNeighbour().
+  if (absl::Status s = daemon.AttachRnics(); !s.ok()) {
+    ROCEMU_LOG_ERROR("startup failed: %s", std::string(s.message()));
+    if (log_to_file) {
+      std::fprintf(stderr, "rocemud: startup failed: %s\n",
+                   std::string(s.message()).c_str());
+    }
+    return 1;
+  }
   // TODO(issue 5): replay mode (pcap in -> endpoint with virtual time from
   // the capture's timestamps, endpoint output -> pcap) drives the same
   // endpoint with a nic::ManualClock instead of the ports; see

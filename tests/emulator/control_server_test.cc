@@ -103,3 +103,22 @@ TEST_F(ControlServerTest, RefusesALiveSocketReplacesAStaleOne) {
 
 }  // namespace
 }  // namespace rocemu::emulator
+
+namespace rocemu::emulator {
+namespace {
+
+TEST(JsonUintFieldTest, ReadsNumbersAndRejectsOthers) {
+  uint64_t v = 0;
+  EXPECT_TRUE(JsonUintField(R"({"cmd":"x","len": 4096,"a":1})", "len", &v));
+  EXPECT_EQ(v, 4096u);
+  EXPECT_TRUE(JsonUintField(R"({"addr":18446744073709551615})", "addr", &v));
+  EXPECT_EQ(v, ~uint64_t{0});
+  EXPECT_FALSE(JsonUintField(R"({"len":"12"})", "len", &v));
+  EXPECT_FALSE(JsonUintField(R"({"len":-1})", "len", &v));
+  EXPECT_FALSE(JsonUintField(R"({"len":12.5})", "len", &v));
+  EXPECT_FALSE(JsonUintField(R"({"laddr":5})", "addr", &v));
+  EXPECT_FALSE(JsonUintField(R"({"len":18446744073709551616})", "len", &v));
+}
+
+}  // namespace
+}  // namespace rocemu::emulator

@@ -120,7 +120,7 @@ TEST(DaemonFaultsTest, TxFaultsAccountForEveryFrame) {
   ASSERT_TRUE(s.ok()) << s;
   DaemonSignals signals;
   CountingEndpoint endpoint(&signals);
-  daemon.AttachEndpoint(&endpoint);
+  daemon.AttachEndpoint(0, &endpoint);
   endpoint.daemon_ = &daemon;
   daemon.Run(&signals);
   // Run() closes the ports on exit: the endpoint read the counters last.

@@ -114,7 +114,7 @@ TEST(DaemonLoopTest, EndpointFramesRoundTripThroughTheRing) {
   EXPECT_EQ(daemon.PortSettings(0).name, "r0");
   DaemonSignals signals;
   LoopbackEndpoint endpoint(&signals);
-  daemon.AttachEndpoint(&endpoint);
+  daemon.AttachEndpoint(0, &endpoint);
   std::string before = daemon.CountersJson();
   EXPECT_NE(before.find("\"rnic_attached\":true"), std::string::npos);
   daemon.Run(&signals);  // the endpoint stops it
