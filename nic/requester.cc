@@ -83,8 +83,13 @@ bool Requester::Ready(const Rnic& nic, const Qp& qp, TimeNs now) {
   const RequesterState& r = qp.req_;
   if (r.req_idx >= qp.sq_tail_) return false;
   const QpState s = qp.attr_.qp_state;
-  // SQD finishes the message in progress and starts no new one.
-  if (s != QpState::kRts && !(s == QpState::kSqd && r.pkt != 0)) return false;
+  // SQD finishes the message in progress and starts no new one; packets
+  // already sent once (a go-back-N resend) are not new.
+  if (s != QpState::kRts &&
+      !(s == QpState::kSqd &&
+        (r.pkt != 0 || (r.sent_any && PsnLessEq(r.psn, r.max_sent_psn))))) {
+    return false;
+  }
   if (now < r.rnr_until || now < qp.pace_until_) return false;
   if (nic.Paused(qp)) return false;
   if (qp.type() != QpType::kRc) return true;

@@ -405,7 +405,12 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   qp.counters_.rcvd_bytes += pkt.payload.size();
   r.epsn = PsnAdd(psn, 1);
   r.nak_sent = false;
-  if (reliable && pkt.hdr.bth.ack_req) QueueAck(nic, qp, psn);
+  // A completion that took the QP to ERR (CQ overflow) is not acknowledged:
+  // the requester must not count the message as delivered.
+  if (reliable && pkt.hdr.bth.ack_req &&
+      qp.attr().qp_state != QpState::kErr) {
+    QueueAck(nic, qp, psn);
+  }
 }
 
 // A request whose PSN is before the expected one (IBTA 9.9.2.2).

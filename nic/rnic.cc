@@ -294,6 +294,7 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
   }
   q.qp_state = next;
   q.sq_draining = next == QpState::kSqd;
+  if (next == QpState::kSqd) CheckSqDrained(*qp);
   return absl::OkStatus();
 }
 
@@ -394,7 +395,12 @@ void Rnic::CompleteSend(Qp& qp, const WorkCompletion& wc) {
   }
   CompletionQueue* cq = cqs_.Get(qp.init_.send_cq);
   if (cq == nullptr) return;
-  if (cq->Push(wc) == CqPushResult::kOverflow) MoveToError(qp);
+  // A completion the CQ cannot take (it overflowed now or before) is a
+  // catastrophic error of the QP (IBTA 11.6.2): CQ_ERR came from the CQ,
+  // the QP goes to ERR with QP_FATAL. QPs on other CQs are not affected.
+  if (cq->Push(wc) != CqPushResult::kOk) {
+    MoveToError(qp, AsyncEventType::kQpFatal);
+  }
 }
 
 void Rnic::CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited) {
@@ -408,7 +414,9 @@ void Rnic::CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited) {
   }
   CompletionQueue* cq = cqs_.Get(qp.init_.recv_cq);
   if (cq == nullptr) return;
-  if (cq->Push(wc, solicited) == CqPushResult::kOverflow) MoveToError(qp);
+  if (cq->Push(wc, solicited) != CqPushResult::kOk) {
+    MoveToError(qp, AsyncEventType::kQpFatal);
+  }
 }
 
 void Rnic::FlushSendQueue(Qp& qp) {
@@ -454,6 +462,27 @@ void Rnic::MoveToError(Qp& qp) {
   // A NAK that announces the error still goes out; anything else owed to
   // the peer is dropped with the connection.
   if (!qp.resp_.goto_error) qp.resp_.resp_head = qp.resp_.resp_tail;
+  // The SRQ will give this QP no further WQE (IBTA 11.6.3.1; rxe and mlx5
+  // raise it on every move of an SRQ-attached QP to ERR).
+  if (qp.init_.has_srq) RaiseQpEvent(qp, AsyncEventType::kQpLastWqeReached);
+}
+
+void Rnic::MoveToError(Qp& qp, AsyncEventType event) {
+  if (qp.attr_.qp_state == QpState::kErr) return;
+  RaiseQpEvent(qp, event);
+  MoveToError(qp);
+}
+
+void Rnic::RaiseQpEvent(const Qp& qp, AsyncEventType event) {
+  events_.Push({event, qp.qpn_, kKernelClient});
+}
+
+void Rnic::CheckSqDrained(Qp& qp) {
+  QpAttr& a = qp.attr_;
+  if (a.qp_state != QpState::kSqd || !a.sq_draining) return;
+  if (qp.comp_.comp_idx != qp.req_.req_idx || qp.req_.pkt != 0) return;
+  a.sq_draining = 0;
+  if (a.en_sqd_async_notify) RaiseQpEvent(qp, AsyncEventType::kSqDrained);
 }
 
 void Rnic::MoveToSqe(Qp& qp) {
@@ -580,6 +609,7 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
       return;
     }
     Completer::Receive(*this, *qp, parsed_, now);
+    if (qp->attr_.sq_draining) CheckSqDrained(*qp);
   }
 }
 
@@ -638,6 +668,8 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
 void Rnic::RemoveIdle() {
   for (size_t i = 0; i < active_.size();) {
     Qp& q = *active_[i];
+    // UC/UD sends complete as they leave: the drain can end here too.
+    if (q.attr_.sq_draining) CheckSqDrained(q);
     const bool busy =
         Responder::HasResponse(q) ||
         (q.req_.req_idx < q.sq_tail_ && (q.attr_.qp_state == QpState::kRts ||

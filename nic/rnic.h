@@ -128,6 +128,11 @@ class Rnic final : public FrameEndpoint {
   void CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited);
   // State changes made by the engines.
   void MoveToError(Qp& qp);
+  // Same, raising `event` (IBV_EVENT_QP_FATAL, _QP_REQ_ERR, _QP_ACCESS_ERR)
+  // when the QP was not already in ERR.
+  void MoveToError(Qp& qp, AsyncEventType event);
+  // An affiliated asynchronous event about `qp`.
+  void RaiseQpEvent(const Qp& qp, AsyncEventType event);
   void MoveToSqe(Qp& qp);
   void FlushSendQueue(Qp& qp);
   void FlushRecvQueue(Qp& qp);
@@ -141,6 +146,9 @@ class Rnic final : public FrameEndpoint {
 
  private:
   Qp* FindQp(uint32_t qpn) const;
+  // SQD: once no request is outstanding, the drain is over
+  // (IBV_EVENT_SQ_DRAINED if the QP asked for it).
+  void CheckSqDrained(Qp& qp);
   void ReceiveOne(const RxFrame& frame, TimeNs now);
   void RemoveIdle();
 
