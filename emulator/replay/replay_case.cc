@@ -1,6 +1,7 @@
 #include "emulator/replay/replay_case.h"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -301,6 +302,12 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
                       const std::string& base_dir, ReplayCase* c) {
   Map top(errors, root, "");
   RETURN_IF_ERROR(top.Check());
+  // A misspelt top-level key is reported before what it leaves missing.
+  for (const char* k : {"name", "description", "rnic", "pds", "mrs", "cqs",
+                        "qps", "input", "settle_ns", "max_output_frames"}) {
+    (void)top.Get(k);
+  }
+  RETURN_IF_ERROR(top.Finish());
   RETURN_IF_ERROR(top.String("name", &c->name, true));
   RETURN_IF_ERROR(top.String("description", &c->description));
 
@@ -581,6 +588,10 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
                        "must be a path inside the case directory");
     }
     c->input_pcap = base_dir.empty() ? pcap : base_dir + "/" + pcap;
+    if (::access(c->input_pcap.c_str(), R_OK) != 0) {
+      return errors.At(n["pcap"].Mark(), "input.pcap",
+                       "cannot read " + c->input_pcap);
+    }
     RETURN_IF_ERROR(m.Enum<Select>("select",
                                    {{"dst_ip", Select::kDstIp},
                                     {"dst_mac", Select::kDstMac},
