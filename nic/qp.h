@@ -198,6 +198,8 @@ class Qp {
   QpCounters counters_;
   // Scheduling: whether the QP is on the device's active list.
   bool scheduled_ = false;
+  // IBV_EVENT_COMM_EST was raised (once, on the first request in RTR).
+  bool comm_est_ = false;
   // Congestion-control hook: the requester sends no new packet before this
   // time (the DCQCN pacer sets it; 0 = unpaced).
   TimeNs pace_until_ = 0;

@@ -82,7 +82,13 @@ void FatalNak(Rnic& nic, Qp& qp, NakCode code, uint32_t psn,
   }
   r.in_progress = Operation::kNone;
   r.goto_error = true;
-  nic.MoveToError(qp);
+  // The responder's own affiliated error (IBTA 11.6.3.1, as mlx5 raises
+  // it): invalid request, local access violation, or catastrophic.
+  nic.MoveToError(qp, code == NakCode::kInvalidRequest
+                          ? AsyncEventType::kQpReqErr
+                      : code == NakCode::kRemoteAccessError
+                          ? AsyncEventType::kQpAccessErr
+                          : AsyncEventType::kQpFatal);
 }
 
 uint32_t Npkts(uint64_t len, uint32_t mtu) {

@@ -602,6 +602,12 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
       ++counters_.rx_wrong_state;
       return;
     }
+    // A connected QP learns that its peer is up from the first request it
+    // gets in RTR (IBTA 11.6.3.1): the CM then moves it to RTS.
+    if (s == QpState::kRtr && !qp->comm_est_ && qp->type() != QpType::kUd) {
+      qp->comm_est_ = true;
+      RaiseQpEvent(*qp, AsyncEventType::kCommEst);
+    }
     Responder::Receive(*this, *qp, parsed_, frame.bytes(), now);
   } else {
     if (s != QpState::kRts && s != QpState::kSqd) {

@@ -134,5 +134,105 @@ TEST(LastWqeReachedTest, RaisedForSrqQpEnteringErrOnly) {
   EXPECT_EQ(ev[0].element, shared);
 }
 
+// B stops in RTR; A is connected up to RTS.
+Pair ConnectBInRtr(BackToBack& net) {
+  ConnectOptions o;
+  Pair p;
+  EXPECT_TRUE(SetupEndpoint(net.a(), o, &p.ea).ok());
+  EXPECT_TRUE(SetupEndpoint(net.b(), o, &p.eb).ok());
+  EXPECT_TRUE(
+      ConnectQp(net.a(), p.ea, net.b().config(), p.eb.qpn, 100, 5000, o).ok());
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.port_num = 1;
+  a.qp_access_flags = o.qp_access;
+  EXPECT_TRUE(net.b()
+                  .ModifyQp(p.eb.qpn, a,
+                            qp_attr::kState | qp_attr::kPkeyIndex |
+                                qp_attr::kPort | qp_attr::kAccessFlags)
+                  .ok());
+  a.qp_state = QpState::kRtr;
+  a.path_mtu = o.mtu;
+  a.dest_qp_num = p.ea.qpn;
+  a.rq_psn = 100;
+  a.max_dest_rd_atomic = 4;
+  a.min_rnr_timer = 1;
+  a.ah_attr.dgid = net.a().config().gid;
+  a.ah_attr.dmac = net.a().config().mac;
+  EXPECT_TRUE(net.b()
+                  .ModifyQp(p.eb.qpn, a,
+                            qp_attr::kState | qp_attr::kAv | qp_attr::kPathMtu |
+                                qp_attr::kDestQpn | qp_attr::kRqPsn |
+                                qp_attr::kMaxDestRdAtomic |
+                                qp_attr::kMinRnrTimer)
+                  .ok());
+  return p;
+}
+
+TEST(CommEstTest, FirstRequestInRtrRaisesItOnce) {
+  BackToBack net;
+  Pair p = ConnectBInRtr(net);
+  EXPECT_TRUE(Events(net.b()).empty());
+  for (uint64_t id = 1; id <= 2; ++id) {
+    ASSERT_TRUE(net.b().PostRecv(p.eb.qpn, {id, {SgeOf(p.eb, 0, 64)}}).ok());
+    ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Send(p.ea, id, 8)).ok());
+  }
+  net.Run();
+  // The responder works in RTR: both messages land and are acknowledged.
+  EXPECT_EQ(Poll(net.b(), p.eb.cq).size(), 2u);
+  auto acks = net.Frames(1, Opcode::kRcAcknowledge);
+  ASSERT_FALSE(acks.empty());
+  EXPECT_EQ(acks.back()->parsed.hdr.bth.psn, 101u);
+  auto ev = Events(net.b());
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].type, AsyncEventType::kCommEst);
+  EXPECT_EQ(ev[0].element, p.eb.qpn);
+  // The requester, already in RTS, gets only responses: no event.
+  EXPECT_TRUE(Events(net.a()).empty());
+}
+
+// A request B must refuse; returns B's events.
+std::vector<AsyncEvent> ResponderError(BackToBack& net, Pair& p, uint32_t rkey,
+                                       uint8_t syndrome) {
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sg_list = {SgeOf(p.ea, 0, 64)};
+  wr.rdma.remote_addr = Va(p.eb, 0);
+  wr.rdma.rkey = rkey;
+  EXPECT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
+  net.Run();
+  auto naks = net.Frames(1, Opcode::kRcAcknowledge);
+  EXPECT_EQ(naks.size(), 1u);
+  if (!naks.empty()) {
+    EXPECT_EQ(naks[0]->parsed.hdr.aeth.syndrome, syndrome);
+  }
+  EXPECT_EQ(net.b().QueryQp(p.eb.qpn)->qp_state, QpState::kErr);
+  // The requester learns from its completion, not from an event.
+  EXPECT_TRUE(Events(net.a()).empty());
+  return Events(net.b());
+}
+
+TEST(ResponderErrorEventTest, RemoteAccessErrorRaisesQpAccessErr) {
+  BackToBack net;
+  Pair p = Connect(net);
+  auto ev = ResponderError(net, p, p.eb.key ^ 0x77,
+                           Aeth::Nak(NakCode::kRemoteAccessError));
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].type, AsyncEventType::kQpAccessErr);
+  EXPECT_EQ(ev[0].element, p.eb.qpn);
+}
+
+TEST(ResponderErrorEventTest, InvalidRequestRaisesQpReqErr) {
+  BackToBack net;
+  ConnectOptions o;
+  o.qp_access = access::kRemoteRead;  // WRITE not allowed on B's QP
+  Pair p = Connect(net, o);
+  auto ev =
+      ResponderError(net, p, p.eb.key, Aeth::Nak(NakCode::kInvalidRequest));
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].type, AsyncEventType::kQpReqErr);
+  EXPECT_EQ(ev[0].element, p.eb.qpn);
+}
+
 }  // namespace
 }  // namespace rocemu::nic::testing
