@@ -349,7 +349,11 @@ void SessionServer::Accept() {
       continue;
     }
     ++counters_.clients_accepted;
+    Client& added = *c;
     clients_.emplace(c->id, std::move(c));
+    // Its first request is usually already queued: serve it now rather
+    // than one Poll later.
+    if (!ServeClient(added, false)) added.dead = true;
   }
 }
 

@@ -1,0 +1,329 @@
+/* The rocemu verbs library: the ibverbs object model over the rocemu
+ * daemon. Control calls (open, PD, MR, CQ, QP create/modify/destroy) are
+ * requests on the daemon's Unix socket; rocemu_post_send, rocemu_post_recv
+ * and rocemu_poll_cq only touch shared-memory rings (no syscall);
+ * completion channels are eventfds the daemon writes when a CQ is armed.
+ *
+ * Names, enum values and calling conventions follow <infiniband/verbs.h>
+ * (functions returning int return 0 or an errno value; those returning a
+ * pointer return NULL and set errno) so that a libibverbs provider can map
+ * ibv_* calls one to one onto these.
+ *
+ * Memory (first cut): a region must lie in a buffer from rocemu_alloc_buf,
+ * shared with the daemon. See docs/verbs.md for arbitrary memory.
+ *
+ * Threads: control calls may come from any thread. Posting to one QP and
+ * polling one CQ must each be done by one thread at a time (the rings are
+ * single-producer, single-consumer).
+ */
+#ifndef ROCEMU_VERBS_ROCEMU_VERBS_H_
+#define ROCEMU_VERBS_ROCEMU_VERBS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rocemu_context;
+struct rocemu_pd;
+struct rocemu_cq;
+struct rocemu_qp;
+struct rocemu_ah;
+struct rocemu_comp_channel;
+
+/* A daemon-shared buffer (memfd) that regions can be registered in. */
+struct rocemu_buf {
+  void* addr;
+  size_t length;
+};
+
+struct rocemu_mr {
+  struct rocemu_pd* pd;
+  void* addr;
+  size_t length;
+  uint32_t lkey;
+  uint32_t rkey;
+};
+
+enum rocemu_access_flags {
+  ROCEMU_ACCESS_LOCAL_WRITE = 1,
+  ROCEMU_ACCESS_REMOTE_WRITE = 1 << 1,
+  ROCEMU_ACCESS_REMOTE_READ = 1 << 2,
+  ROCEMU_ACCESS_REMOTE_ATOMIC = 1 << 3,
+};
+
+enum rocemu_qp_type {
+  ROCEMU_QPT_RC = 2,
+  ROCEMU_QPT_UC = 3,
+  ROCEMU_QPT_UD = 4,
+};
+
+enum rocemu_qp_state {
+  ROCEMU_QPS_RESET,
+  ROCEMU_QPS_INIT,
+  ROCEMU_QPS_RTR,
+  ROCEMU_QPS_RTS,
+  ROCEMU_QPS_SQD,
+  ROCEMU_QPS_SQE,
+  ROCEMU_QPS_ERR,
+};
+
+enum rocemu_mtu {
+  ROCEMU_MTU_256 = 1,
+  ROCEMU_MTU_512 = 2,
+  ROCEMU_MTU_1024 = 3,
+  ROCEMU_MTU_2048 = 4,
+  ROCEMU_MTU_4096 = 5,
+};
+
+enum rocemu_qp_attr_mask {
+  ROCEMU_QP_STATE = 1 << 0,
+  ROCEMU_QP_CUR_STATE = 1 << 1,
+  ROCEMU_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+  ROCEMU_QP_ACCESS_FLAGS = 1 << 3,
+  ROCEMU_QP_PKEY_INDEX = 1 << 4,
+  ROCEMU_QP_PORT = 1 << 5,
+  ROCEMU_QP_QKEY = 1 << 6,
+  ROCEMU_QP_AV = 1 << 7,
+  ROCEMU_QP_PATH_MTU = 1 << 8,
+  ROCEMU_QP_TIMEOUT = 1 << 9,
+  ROCEMU_QP_RETRY_CNT = 1 << 10,
+  ROCEMU_QP_RNR_RETRY = 1 << 11,
+  ROCEMU_QP_RQ_PSN = 1 << 12,
+  ROCEMU_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+  ROCEMU_QP_MIN_RNR_TIMER = 1 << 15,
+  ROCEMU_QP_SQ_PSN = 1 << 16,
+  ROCEMU_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+  ROCEMU_QP_CAP = 1 << 19,
+  ROCEMU_QP_DEST_QPN = 1 << 20,
+};
+
+enum rocemu_wr_opcode {
+  ROCEMU_WR_RDMA_WRITE = 0,
+  ROCEMU_WR_RDMA_WRITE_WITH_IMM = 1,
+  ROCEMU_WR_SEND = 2,
+  ROCEMU_WR_SEND_WITH_IMM = 3,
+  ROCEMU_WR_RDMA_READ = 4,
+  ROCEMU_WR_ATOMIC_CMP_AND_SWP = 5,
+  ROCEMU_WR_ATOMIC_FETCH_AND_ADD = 6,
+  ROCEMU_WR_SEND_WITH_INV = 9,
+};
+
+enum rocemu_send_flags {
+  ROCEMU_SEND_FENCE = 1 << 0,
+  ROCEMU_SEND_SIGNALED = 1 << 1,
+  ROCEMU_SEND_SOLICITED = 1 << 2,
+  ROCEMU_SEND_INLINE = 1 << 3,
+};
+
+enum rocemu_wc_status {
+  ROCEMU_WC_SUCCESS = 0,
+  ROCEMU_WC_LOC_LEN_ERR = 1,
+  ROCEMU_WC_LOC_QP_OP_ERR = 2,
+  ROCEMU_WC_LOC_PROT_ERR = 4,
+  ROCEMU_WC_WR_FLUSH_ERR = 5,
+  ROCEMU_WC_REM_ACCESS_ERR = 10,
+  ROCEMU_WC_RETRY_EXC_ERR = 12,
+  ROCEMU_WC_RNR_RETRY_EXC_ERR = 13,
+};
+
+enum rocemu_wc_opcode {
+  ROCEMU_WC_SEND = 0,
+  ROCEMU_WC_RDMA_WRITE = 1,
+  ROCEMU_WC_RDMA_READ = 2,
+  ROCEMU_WC_COMP_SWAP = 3,
+  ROCEMU_WC_FETCH_ADD = 4,
+  ROCEMU_WC_RECV = 128,
+  ROCEMU_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+enum rocemu_wc_flags {
+  ROCEMU_WC_GRH = 1 << 0,
+  ROCEMU_WC_WITH_IMM = 1 << 1,
+  ROCEMU_WC_WITH_INV = 1 << 3,
+};
+
+struct rocemu_sge {
+  uint64_t addr;
+  uint32_t length;
+  uint32_t lkey;
+};
+
+struct rocemu_send_wr {
+  uint64_t wr_id;
+  struct rocemu_send_wr* next;
+  struct rocemu_sge* sg_list;
+  int num_sge;
+  int opcode; /* enum rocemu_wr_opcode */
+  unsigned int send_flags;
+  uint32_t imm_data; /* network byte order, as ibv_send_wr */
+  union {
+    struct {
+      uint64_t remote_addr;
+      uint32_t rkey;
+    } rdma;
+    struct {
+      uint64_t remote_addr;
+      uint64_t compare_add;
+      uint64_t swap;
+      uint32_t rkey;
+    } atomic;
+    struct {
+      struct rocemu_ah* ah;
+      uint32_t remote_qpn;
+      uint32_t remote_qkey;
+    } ud;
+  } wr;
+  uint32_t invalidate_rkey;
+};
+
+struct rocemu_recv_wr {
+  uint64_t wr_id;
+  struct rocemu_recv_wr* next;
+  struct rocemu_sge* sg_list;
+  int num_sge;
+};
+
+struct rocemu_wc {
+  uint64_t wr_id;
+  int status; /* enum rocemu_wc_status */
+  int opcode; /* enum rocemu_wc_opcode */
+  uint32_t vendor_err;
+  uint32_t byte_len;
+  uint32_t imm_data; /* network byte order; or the invalidated R_Key */
+  uint32_t qp_num;
+  uint32_t src_qp;
+  unsigned int wc_flags;
+  uint16_t pkey_index;
+  uint16_t slid;
+  uint8_t sl;
+  uint8_t dlid_path_bits;
+};
+
+struct rocemu_qp_cap {
+  uint32_t max_send_wr;
+  uint32_t max_recv_wr;
+  uint32_t max_send_sge;
+  uint32_t max_recv_sge;
+  uint32_t max_inline_data;
+};
+
+struct rocemu_qp_init_attr {
+  void* qp_context;
+  struct rocemu_cq* send_cq;
+  struct rocemu_cq* recv_cq;
+  struct rocemu_qp_cap cap;
+  int qp_type; /* enum rocemu_qp_type */
+  int sq_sig_all;
+};
+
+/* RoCE v2: the GID is the peer's IP address (IPv4-mapped for IPv4); the
+ * destination MAC is given, there is no neighbour resolution in the
+ * library yet. */
+struct rocemu_ah_attr {
+  uint8_t dgid[16];
+  uint8_t dmac[6];
+  uint8_t sgid_index;
+  uint8_t traffic_class;
+  uint32_t flow_label;
+  uint8_t hop_limit;
+  uint8_t sl;
+  uint8_t port_num;
+};
+
+struct rocemu_qp_attr {
+  int qp_state; /* enum rocemu_qp_state */
+  int cur_qp_state;
+  int path_mtu; /* enum rocemu_mtu */
+  uint32_t qkey;
+  uint32_t rq_psn;
+  uint32_t sq_psn;
+  uint32_t dest_qp_num;
+  unsigned int qp_access_flags;
+  struct rocemu_qp_cap cap;
+  struct rocemu_ah_attr ah_attr;
+  uint16_t pkey_index;
+  uint8_t max_rd_atomic;
+  uint8_t max_dest_rd_atomic;
+  uint8_t min_rnr_timer;
+  uint8_t port_num;
+  uint8_t timeout;
+  uint8_t retry_cnt;
+  uint8_t rnr_retry;
+};
+
+struct rocemu_port_attr {
+  int state;      /* IBV_PORT_* value */
+  int active_mtu; /* enum rocemu_mtu */
+  uint8_t gid[16];
+  uint8_t mac[6];
+};
+
+/* --- device --- */
+/* socket_path NULL: $ROCEMU_VERBS_SOCKET, else /run/rocemu/verbs.sock. */
+struct rocemu_context* rocemu_open_device(const char* socket_path);
+int rocemu_close_device(struct rocemu_context* ctx);
+int rocemu_query_port(struct rocemu_context* ctx, uint8_t port_num,
+                      struct rocemu_port_attr* attr);
+/* The id the daemon gave this connection (for logs and tools). */
+uint32_t rocemu_client_id(const struct rocemu_context* ctx);
+
+/* --- protection domains and memory --- */
+struct rocemu_pd* rocemu_alloc_pd(struct rocemu_context* ctx);
+int rocemu_dealloc_pd(struct rocemu_pd* pd);
+/* A zeroed buffer shared with the daemon (a sealed memfd). */
+struct rocemu_buf* rocemu_alloc_buf(struct rocemu_context* ctx, size_t length);
+int rocemu_free_buf(struct rocemu_buf* buf);
+/* [addr, addr + length) must lie in one rocemu_alloc_buf buffer of the
+ * same context (EINVAL otherwise). */
+struct rocemu_mr* rocemu_reg_mr(struct rocemu_pd* pd, void* addr, size_t length,
+                                int access);
+int rocemu_dereg_mr(struct rocemu_mr* mr);
+
+/* --- completion queues and channels --- */
+struct rocemu_comp_channel* rocemu_create_comp_channel(
+    struct rocemu_context* ctx);
+int rocemu_destroy_comp_channel(struct rocemu_comp_channel* channel);
+/* The fd to poll/epoll: readable when an armed CQ got a completion. */
+int rocemu_comp_channel_fd(const struct rocemu_comp_channel* channel);
+struct rocemu_cq* rocemu_create_cq(struct rocemu_context* ctx, int cqe,
+                                   void* cq_context,
+                                   struct rocemu_comp_channel* channel,
+                                   int comp_vector);
+int rocemu_destroy_cq(struct rocemu_cq* cq);
+int rocemu_req_notify_cq(struct rocemu_cq* cq, int solicited_only);
+/* Blocks until a CQ of the channel fires (timeout_ms < 0: for ever;
+ * ETIMEDOUT otherwise). */
+int rocemu_get_cq_event(struct rocemu_comp_channel* channel,
+                        struct rocemu_cq** cq, void** cq_context,
+                        int timeout_ms);
+void rocemu_ack_cq_events(struct rocemu_cq* cq, unsigned int nevents);
+/* Returns the number of completions written (0..num), or -1 when the CQ
+ * ring was corrupted. */
+int rocemu_poll_cq(struct rocemu_cq* cq, int num, struct rocemu_wc* wc);
+
+/* --- queue pairs and address handles --- */
+struct rocemu_qp* rocemu_create_qp(struct rocemu_pd* pd,
+                                   struct rocemu_qp_init_attr* attr);
+int rocemu_modify_qp(struct rocemu_qp* qp, struct rocemu_qp_attr* attr,
+                     int attr_mask);
+int rocemu_query_qp(struct rocemu_qp* qp, struct rocemu_qp_attr* attr,
+                    int attr_mask);
+int rocemu_destroy_qp(struct rocemu_qp* qp);
+uint32_t rocemu_qp_num(const struct rocemu_qp* qp);
+int rocemu_post_send(struct rocemu_qp* qp, struct rocemu_send_wr* wr,
+                     struct rocemu_send_wr** bad_wr);
+int rocemu_post_recv(struct rocemu_qp* qp, struct rocemu_recv_wr* wr,
+                     struct rocemu_recv_wr** bad_wr);
+struct rocemu_ah* rocemu_create_ah(struct rocemu_pd* pd,
+                                   struct rocemu_ah_attr* attr);
+
+const char* rocemu_wc_status_str(int status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROCEMU_VERBS_ROCEMU_VERBS_H_ */
