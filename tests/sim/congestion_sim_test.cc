@@ -33,12 +33,6 @@ TEST_P(LongFlows, DcqcnSharesTheBottleneckFairly) {
   const nic::TimeNs half = o.duration_ns / 2;
   const double jain = JainIndex(*r, half, o.duration_ns);
   const double queue = MeanQueueBytes(*r, half, o.duration_ns);
-  double total = 0;
-  for (const FabricSample& s : r->samples) {
-    if (s.t >= half && s.t < o.duration_ns) {
-      for (double g : s.rate_gbps) total += g;
-    }
-  }
   std::printf(
       "senders=%d jain=%.4f mean_queue=%.0f B pauses_2nd_half=%llu\n",
       o.senders, jain, queue,
