@@ -22,6 +22,7 @@
 
 #include "tests/engine/back_to_back.h"
 #include "verbs/rocemu_verbs.h"
+#include "verbs/rocemu_verbs.hpp"
 #include "verbs/session_server.h"
 #include "verbs/wire_protocol.h"
 
@@ -600,6 +601,72 @@ TEST_F(VerbsSessionTest, OtherClientsKeysAreRefused) {
   ASSERT_EQ(write(to1, "e", 1), 1);
   EXPECT_EQ(PumpUntilExit(victim), 0);
   for (int fd : {from1, to1, from2, to2}) close(fd);
+}
+
+TEST_F(VerbsSessionTest, RaiiLayerDestroysEverythingExplicitly) {
+  StartServer();
+  const std::string path = path_;
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        absl::StatusOr<Context> ctx = OpenDevice(path.c_str());
+        if (!ctx.ok()) _exit(kOpen);
+        uint32_t id = rocemu_client_id(ctx->get());
+        {
+          absl::StatusOr<Pd> pd = AllocPd(ctx->get());
+          absl::StatusOr<Buf> buf = AllocBuf(ctx->get(), 8192);
+          if (!pd.ok() || !buf.ok()) _exit(kPd);
+          absl::StatusOr<Mr> mr =
+              RegMr(pd->get(), (*buf)->addr, 8192, ROCEMU_ACCESS_LOCAL_WRITE);
+          if (!mr.ok()) _exit(kMr);
+          // Outside any buffer of the library: refused (first cut).
+          static char outside[64];
+          if (RegMr(pd->get(), outside, sizeof(outside), 0).status().code() !=
+              absl::StatusCode::kInvalidArgument) {
+            _exit(kMr);
+          }
+          absl::StatusOr<Cq> cq = CreateCq(ctx->get(), 16);
+          if (!cq.ok()) _exit(kCq);
+          rocemu_qp_init_attr init{};
+          init.send_cq = cq->get();
+          init.recv_cq = cq->get();
+          init.cap = {8, 8, 1, 1, 0};
+          init.qp_type = ROCEMU_QPT_RC;
+          absl::StatusOr<Qp> qp = CreateQp(pd->get(), init);
+          if (!qp.ok()) _exit(kQp);
+          // A CQ in use and a PD with objects cannot go first.
+          if (rocemu_destroy_cq(cq->get()) != EBUSY ||
+              rocemu_dealloc_pd(pd->get()) != EBUSY) {
+            _exit(kCq);
+          }
+          WriteAll(up, &id, sizeof(id));
+          char go;
+          ReadAll(down, &go, 1);
+        }  // qp, cq, mr, buf, pd destroyed here, in that order
+        WriteAll(up, &id, sizeof(id));
+        char end;
+        ReadAll(down, &end, 1);
+      },
+      &from_child, &to_child);
+  uint32_t id = 0;
+  ASSERT_TRUE(PumpRead(from_child, &id, sizeof(id)))
+      << "client exited with " << PumpUntilExit(pid);
+  SessionServer::Holdings h = server_->HoldingsOf(id);
+  EXPECT_EQ(h.pds, 1u);
+  EXPECT_EQ(h.mrs, 1u);
+  EXPECT_EQ(h.cqs, 1u);
+  EXPECT_EQ(h.qps, 1u);
+  ASSERT_EQ(write(to_child, "g", 1), 1);
+  ASSERT_TRUE(PumpRead(from_child, &id, sizeof(id)));
+  h = server_->HoldingsOf(id);
+  EXPECT_EQ(h.pds + h.mrs + h.cqs + h.qps, 0u);
+  EXPECT_EQ(server_->num_clients(), 1u);  // still connected
+  EXPECT_EQ(net_.a().mr_table().size(), 0u);
+  ASSERT_EQ(write(to_child, "e", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  EXPECT_EQ(server_->counters().qps_flushed, 0u);  // nothing left to flush
+  close(from_child);
+  close(to_child);
 }
 
 // --- malformed control messages (raw socket, in-process) -----------------

@@ -1,0 +1,224 @@
+// The shared-memory ring and the wire codec on their own: ordering,
+// full/empty, wrap-around, arming, and refusal of broken peers and
+// malformed messages.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "verbs/ring_slots.h"
+#include "verbs/shm_ring.h"
+#include "verbs/wire_protocol.h"
+
+namespace rocemu::verbs {
+namespace {
+
+struct Item {
+  uint64_t seq;
+  uint64_t pad[7];
+};
+
+TEST(ShmRing, FifoFullEmptyAndWrap) {
+  absl::StatusOr<ShmRing> p = ShmRing::Create("t", sizeof(Item), 5);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->capacity(), 8u);
+  absl::StatusOr<ShmRing> c = ShmRing::Attach(dup(p->fd()), sizeof(Item), 8);
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t next_in = 0, next_out = 0;
+  Item it{};
+  // 5 rounds of fill-to-full then drain move the indices past the
+  // capacity several times.
+  for (int round = 0; round < 5; ++round) {
+    EXPECT_EQ(c->Pop(&it), RingResult::kEmpty);
+    for (int i = 0; i < 8; ++i) {
+      it.seq = next_in++;
+      ASSERT_EQ(p->Push(it), RingResult::kOk);
+    }
+    it.seq = 999;
+    EXPECT_EQ(p->Push(it), RingResult::kFull);
+    EXPECT_EQ(p->FreeSlots(), 0u);
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_EQ(c->Pop(&it), RingResult::kOk);
+      EXPECT_EQ(it.seq, next_out++);
+    }
+    EXPECT_EQ(p->FreeSlots(), 8u);
+  }
+}
+
+TEST(ShmRing, CorruptPeerIndicesAreDetected) {
+  absl::StatusOr<ShmRing> p = ShmRing::Create("t", sizeof(Item), 4);
+  ASSERT_TRUE(p.ok());
+  absl::StatusOr<ShmRing> c = ShmRing::Attach(dup(p->fd()), sizeof(Item), 4);
+  ASSERT_TRUE(c.ok());
+  // A hostile producer claims 100 entries in a 4-entry ring.
+  auto* hdr = static_cast<RingHeader*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd(), 0));
+  ASSERT_NE(hdr, MAP_FAILED);
+  hdr->head.store(100);
+  Item it;
+  EXPECT_EQ(c->Pop(&it), RingResult::kCorrupt);
+  // A hostile consumer claims to have consumed entries never produced.
+  hdr->head.store(0);
+  hdr->tail.store(50);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(p->Push(it), RingResult::kOk);
+  EXPECT_EQ(p->Push(it), RingResult::kCorrupt);
+  munmap(hdr, 4096);
+}
+
+TEST(ShmRing, AttachRefusesWhatIsNotASealedRing) {
+  // Unsealed file.
+  const int fd = memfd_create("plain", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 8192), 0);
+  EXPECT_FALSE(ShmRing::Attach(fd, 64, 8).ok());
+  // A ring of another slot size, or larger than allowed.
+  absl::StatusOr<ShmRing> p = ShmRing::Create("t", 64, 16);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(ShmRing::Attach(dup(p->fd()), 128, 16).ok());
+  EXPECT_FALSE(ShmRing::Attach(dup(p->fd()), 64, 8).ok());
+  EXPECT_TRUE(ShmRing::Attach(dup(p->fd()), 64, 16).ok());
+  // Its seals forbid shrinking it under the peer's mapping.
+  EXPECT_NE(ftruncate(p->fd(), 0), 0);
+}
+
+TEST(ShmRing, ArmSignalsOncePerArmAndHonoursSolicitedOnly) {
+  absl::StatusOr<ShmRing> p = ShmRing::Create("t", sizeof(Item), 4);
+  ASSERT_TRUE(p.ok());
+  absl::StatusOr<ShmRing> c = ShmRing::Attach(dup(p->fd()), sizeof(Item), 4);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(p->TakeArm(true));  // nobody waits: no signal
+  c->Arm(ArmMode::kNext);
+  EXPECT_TRUE(p->TakeArm(false));
+  EXPECT_FALSE(p->TakeArm(false));  // consumed
+  EXPECT_EQ(c->signals(), 1u);
+  c->Arm(ArmMode::kSolicited);
+  EXPECT_FALSE(p->TakeArm(false));  // unsolicited: stays armed
+  EXPECT_TRUE(c->armed());
+  EXPECT_TRUE(p->TakeArm(true));
+  EXPECT_EQ(c->signals(), 2u);
+}
+
+TEST(ShmRing, CrossesProcessesWithEventFdWakeUp) {
+  absl::StatusOr<ShmRing> ring = ShmRing::Create("t", sizeof(Item), 64);
+  ASSERT_TRUE(ring.ok());
+  absl::StatusOr<EventFd> ev = EventFd::Create();
+  ASSERT_TRUE(ev.ok());
+  constexpr uint64_t kCount = 10000;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    absl::StatusOr<ShmRing> c =
+        ShmRing::Attach(dup(ring->fd()), sizeof(Item), 64);
+    if (!c.ok()) _exit(1);
+    Item it;
+    for (uint64_t want = 0; want < kCount;) {
+      c->Arm(ArmMode::kNext);
+      const RingResult r = c->Pop(&it);
+      if (r == RingResult::kOk) {
+        if (it.seq != want) _exit(2);
+        ++want;
+      } else if (r == RingResult::kEmpty) {
+        ev->Wait(5000);
+      } else {
+        _exit(3);
+      }
+    }
+    _exit(0);
+  }
+  Item it{};
+  uint64_t signals = 0;
+  for (uint64_t i = 0; i < kCount;) {
+    it.seq = i;
+    if (ring->Push(it) == RingResult::kOk) {
+      ++i;
+      if (ring->TakeArm(false)) {
+        ev->Signal();
+        ++signals;
+      }
+    }
+  }
+  int status;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(ring->signals(), signals);
+}
+
+TEST(WireProtocol, RoundTripAndStrictLengths) {
+  uint8_t buf[wire::kMaxMessage];
+  wire::RegMrReq r{1, 2, 3, 4, 5};
+  const size_t n = wire::EncodeRequest(wire::MsgType::kRegMr, 77, r, buf);
+  ASSERT_EQ(n, sizeof(wire::MsgHeader) + sizeof(r));
+  uint32_t seq;
+  uint16_t type;
+  absl::StatusOr<wire::DecodedRequest> d =
+      wire::DecodeRequest({buf, n}, &seq, &type);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->type, wire::MsgType::kRegMr);
+  EXPECT_EQ(d->seq, 77u);
+  const auto back = wire::BodyAs<wire::RegMrReq>(d->body);
+  EXPECT_EQ(back.iova, 3u);
+  EXPECT_EQ(back.offset, 5u);
+  // Every truncation and one byte too many are refused.
+  for (size_t len = 0; len < n; ++len) {
+    EXPECT_FALSE(wire::DecodeRequest({buf, len}, &seq, &type).ok()) << len;
+  }
+  buf[n] = 0;
+  EXPECT_FALSE(wire::DecodeRequest({buf, n + 1}, &seq, &type).ok());
+  // A reply is not a request.
+  auto* h = reinterpret_cast<wire::MsgHeader*>(buf);
+  h->type |= wire::kReplyFlag;
+  EXPECT_FALSE(wire::DecodeRequest({buf, n}, &seq, &type).ok());
+}
+
+TEST(WireProtocol, ReplyMustAnswerItsRequest) {
+  uint8_t buf[wire::kMaxMessage];
+  const wire::HandleResp body{9, 0};
+  size_t n = wire::EncodeReply(static_cast<uint16_t>(wire::MsgType::kAllocPd),
+                               3, 0, "", &body, sizeof(body), buf);
+  absl::StatusOr<wire::DecodedReply> r =
+      wire::DecodeReply({buf, n}, wire::MsgType::kAllocPd, 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(wire::BodyAs<wire::HandleResp>(r->body).handle, 9u);
+  EXPECT_FALSE(wire::DecodeReply({buf, n}, wire::MsgType::kAllocPd, 4).ok());
+  EXPECT_FALSE(wire::DecodeReply({buf, n}, wire::MsgType::kCreateAh, 3).ok());
+  EXPECT_FALSE(
+      wire::DecodeReply({buf, n - 1}, wire::MsgType::kAllocPd, 3).ok());
+  // An error reply carries no body and its message.
+  n = wire::EncodeReply(static_cast<uint16_t>(wire::MsgType::kAllocPd), 3,
+                        ENOMEM, "PD limit", &body, sizeof(body), buf);
+  r = wire::DecodeReply({buf, n}, wire::MsgType::kAllocPd, 3);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->error, ENOMEM);
+  EXPECT_STREQ(r->message, "PD limit");
+  EXPECT_TRUE(r->body.empty());
+}
+
+TEST(RingSlots, InvalidSlotsAreRefused) {
+  SqSlot s{};
+  nic::SendWr wr;
+  s.opcode = 2;
+  s.num_sge = 1;
+  s.sge[0] = {0x1000, 64, 0x105};
+  ASSERT_TRUE(SqSlotToSendWr(s, &wr));
+  EXPECT_EQ(wr.sg_list.size(), 1u);
+  EXPECT_EQ(wr.sg_list[0].lkey, 0x105u);
+  s.num_sge = nic::kMaxSge + 1;
+  EXPECT_FALSE(SqSlotToSendWr(s, &wr));
+  s.num_sge = 1;
+  s.opcode = 200;
+  EXPECT_FALSE(SqSlotToSendWr(s, &wr));
+  s.opcode = 2;
+  s.send_flags = nic::send_flags::kInline;
+  s.inline_len = nic::kMaxInlineData + 1;
+  EXPECT_FALSE(SqSlotToSendWr(s, &wr));
+  RqSlot r{};
+  nic::RecvWr rwr;
+  r.num_sge = 1000;
+  EXPECT_FALSE(RqSlotToRecvWr(r, &rwr));
+}
+
+}  // namespace
+}  // namespace rocemu::verbs
