@@ -1,13 +1,28 @@
 // rocemu-bench-pktio: the raw DPDK frame-forwarding ceiling of a link, for
-// scripts/bench_link.sh. One process sends fixed-size frames (header
-// template written once per buffer, payload untouched, as the RNIC's lent
-// TX buffers) for --seconds; the peer process receives and reports the rate
-// from its first to its last frame as one JSON line.
+// scripts/bench_link.sh. The figure is the RX rate at the receiver over a
+// fixed window that opens --warmup seconds after the first frame arrives
+// (frames the sender pushes but the receiver never sees do not count).
 //
-//   rocemu-bench-pktio --mode tx|rx --seconds N --size BYTES -- EAL args...
+//   --mode tx    port 0 sends fixed-size frames for --seconds (total).
+//   --mode rx    port 0 receives; keeps draining after the window until the
+//                sender has been quiet for 0.5 s (a memif sender must not
+//                see its peer vanish mid-traffic).
+//   --mode loop  one lcore, port 0 sends and port 1 receives, draining port
+//                1 after every TX burst: the way to measure kernel-backed
+//                PMDs (af_packet over veth) on 2 cores, where a second
+//                polling lcore starves the kernel's softirq work.
+//
+// Frames carry a real Ethernet header: source = the sending port's MAC,
+// destination = --dst (broadcast by default; loop mode uses port 1's MAC),
+// EtherType 0x88B5 (IEEE local experimental) so the peer kernel drops them
+// at once instead of parsing a bogus IP header. The header is written once
+// per buffer and the payload is left as is, like the RNIC's lent TX buffers.
+//
+//   rocemu-bench-pktio --mode tx|rx|loop --seconds N --size BYTES -- EAL...
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <rte_ether.h>
 #include <rte_mbuf.h>
 
 #include <cstdio>
@@ -18,15 +33,93 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 
-ABSL_FLAG(std::string, mode, "rx", "tx or rx");
-ABSL_FLAG(double, seconds, 5, "how long to send / the receive deadline");
+ABSL_FLAG(std::string, mode, "rx", "tx, rx or loop");
+ABSL_FLAG(double, seconds, 3,
+          "tx: how long to send; rx/loop: the measurement window");
+ABSL_FLAG(double, warmup, 1,
+          "rx/loop: seconds after the first frame "
+          "before the window opens");
+ABSL_FLAG(double, wait, 10, "rx: give up if no frame arrives by then");
 ABSL_FLAG(uint32_t, size, 4154, "frame bytes (without FCS)");
+ABSL_FLAG(std::string, dst, "ff:ff:ff:ff:ff:ff",
+          "tx: destination MAC (the peer's, or broadcast)");
+
+namespace {
+
+constexpr uint16_t kBurst = 32;
+constexpr uint16_t kRing = 1024;
+
+struct Window {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  bool complete = false;  // the window ran its full length with traffic
+};
+
+bool SetUpPort(uint16_t port, rte_mempool* pool) {
+  rte_eth_conf conf{};
+  if (rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
+      rte_eth_rx_queue_setup(port, 0, kRing, rte_socket_id(), nullptr, pool) !=
+          0 ||
+      rte_eth_tx_queue_setup(port, 0, kRing, rte_socket_id(), nullptr) != 0 ||
+      rte_eth_dev_start(port) != 0) {
+    return false;
+  }
+  rte_eth_promiscuous_enable(port);
+  return true;
+}
+
+// Sends one burst of frames built from `header`; returns frames accepted.
+uint16_t SendBurst(uint16_t port, rte_mempool* pool, const uint8_t* header,
+                   uint32_t size) {
+  rte_mbuf* burst[kBurst];
+  if (rte_pktmbuf_alloc_bulk(pool, burst, kBurst) != 0) return 0;
+  for (rte_mbuf* m : burst) {
+    std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), header, RTE_ETHER_HDR_LEN);
+    m->data_len = static_cast<uint16_t>(size);
+    m->pkt_len = size;
+  }
+  const uint16_t n = rte_eth_tx_burst(port, 0, burst, kBurst);
+  if (n < kBurst) rte_pktmbuf_free_bulk(burst + n, kBurst - n);
+  return n;
+}
+
+// Receives everything queued on `port`, counting frames that arrive while
+// the window is open. Returns frames received (in or out of the window).
+uint16_t Drain(uint16_t port, uint64_t now, Window& w) {
+  rte_mbuf* burst[kBurst];
+  uint16_t total = 0;
+  uint16_t n;
+  while ((n = rte_eth_rx_burst(port, 0, burst, kBurst)) > 0) {
+    if (w.start != 0 && now >= w.start && now < w.end) {
+      w.packets += n;
+      for (uint16_t i = 0; i < n; ++i) w.bytes += rte_pktmbuf_pkt_len(burst[i]);
+    }
+    rte_pktmbuf_free_bulk(burst, n);
+    total += n;
+  }
+  return total;
+}
+
+void WriteHeader(uint8_t* header, const rte_ether_addr& dst,
+                 const rte_ether_addr& src) {
+  auto* eth = reinterpret_cast<rte_ether_hdr*>(header);
+  eth->dst_addr = dst;
+  eth->src_addr = src;
+  eth->ether_type = rte_cpu_to_be_16(0x88B5);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // EAL arguments follow "--"; flags precede it.
   int split = argc;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) split = i;
+    if (std::strcmp(argv[i], "--") == 0) {
+      split = i;
+      break;
+    }
   }
   std::vector<char*> eal = {argv[0]};
   for (int i = split + 1; i < argc; ++i) eal.push_back(argv[i]);
@@ -35,74 +128,128 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_pktio: EAL init failed\n");
     return 1;
   }
-  if (rte_eth_dev_count_avail() < 1) {
-    std::fprintf(stderr, "bench_pktio: no port\n");
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  const bool loop = mode == "loop";
+  if (mode != "tx" && mode != "rx" && !loop) {
+    std::fprintf(stderr, "bench_pktio: --mode must be tx, rx or loop\n");
+    return 2;
+  }
+  // A failed --vdev probe does not fail rte_eal_init: check the ports.
+  const uint16_t ports = loop ? 2 : 1;
+  if (rte_eth_dev_count_avail() < ports) {
+    std::fprintf(stderr, "bench_pktio: need %u port(s), have %u\n", ports,
+                 rte_eth_dev_count_avail());
     return 1;
   }
-  const bool tx = absl::GetFlag(FLAGS_mode) == "tx";
   const uint32_t size = absl::GetFlag(FLAGS_size);
+  if (size < RTE_ETHER_HDR_LEN || size > 9216) {
+    std::fprintf(stderr, "bench_pktio: --size out of range\n");
+    return 2;
+  }
   rte_mempool* pool = rte_pktmbuf_pool_create(
       "bench", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9216,
       static_cast<int>(rte_socket_id()));
-  rte_eth_conf conf{};
-  const uint16_t port = 0;
-  if (pool == nullptr || rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
-      rte_eth_rx_queue_setup(port, 0, 1024, rte_socket_id(), nullptr, pool) !=
-          0 ||
-      rte_eth_tx_queue_setup(port, 0, 1024, rte_socket_id(), nullptr) != 0 ||
-      rte_eth_dev_start(port) != 0) {
-    std::fprintf(stderr, "bench_pktio: port setup failed\n");
+  if (pool == nullptr) {
+    std::fprintf(stderr, "bench_pktio: mempool failed\n");
     return 1;
   }
-  rte_eth_promiscuous_enable(port);
-  const uint64_t hz = rte_get_tsc_hz();
-  const uint64_t duration = static_cast<uint64_t>(absl::GetFlag(FLAGS_seconds) *
-                                                  static_cast<double>(hz));
-  uint8_t header[42] = {
-      0x02, 0, 0, 0,    0,    2,    0x02, 0, 0,
-      0,    0, 1, 0x08, 0x00, 0x45, 0};  // Eth + IPv4 start; the rest is zero
-  uint64_t packets = 0, bytes = 0, first = 0, last = 0;
-  const uint64_t start = rte_rdtsc();
-  rte_mbuf* burst[32];
-  if (tx) {
-    while (rte_rdtsc() - start < duration) {
-      if (rte_pktmbuf_alloc_bulk(pool, burst, 32) != 0) continue;
-      for (rte_mbuf* m : burst) {
-        std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), header, sizeof(header));
-        m->data_len = static_cast<uint16_t>(size);
-        m->pkt_len = size;
-      }
-      uint16_t n = rte_eth_tx_burst(port, 0, burst, 32);
-      if (n < 32) rte_pktmbuf_free_bulk(burst + n, 32 - n);
-      packets += n;
-      bytes += static_cast<uint64_t>(n) * size;
-    }
-    first = start;
-    last = rte_rdtsc();
-  } else {
-    // Wait up to 3 s extra for the sender; stop 0.5 s after the last frame.
-    while (true) {
-      uint64_t now = rte_rdtsc();
-      if (packets == 0 && now - start > duration + 3 * hz) break;
-      if (packets > 0 && now - last > hz / 2) break;
-      uint16_t n = rte_eth_rx_burst(port, 0, burst, 32);
-      if (n == 0) continue;
-      if (packets == 0) first = now;
-      last = now;
-      for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(burst[i]);
-      packets += n;
-      rte_pktmbuf_free_bulk(burst, n);
+  for (uint16_t p = 0; p < ports; ++p) {
+    if (!SetUpPort(p, pool)) {
+      std::fprintf(stderr, "bench_pktio: port %u setup failed\n", p);
+      return 1;
     }
   }
-  double secs = last > first ? static_cast<double>(last - first) / hz : 0;
+  rte_ether_addr src{}, dst{};
+  rte_eth_macaddr_get(0, &src);
+  if (loop) {
+    rte_eth_macaddr_get(1, &dst);
+  } else if (rte_ether_unformat_addr(absl::GetFlag(FLAGS_dst).c_str(), &dst) !=
+             0) {
+    std::fprintf(stderr, "bench_pktio: bad --dst\n");
+    return 2;
+  }
+  uint8_t header[RTE_ETHER_HDR_LEN];
+  WriteHeader(header, dst, src);
+
+  const uint64_t hz = rte_get_tsc_hz();
+  auto ticks = [hz](double s) {
+    return static_cast<uint64_t>(s * static_cast<double>(hz));
+  };
+  const uint64_t window = ticks(absl::GetFlag(FLAGS_seconds));
+  const uint64_t warmup = ticks(absl::GetFlag(FLAGS_warmup));
+  const uint64_t begin = rte_rdtsc();
+  uint64_t sent = 0;
+  Window w;
+  if (mode == "tx") {
+    while (rte_rdtsc() - begin < window) {
+      sent += SendBurst(0, pool, header, size);
+    }
+    w.start = begin;
+    w.end = rte_rdtsc();
+    w.complete = true;
+    w.packets = sent;
+    w.bytes = sent * size;
+  } else if (loop) {
+    const uint16_t rx_port = 1;
+    uint64_t now = begin;
+    while (true) {
+      now = rte_rdtsc();
+      if (w.start == 0 && now - begin > ticks(absl::GetFlag(FLAGS_wait))) break;
+      if (w.start != 0 && now >= w.end) {
+        w.complete = true;
+        break;
+      }
+      sent += SendBurst(0, pool, header, size);
+      if (Drain(rx_port, now, w) > 0 && w.start == 0) {
+        w.start = now + warmup;
+        w.end = w.start + window;
+      }
+    }
+    // Let the kernel hand over what is still in flight before stopping.
+    const uint64_t quiet = rte_rdtsc();
+    while (rte_rdtsc() - quiet < hz / 10) Drain(rx_port, rte_rdtsc(), w);
+  } else {
+    uint64_t last = 0;
+    while (true) {
+      const uint64_t now = rte_rdtsc();
+      if (w.start == 0 && now - begin > ticks(absl::GetFlag(FLAGS_wait))) break;
+      if (last != 0 && now - last > hz / 2) break;  // the sender stopped
+      if (Drain(0, now, w) > 0) {
+        last = now;
+        if (w.start == 0) {
+          w.start = now + warmup;
+          w.end = w.start + window;
+        }
+      }
+    }
+    // A window cut short by the sender stopping ends at its last frame.
+    if (w.start != 0) {
+      w.complete = last >= w.end;
+      if (!w.complete) w.end = last > w.start ? last : w.start;
+    }
+  }
+  const double secs =
+      w.end > w.start ? static_cast<double>(w.end - w.start) / hz : 0;
+  rte_eth_stats stats{};
+  rte_eth_stats_get(loop ? 1 : 0, &stats);
   std::printf(
       "{\"mode\":\"%s\",\"packets\":%lu,\"seconds\":%.3f,\"mpps\":%.4f,"
-      "\"gbps\":%.3f}\n",
-      tx ? "tx" : "rx", static_cast<unsigned long>(packets), secs,
-      secs > 0 ? packets / secs / 1e6 : 0.0,
-      secs > 0 ? bytes * 8 / secs / 1e9 : 0.0);
-  rte_eth_dev_stop(port);
-  rte_eth_dev_close(port);
+      "\"gbps\":%.3f,\"complete\":%s,\"sent\":%lu,\"imissed\":%lu,"
+      "\"ierrors\":%lu,\"rx_nombuf\":%lu}\n",
+      mode.c_str(), static_cast<unsigned long>(w.packets), secs,
+      secs > 0 ? static_cast<double>(w.packets) / secs / 1e6 : 0.0,
+      secs > 0 ? static_cast<double>(w.bytes) * 8 / secs / 1e9 : 0.0,
+      w.complete ? "true" : "false", static_cast<unsigned long>(sent),
+      static_cast<unsigned long>(stats.imissed),
+      static_cast<unsigned long>(stats.ierrors),
+      static_cast<unsigned long>(stats.rx_nombuf));
+  // The result is out before teardown, which memif has been seen to crash
+  // in once its peer is gone.
+  std::fflush(stdout);
+  for (uint16_t p = 0; p < ports; ++p) {
+    rte_eth_dev_stop(p);
+    rte_eth_dev_close(p);
+  }
   rte_eal_cleanup();
   return 0;
 }
