@@ -1,25 +1,100 @@
 #!/usr/bin/env bash
-# The README's "run" command until the daemon lands: installs and builds
-# (scripts/setup.sh), writes one frame of every kind the codec builds to
-# captures/demo.pcap, prints Wireshark's one-line summary of each frame and
-# then rocemu-decode's verdict (which, unlike Wireshark, checks every ICRC).
+# The README's "run" command: installs and builds (scripts/setup.sh), then
+# starts rocemud on the default configuration (config/rocemu.yaml: one TAP
+# port, rocemu0, 10.77.0.2/24 and fd77::2/64) and shows it working:
+#   1. ping and ping -6 from the kernel side of the TAP link,
+#   2. the daemon's counters read from its control socket,
+#   3. a capture switched on at run time and opened in tshark,
+#   4. rocemu-decode's verdict on every frame the codec builds.
+# The daemon runs inside a network namespace of its own (rocemu-run), so
+# nothing on the host's network changes. On a terminal it then keeps running
+# until Ctrl-C; otherwise (or with --once) it stops after the demonstration.
+# Needs root (TAP, network namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-mkdir -p captures
-build/emulator/tools/rocemu-codec-demo captures/demo.pcap
+once=0
+[[ "${1:-}" == "--once" || ! -t 0 ]] && once=1
 
-# Wireshark's RDMA payload heuristics (RPC-over-RDMA, SMB Direct, NVMe-oF,
-# iSER ...) misparse arbitrary payload bytes; disable the ones this tshark has.
-have=$(tshark -G protocols 2>/dev/null | cut -f3)
-disable=()
-for p in rpcordma smb_direct nvme-rdma iser smc lnet drbd sdp infiniband_sdp \
-         fcoib; do
-  grep -qx -- "$p" <<<"$have" && disable+=(--disable-protocol "$p")
+scripts/setup.sh
+[[ $(id -u) -eq 0 ]] || { echo "run.sh: needs root (TAP, namespaces)"; exit 1; }
+
+ns=rocemu-run
+work=$(mktemp -d /tmp/rocemu-run.XXXXXX)
+sock=$work/rocemud.sock
+cfg=$work/rocemu.yaml
+daemon_pid=""
+cleanup() {
+  [[ -n "$daemon_pid" ]] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
+  ip netns del "$ns" 2>/dev/null || true
+}
+trap cleanup EXIT
+ip netns del "$ns" 2>/dev/null || true
+ip netns add "$ns"
+ip netns exec "$ns" ip link set lo up
+
+# The default configuration, with the control socket and captures moved into
+# this run's scratch directory (the defaults live under /run and /var/lib).
+sed -e "s|/run/rocemu/rocemud.sock|$sock|" \
+    -e "s|/var/lib/rocemu/|$work/|g" config/rocemu.yaml > "$cfg"
+build/emulator/rocemud --config "$cfg" --check-config
+
+ctl() {  # one JSON request to the control socket, pretty-printed reply
+  /usr/bin/python3 - "$sock" "$1" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+data = b""
+while not data.endswith(b"\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+print(json.dumps(json.loads(data), indent=1)[:3000])
+EOF
+}
+
+echo "== starting rocemud (config/rocemu.yaml) in namespace $ns"
+ip netns exec "$ns" build/emulator/rocemud --config "$cfg" &
+daemon_pid=$!
+for _ in $(seq 100); do
+  [[ -S "$sock" ]] && ip netns exec "$ns" ip link show rocemu0 >/dev/null 2>&1 && break
+  sleep 0.1
 done
+ip netns exec "$ns" ip addr add 10.77.0.1/24 dev rocemu0
+ip netns exec "$ns" ip addr add fd77::1/64 dev rocemu0 nodad
+ip netns exec "$ns" ip link set rocemu0 up
+
+ctl '{"cmd":"capture","enable":true}'
 echo
-echo "== tshark: one line per frame (Wireshark 4.0 shows the CNP, opcode 0x81, as unknown)"
-tshark -r captures/demo.pcap -n "${disable[@]}" 2>/dev/null
+echo "== ping the RNIC's addresses from the kernel side of the TAP link"
+ip netns exec "$ns" ping -c 3 -i 0.2 -W 2 10.77.0.2
+ip netns exec "$ns" ping -6 -c 3 -i 0.2 -W 2 fd77::2
+ctl '{"cmd":"capture","enable":false}'
 echo
-echo "== rocemu-decode: every frame with its ICRC verified"
-build/emulator/tools/rocemu-decode captures/demo.pcap
+echo "== counters (control socket: {\"cmd\":\"counters\"})"
+ctl '{"cmd":"counters"}'
+echo
+echo "== the capture, opened in tshark"
+for f in "$work"/*-rx.pcap "$work"/*-tx.pcap; do
+  [[ -s "$f" ]] || continue
+  echo "-- $f"
+  tshark -r "$f" -n 2>/dev/null | head -20
+done
+
+echo
+echo "== every RoCEv2/PFC frame type the codec builds, verified by rocemu-decode"
+build/emulator/tools/rocemu-codec-demo "$work/demo.pcap" >/dev/null
+build/emulator/tools/rocemu-decode "$work/demo.pcap" | tail -5
+echo "(full list: build/emulator/tools/rocemu-decode $work/demo.pcap)"
+
+if ((once)); then
+  echo "== done; stopping rocemud"
+  exit 0
+fi
+echo
+echo "== rocemud keeps running in namespace $ns; try:"
+echo "   ip netns exec $ns ping 10.77.0.2"
+echo "   Ctrl-C stops it (clean shutdown: QPs flushed, captures closed)"
+wait "$daemon_pid"
