@@ -190,9 +190,12 @@ std::string TempPcap(const std::string& name) {
 }
 
 // Runs check_pcap.py; returns its exit status. Without `streams` only the
-// per-frame checks run (layouts, lengths, AETH, ICRC): the oracle's stream
-// model takes an ACK's MSN as the count of messages up to its PSN, which an
-// ACK answering a duplicate request (current MSN, as rxe sends it) breaks.
+// per-frame checks run (layouts, lengths, AETH, ICRC). Lossy runs use that
+// mode because the oracle's stream model misreads two legal behaviours: a
+// go-back-N that resumes in the middle of a message (IBTA retries from the
+// NAKed PSN, as rxe does) is not counted as a message, so every later ACK's
+// MSN looks one too high; and a replayed atomic ACK carries its original MSN
+// (rxe resends the saved packet), which the model sees as MSN going back.
 int CheckPcap(const std::string& pcap, uint32_t pmtu, bool streams) {
   const std::string cmd = absl::StrCat(
       "python3 ", OracleDir(), "/check_pcap.py -q --require-roce --pmtu ", pmtu,
