@@ -108,6 +108,9 @@ struct Aeth {
 struct Deth {
   uint32_t qkey = 0;
   uint32_t src_qp = 0;  // 24 bits
+  // The reserved byte between Q_Key and SrcQP: zero when sent, kept on
+  // receive (and ignored) so that any received frame re-encodes exactly.
+  uint8_t resv8 = 0;
 
   friend bool operator==(const Deth&, const Deth&) = default;
 };

@@ -64,12 +64,12 @@ Aeth DecodeAeth(const uint8_t* p) {
 
 void EncodeDeth(const Deth& deth, uint8_t* p) {
   StoreBe32(p, deth.qkey);
-  p[4] = 0;
+  p[4] = deth.resv8;
   StoreBe24(p + 5, deth.src_qp & kQpnMask);
 }
 
 Deth DecodeDeth(const uint8_t* p) {
-  return Deth{.qkey = LoadBe32(p), .src_qp = LoadBe24(p + 5)};
+  return Deth{.qkey = LoadBe32(p), .src_qp = LoadBe24(p + 5), .resv8 = p[4]};
 }
 
 void EncodeAtomicEth(const AtomicEth& a, uint8_t* p) {
