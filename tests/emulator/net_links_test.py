@@ -6,44 +6,14 @@ test creates:
   memif: two daemons joined by memif resolve each other (ARP and ND).
 Bounded in time; always cleans up.  Usage: net_links_test.py ROCEMUD veth|memif
 """
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def sh(*cmd, ns=None, check=True, timeout=20):
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(full, check=check, timeout=timeout,
-                          capture_output=True, text=True)
-
-
-def control(path, request):
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(path)
-        s.sendall((json.dumps(request) + "\n").encode())
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data)
-
-
-def wait_for(what, predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+from netns_util import control, sh, wait_for
 
 
 class Run:

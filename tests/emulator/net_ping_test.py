@@ -10,15 +10,15 @@ corrupt, duplicate, reorder, delay; fixed seed): pings still get through,
 and every fault kind shows in the counters.
 Usage: net_ping_test.py ROCEMUD [--faults]
 """
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from netns_util import control, sh, wait_for
 
 DAEMON_MAC = "02:00:00:77:00:02"
 FAULTS = """    faults: {drop: 0.1, corrupt: 0.1, duplicate: 0.1, reorder: 0.1,
@@ -26,32 +26,7 @@ FAULTS = """    faults: {drop: 0.1, corrupt: 0.1, duplicate: 0.1, reorder: 0.1,
 
 
 def run(ns, *cmd, check=True, timeout=15):
-    return subprocess.run(["ip", "netns", "exec", ns, *cmd], check=check,
-                          timeout=timeout, capture_output=True, text=True)
-
-
-def control(path, request):
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(path)
-        s.sendall((json.dumps(request) + "\n").encode())
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data)
-
-
-def wait_for(what, predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return sh(*cmd, ns=ns, check=check, timeout=timeout)
 
 
 def faults_scenario(ns, iface, sock, check, failures):

@@ -18,11 +18,17 @@ Usage: net_rdma_test.py ROCEMUD SHARED_DIR veth|memif [--faults]
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+import netns_util
+from netns_util import control
+
+
+def sh(*cmd, ns=None, check=True, timeout=30):
+    return netns_util.sh(*cmd, ns=ns, check=check, timeout=timeout)
 
 MASK64 = (1 << 64) - 1
 KIB = 1024
@@ -42,29 +48,13 @@ def pattern_word(seed, offset):
     return splitmix64(seed + offset // 8)
 
 
-def sh(*cmd, ns=None, check=True, timeout=30):
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(full, check=check, timeout=timeout,
-                          capture_output=True, text=True)
-
-
 class Daemon:
     def __init__(self, name, sock, proc, ip):
         self.name, self.sock, self.proc, self.ip = name, sock, proc, ip
 
     def call(self, cmd, **fields):
-        request = dict(cmd=cmd, port="p0", **fields)
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(10)
-            s.connect(self.sock)
-            s.sendall((json.dumps(request) + "\n").encode())
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = s.recv(1 << 20)
-                if not chunk:
-                    break
-                data += chunk
-        return json.loads(data)
+        return control(self.sock, dict(cmd=cmd, port="p0", **fields),
+                       timeout=10)
 
     def ok(self, cmd, **fields):
         r = self.call(cmd, **fields)
