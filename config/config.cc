@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -241,6 +242,24 @@ class MapReader {
     return absl::OkStatus();
   }
 
+  // A file mode written in octal ("0660"); quoted or not.
+  absl::Status Mode(absl::string_view key, uint32_t* out) {
+    YAML::Node mode;
+    if (auto s = Scalar(key, &mode, "an octal mode"); !s.ok()) return s;
+    if (!mode.IsDefined()) return absl::OkStatus();
+    absl::string_view s = mode.Scalar();
+    uint32_t v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 8);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() ||
+        v > 0777) {
+      return errors_.At(
+          mode.Mark(), Key(key),
+          absl::StrCat("'", s, "' is not an octal mode 0000..0777"));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+
   // One of `names`; returns its index via *out.
   absl::Status Enum(absl::string_view key,
                     std::initializer_list<absl::string_view> names, int* out) {
@@ -375,6 +394,11 @@ absl::Status LoadFaults(MapReader& m, FaultConfig* f) {
   return m.Finish();
 }
 
+// Unix socket paths must fit sockaddr_un.sun_path with its terminator.
+bool ValidSocketPath(const std::string& path) {
+  return !path.empty() && path.size() < 108;
+}
+
 absl::Status LoadPort(MapReader& m, PortConfig* p) {
   RETURN_IF_ERROR(m.String("name", &p->name));
   if (!m.Has("name")) {
@@ -492,6 +516,12 @@ absl::Status LoadPort(MapReader& m, PortConfig* p) {
   RETURN_IF_ERROR(
       m.Uint("neighbour_timeout_s", 1, 86400, &p->neighbour_timeout_s));
 
+  RETURN_IF_ERROR(m.String("verbs_socket", &p->verbs_socket));
+  if (m.Has("verbs_socket") && !ValidSocketPath(p->verbs_socket)) {
+    return m.errors().At(m.Get("verbs_socket").Mark(), m.Key("verbs_socket"),
+                         "must be a path of 1-107 characters");
+  }
+
   MapReader tc(m.errors(), m.Get("traffic_class"), m.Key("traffic_class"));
   RETURN_IF_ERROR(tc.Open());
   RETURN_IF_ERROR(LoadTrafficClass(tc, &p->traffic_class));
@@ -598,22 +628,36 @@ absl::Status LoadControl(MapReader& m, ControlConfig* c) {
     return m.errors().At(n.IsDefined() ? n.Mark() : m.Mark(), m.Key("socket"),
                          "must be a path of 1-107 characters");
   }
-  YAML::Node mode;
-  RETURN_IF_ERROR(m.Scalar("socket_mode", &mode, "an octal mode"));
-  if (mode.IsDefined()) {
-    absl::string_view s = mode.Scalar();
-    uint32_t v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 8);
-    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() ||
-        v > 0777) {
-      return m.errors().At(
-          mode.Mark(), m.Key("socket_mode"),
-          absl::StrCat("'", s, "' is not an octal mode 0000..0777"));
-    }
-    c->socket_mode = v;
-  }
+  RETURN_IF_ERROR(m.Mode("socket_mode", &c->socket_mode));
   RETURN_IF_ERROR(m.Uint("prometheus_port", 0, 65535, &c->prometheus_port));
   RETURN_IF_ERROR(m.Bool("test_hooks", &c->test_hooks));
+  return m.Finish();
+}
+
+absl::Status LoadVerbs(MapReader& m, VerbsConfig* v) {
+  RETURN_IF_ERROR(m.Bool("enabled", &v->enabled));
+  RETURN_IF_ERROR(m.String("socket", &v->socket_path));
+  if (!ValidSocketPath(v->socket_path)) {
+    YAML::Node n = m.Get("socket");
+    return m.errors().At(n.IsDefined() ? n.Mark() : m.Mark(), m.Key("socket"),
+                         "must be a path of 1-107 characters");
+  }
+  RETURN_IF_ERROR(m.Mode("socket_mode", &v->socket_mode));
+  YAML::Node uids;
+  RETURN_IF_ERROR(m.List("allowed_uids", &uids));
+  for (size_t i = 0; uids.IsDefined() && !uids.IsNull() && i < uids.size();
+       ++i) {
+    uint64_t uid = 0;
+    // (uid_t)-1 is "no uid" to chown(2) and never a peer's uid.
+    if (!uids[i].IsScalar() || !ParseUint(uids[i].Scalar(), &uid) ||
+        uid >= 0xFFFFFFFFu) {
+      return m.errors().At(uids[i].Mark(),
+                           absl::StrCat(m.Key("allowed_uids"), "[", i, "]"),
+                           "expected a numeric uid 0..4294967294");
+    }
+    v->allowed_uids.push_back(static_cast<uint32_t>(uid));
+  }
+  RETURN_IF_ERROR(m.Uint("post_budget", 1, 4096, &v->post_budget));
   return m.Finish();
 }
 
@@ -632,6 +676,36 @@ absl::Status LoadSection(MapReader& top, absl::string_view key,
   MapReader m(top.errors(), top.Get(key), std::string(key));
   RETURN_IF_ERROR(m.Open());
   return load(m, out);
+}
+
+// Two listeners on one path would steal each other's clients.
+absl::Status CheckSockets(const Config& cfg, const YAML::Node& ports,
+                          MapReader& top) {
+  std::vector<std::string> taken = {cfg.control.socket_path};
+  for (size_t i = 0; i < cfg.ports.size(); ++i) {
+    std::string path = cfg.VerbsSocketPath(i);
+    if (path.empty()) continue;
+    bool own = !cfg.ports[i].verbs_socket.empty();
+    if (std::find(taken.begin(), taken.end(), path) != taken.end()) {
+      YAML::Node where;
+      std::string key;
+      if (own) {
+        where = ports[i]["verbs_socket"];
+        key = absl::StrCat("ports[", i, "].verbs_socket");
+      } else {
+        MapReader verbs(top.errors(), top.Get("verbs"), "verbs");
+        where = verbs.Get("socket");
+        if (!where.IsDefined()) where = top.Get("verbs");
+        key = "verbs.socket";
+      }
+      return top.errors().At(
+          where.IsDefined() ? where.Mark() : top.Mark(), key,
+          absl::StrCat("'", path,
+                       "' is already used by another socket of this daemon"));
+    }
+    taken.push_back(path);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Config> LoadNode(const YAML::Node& root, const Errors& errors) {
@@ -669,8 +743,10 @@ absl::StatusOr<Config> LoadNode(const YAML::Node& root, const Errors& errors) {
   RETURN_IF_ERROR(LoadSection(top, "dcqcn", &LoadDcqcn, &cfg.dcqcn));
   RETURN_IF_ERROR(LoadSection(top, "capture", &LoadCapture, &cfg.capture));
   RETURN_IF_ERROR(LoadSection(top, "control", &LoadControl, &cfg.control));
+  RETURN_IF_ERROR(LoadSection(top, "verbs", &LoadVerbs, &cfg.verbs));
   RETURN_IF_ERROR(LoadSection(top, "logging", &LoadLogging, &cfg.logging));
   RETURN_IF_ERROR(top.Finish());
+  RETURN_IF_ERROR(CheckSockets(cfg, ports, top));
   return cfg;
 }
 
@@ -692,6 +768,12 @@ absl::StatusOr<Config> ParseAndLoad(absl::string_view yaml,
 }
 
 }  // namespace
+
+std::string Config::VerbsSocketPath(size_t port) const {
+  if (!verbs.enabled || port >= ports.size()) return "";
+  if (!ports[port].verbs_socket.empty()) return ports[port].verbs_socket;
+  return port == 0 ? verbs.socket_path : "";
+}
 
 std::vector<IpAddr> PortConfig::Gids() const {
   std::vector<IpAddr> gids;

@@ -91,6 +91,9 @@ struct PortConfig {
   TrafficClassConfig traffic_class;
   FaultConfig faults;
   uint32_t neighbour_timeout_s = 300;
+  // The verbs session socket of this port. The first port falls back to
+  // verbs.socket; the others get no socket unless this is set.
+  std::string verbs_socket;
 
   // GID table derived from addresses (index order = address order); the
   // IPv6 link-local GID is derived from the MAC once it is known.
@@ -161,6 +164,19 @@ struct ControlConfig {
   bool test_hooks = false;
 };
 
+// The application library's attach point (verbs/session_server.h): one
+// Unix socket per port that has one.
+struct VerbsConfig {
+  bool enabled = true;
+  std::string socket_path = "/run/rocemu/verbs.sock";  // the first port's
+  uint32_t socket_mode = 0660;
+  // Peer uids (SO_PEERCRED) allowed to attach; empty: anyone who can open
+  // the socket.
+  std::vector<uint32_t> allowed_uids;
+  // Work requests taken from one QP's rings per poll (fairness between QPs).
+  uint32_t post_budget = 64;
+};
+
 enum class LogLevel : uint8_t { kDebug, kInfo, kWarning, kError };
 
 struct LoggingConfig {
@@ -177,7 +193,12 @@ struct Config {
   DcqcnConfig dcqcn;
   CaptureConfig capture;
   ControlConfig control;
+  VerbsConfig verbs;
   LoggingConfig logging;
+
+  // The verbs socket path of port `port`, or "" when that port has none
+  // (verbs disabled, or a port other than the first without verbs_socket).
+  std::string VerbsSocketPath(size_t port) const;
 };
 
 // Loads and validates. On error the status message is one line:

@@ -116,6 +116,34 @@ INSTANTIATE_TEST_SUITE_P(
                 "expected a mapping"},
         BadCase{"dcqcn_range", WithPort("dcqcn: {rp_dce_tcp_g: 1024}\n"),
                 "4:23", "dcqcn.rp_dce_tcp_g", "out of range [0, 1023]"},
+        BadCase{"verbs_unknown_key", WithPort("verbs: {sockt: /x.sock}\n"),
+                "4:9", "verbs.sockt", "unknown key"},
+        BadCase{"verbs_bad_mode", WithPort("verbs: {socket_mode: \"0680\"}\n"),
+                "4:22", "verbs.socket_mode", "octal"},
+        BadCase{"verbs_long_socket",
+                WithPort("verbs: {socket: /" + std::string(110, 'a') + "}\n"),
+                "4:17", "verbs.socket", "1-107 characters"},
+        BadCase{"verbs_bad_uid", WithPort("verbs: {allowed_uids: [0, -3]}\n"),
+                "4:27", "verbs.allowed_uids[1]", "numeric uid"},
+        BadCase{"verbs_uid_not_list", WithPort("verbs: {allowed_uids: 1000}\n"),
+                "4:23", "verbs.allowed_uids", "expected a list"},
+        BadCase{"verbs_budget_zero", WithPort("verbs: {post_budget: 0}\n"),
+                "4:22", "verbs.post_budget", "out of range [1, 4096]"},
+        BadCase{"verbs_enabled_type", WithPort("verbs: {enabled: yes}\n"),
+                "4:18", "verbs.enabled", "true or false"},
+        BadCase{"verbs_socket_is_control_socket",
+                WithPort("control: {socket: /tmp/r.sock}\n"
+                         "verbs: {socket: /tmp/r.sock}\n"),
+                "5:17", "verbs.socket", "already used"},
+        BadCase{"port_verbs_socket_duplicate",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "  - name: p1\n    devargs: net_null1\n"
+                "    verbs_socket: /run/rocemu/verbs.sock\n",
+                "6:19", "ports[1].verbs_socket", "already used"},
+        BadCase{"port_verbs_socket_empty",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    verbs_socket: \"\"\n",
+                "4:19", "ports[0].verbs_socket", "1-107 characters"},
         BadCase{"ipv6_small_mtu",
                 "ports:\n  - name: p0\n    devargs: net_null0\n"
                 "    mtu: 1000\n    addresses: [fd77::2/64]\n",
@@ -196,6 +224,58 @@ logging: {level: debug}
   EXPECT_EQ(cfg->control.socket_mode, 0600u);
   EXPECT_EQ(cfg->control.prometheus_port, 9100);
   EXPECT_EQ(cfg->logging.level, LogLevel::kDebug);
+}
+
+TEST(ConfigTest, VerbsDefaultsGiveOnlyTheFirstPortASocket) {
+  absl::StatusOr<Config> cfg = LoadConfigString(
+      "ports:\n  - {name: p0, devargs: net_null0}\n"
+      "  - {name: p1, devargs: net_null1}\n",
+      "two.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_TRUE(cfg->verbs.enabled);
+  EXPECT_EQ(cfg->verbs.socket_mode, 0660u);
+  EXPECT_TRUE(cfg->verbs.allowed_uids.empty());
+  EXPECT_EQ(cfg->verbs.post_budget, 64u);
+  EXPECT_EQ(cfg->VerbsSocketPath(0), "/run/rocemu/verbs.sock");
+  EXPECT_EQ(cfg->VerbsSocketPath(1), "");
+  EXPECT_EQ(cfg->VerbsSocketPath(2), "");
+}
+
+TEST(ConfigTest, ParsesVerbsSection) {
+  absl::StatusOr<Config> cfg = LoadConfigString(R"(
+ports:
+  - name: p0
+    devargs: net_null0
+  - name: p1
+    devargs: net_null1
+    verbs_socket: /tmp/p1-verbs.sock
+verbs:
+  socket: /tmp/p0-verbs.sock
+  socket_mode: "0600"
+  allowed_uids: [0, 1000]
+  post_budget: 16
+)",
+                                                "verbs.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->verbs.socket_mode, 0600u);
+  EXPECT_EQ(cfg->verbs.allowed_uids, (std::vector<uint32_t>{0, 1000}));
+  EXPECT_EQ(cfg->verbs.post_budget, 16u);
+  EXPECT_EQ(cfg->VerbsSocketPath(0), "/tmp/p0-verbs.sock");
+  EXPECT_EQ(cfg->VerbsSocketPath(1), "/tmp/p1-verbs.sock");
+}
+
+TEST(ConfigTest, PortVerbsSocketOverridesTheSectionsAndDisablingWins) {
+  absl::StatusOr<Config> cfg = LoadConfigString(R"(
+ports:
+  - {name: p0, devargs: net_null0, verbs_socket: /tmp/own.sock}
+verbs: {enabled: false}
+)",
+                                                "off.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_FALSE(cfg->verbs.enabled);
+  EXPECT_EQ(cfg->VerbsSocketPath(0), "");
+  cfg->verbs.enabled = true;
+  EXPECT_EQ(cfg->VerbsSocketPath(0), "/tmp/own.sock");
 }
 
 TEST(ConfigTest, MissingFileIsAnError) {
