@@ -37,6 +37,7 @@ struct rocemu_context {
   int fd = -1;
   uint32_t seq = 0;
   uint32_t client_id = 0;
+  char device_name[sizeof(wire::HelloResp::device_name)] = {};
   std::mutex mu;  // control path only
   std::vector<rocemu_buf*> bufs;
 };
@@ -195,6 +196,21 @@ void FromWireAh(const wire::WireAhAttr& w, rocemu_ah_attr* a) {
   a->port_num = w.port_num;
 }
 
+// The daemon answers EAGAIN while the neighbour of an address vector is
+// being resolved (ARP/ND take milliseconds): retry transparently, as the
+// kernel's ibv_modify_qp blocks on neighbour resolution, and give up with
+// EHOSTUNREACH after kResolveTimeoutMs.
+constexpr int kResolveTimeoutMs = 3000;
+template <typename F>
+int RetryWhileResolving(F&& call) {
+  for (int waited = 0;; ++waited) {
+    const int err = call();
+    if (err != EAGAIN) return err;
+    if (waited >= kResolveTimeoutMs) return EHOSTUNREACH;
+    usleep(1000);
+  }
+}
+
 template <typename T>
 T* Fail(int err) {
   errno = err;
@@ -258,6 +274,8 @@ rocemu_context* rocemu_open_device(const char* socket_path) {
     return Fail<rocemu_context>(err);
   }
   ctx->client_id = resp.client_id;
+  std::memcpy(ctx->device_name, resp.device_name, sizeof(ctx->device_name));
+  ctx->device_name[sizeof(ctx->device_name) - 1] = '\0';
   return ctx.release();
 }
 
@@ -279,6 +297,10 @@ int rocemu_close_device(rocemu_context* ctx) {
 }
 
 uint32_t rocemu_client_id(const rocemu_context* ctx) { return ctx->client_id; }
+
+const char* rocemu_device_name(const rocemu_context* ctx) {
+  return ctx->device_name;
+}
 
 int rocemu_query_port(rocemu_context* ctx, uint8_t port_num,
                       rocemu_port_attr* attr) {
@@ -560,8 +582,10 @@ int rocemu_modify_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
   w.timeout = attr->timeout;
   w.retry_cnt = attr->retry_cnt;
   w.rnr_retry = attr->rnr_retry;
-  const int err = Call<wire::ModifyQpReq, wire::Empty>(
-      qp->ctx, wire::MsgType::kModifyQp, req, nullptr);
+  const int err = RetryWhileResolving([&] {
+    return Call<wire::ModifyQpReq, wire::Empty>(
+        qp->ctx, wire::MsgType::kModifyQp, req, nullptr);
+  });
   if (err == 0 && (attr_mask & ROCEMU_QP_STATE) != 0)
     qp->state = attr->qp_state;
   return err;
@@ -710,7 +734,8 @@ rocemu_ah* rocemu_create_ah(rocemu_pd* pd, rocemu_ah_attr* attr) {
   req.pd = pd->handle;
   ToWireAh(*attr, &req.attr);
   wire::HandleResp resp{};
-  const int err = Call(pd->ctx, wire::MsgType::kCreateAh, req, &resp);
+  const int err = RetryWhileResolving(
+      [&] { return Call(pd->ctx, wire::MsgType::kCreateAh, req, &resp); });
   if (err != 0) return Fail<rocemu_ah>(err);
   return new rocemu_ah{pd, resp.handle};
 }

@@ -219,9 +219,9 @@ struct rocemu_qp_init_attr {
   int sq_sig_all;
 };
 
-/* RoCE v2: the GID is the peer's IP address (IPv4-mapped for IPv4); the
- * destination MAC is given, there is no neighbour resolution in the
- * library yet. */
+/* RoCE v2: the GID is the peer's IP address (IPv4-mapped for IPv4). An
+ * all-zero dmac is resolved by the daemon (its neighbour cache): modify_qp
+ * and create_ah wait for it, up to 3 s, then fail with EHOSTUNREACH. */
 struct rocemu_ah_attr {
   uint8_t dgid[16];
   uint8_t dmac[6];
@@ -269,6 +269,8 @@ int rocemu_query_port(struct rocemu_context* ctx, uint8_t port_num,
                       struct rocemu_port_attr* attr);
 /* The id the daemon gave this connection (for logs and tools). */
 uint32_t rocemu_client_id(const struct rocemu_context* ctx);
+/* The daemon's device name (e.g. "rocemu_p0"), as ibv_get_device_name. */
+const char* rocemu_device_name(const struct rocemu_context* ctx);
 
 /* --- protection domains and memory --- */
 struct rocemu_pd* rocemu_alloc_pd(struct rocemu_context* ctx);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "nic/access.h"
 #include "nic/qp_attr.h"
+#include "verbs/session_objects.h"
 
 namespace rocemu::verbs {
 namespace {
@@ -45,6 +46,8 @@ int ErrnoOf(const absl::Status& s) {
       return EPROTONOSUPPORT;
     case absl::StatusCode::kDataLoss:
       return EPROTO;
+    case absl::StatusCode::kAborted:  // only ResolveDmac: try again
+      return EAGAIN;
     default:
       return EIO;
   }
@@ -174,41 +177,6 @@ bool IsEventFd(int fd) {
 
 }  // namespace
 
-struct SessionServer::Client {
-  nic::ClientId id = 0;
-  int fd = -1;
-  PeerCredentials cred;
-  bool hello = false;
-  bool dead = false;
-  std::string name;
-};
-
-struct SessionServer::Cq {
-  nic::ClientId owner = 0;
-  nic::CqHandle handle = 0;
-  uint32_t cqe = 0;
-  ShmRing ring;
-  EventFd channel;     // the client's eventfd, when it asked for one
-  uint32_t users = 0;  // QPs bound to it
-};
-
-struct SessionServer::Qp {
-  nic::ClientId owner = 0;
-  uint32_t qpn = 0;
-  nic::PdHandle pd = 0;
-  ShmRing sq;
-  ShmRing rq;
-  Cq* send_cq = nullptr;
-  Cq* recv_cq = nullptr;
-};
-
-struct SessionServer::Mr {
-  nic::ClientId owner = 0;
-  nic::PdHandle pd = 0;
-  void* map = nullptr;
-  size_t map_len = 0;
-};
-
 struct SessionServer::Fds {
   int fd[kMaxFds] = {-1, -1, -1, -1};
   int n = 0;
@@ -288,6 +256,11 @@ SessionServer::~SessionServer() {
 // --- the loop ------------------------------------------------------------
 
 void SessionServer::Poll() {
+  PollControl();
+  PollData();
+}
+
+void SessionServer::PollControl() {
   epoll_event ev[16];
   const int n = epoll_wait(epoll_fd_, ev, 16, 0);
   for (int i = 0; i < n; ++i) {
@@ -301,18 +274,21 @@ void SessionServer::Poll() {
     const bool hup = (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
     if (!ServeClient(c, hup)) c.dead = true;
   }
-  for (auto& [qpn, qp] : qps_) {
-    DrainSq(*qp);
-    DrainRq(*qp);
-  }
-  for (auto& [h, cq] : cqs_) DrainCq(*cq);
-  // Clients found dead above or by a ring check go now, so their QPs reach
-  // ERR within this Poll.
+  // Clients found dead above or by a ring check of the last PollData go
+  // now, so their QPs reach ERR within this call.
   dead_.clear();
   for (const auto& [id, c] : clients_) {
     if (c->dead) dead_.push_back(id);
   }
   for (nic::ClientId id : dead_) Disconnect(id);
+}
+
+void SessionServer::PollData() {
+  for (auto& [qpn, qp] : qps_) {
+    DrainSq(*qp);
+    DrainRq(*qp);
+  }
+  for (auto& [h, cq] : cqs_) DrainCq(*cq);
 }
 
 void SessionServer::Accept() {
@@ -596,6 +572,8 @@ absl::Status SessionServer::OnHello(Client& c, const wire::HelloReq& r,
   out->sq_slot_size = sizeof(SqSlot);
   out->rq_slot_size = sizeof(RqSlot);
   out->cqe_slot_size = sizeof(CqeSlot);
+  std::strncpy(out->device_name, options_.device_name.c_str(),
+               sizeof(out->device_name) - 1);
   return absl::OkStatus();
 }
 
@@ -675,6 +653,9 @@ absl::Status SessionServer::OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
   mr->pd = r.pd;
   mr->map = map;
   mr->map_len = end - start;
+  mr->iova = r.iova;
+  mr->length = r.length;
+  mr->access = r.access;
   mrs_[*key] = std::move(mr);
   out->lkey = out->rkey = *key;
   return absl::OkStatus();
@@ -816,6 +797,10 @@ absl::Status SessionServer::OnModifyQp(Client& c, const wire::ModifyQpReq& r) {
   nic::QpAttr attr;
   absl::Status st = QpAttrFromWire(r.attr, r.attr_mask, &attr);
   if (!st.ok()) return st;
+  if ((r.attr_mask & nic::qp_attr::kAv) != 0) {
+    st = ResolveDmac(attr.ah_attr.dgid, &attr.ah_attr.dmac);
+    if (!st.ok()) return st;
+  }
   return rnic_.ModifyQp(r.qpn, attr, r.attr_mask);
 }
 
@@ -863,10 +848,27 @@ absl::Status SessionServer::OnCreateAh(Client& c, const wire::CreateAhReq& r,
   a.port_num = r.attr.port_num;
   protocol::MacAddr dmac;
   std::memcpy(dmac.data(), r.attr.dmac, sizeof(r.attr.dmac));
+  absl::Status st = ResolveDmac(a.dgid, &dmac);
+  if (!st.ok()) return st;
   absl::StatusOr<nic::AhHandle> ah = rnic_.CreateAh(r.pd, a, dmac);
   if (!ah.ok()) return ah.status();
   ahs_[*ah] = c.id;
   out->handle = *ah;
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::ResolveDmac(const nic::Gid& dgid,
+                                        protocol::MacAddr* dmac) {
+  if (*dmac != protocol::MacAddr{} || !options_.resolve_dmac) {
+    return absl::OkStatus();
+  }
+  std::optional<protocol::MacAddr> mac = options_.resolve_dmac(dgid);
+  if (!mac.has_value()) {
+    ++counters_.dmac_pending;
+    return absl::AbortedError("neighbour " + nic::GidToString(dgid) +
+                              " not resolved yet");
+  }
+  *dmac = *mac;
   return absl::OkStatus();
 }
 

@@ -2,15 +2,18 @@
 // Unix socket, maps their requests onto one nic::Rnic and moves their work
 // requests and completions through shared-memory rings.
 //
-// The daemon embeds it and calls Poll() from its polling thread, the same
-// thread that drives the Rnic, so nothing here takes a lock. One Poll():
-//   1. one epoll_wait(0): accept clients, serve control messages, notice
-//      disconnections (EOF, including a SIGKILLed client);
-//   2. for every QP: drain its send and receive rings into
-//      Rnic::PostSend/PostRecv;
-//   3. for every CQ: move completions from Rnic::PollCq into its ring and
-//      write the client's eventfd when the ring is armed.
-// Steps 2 and 3 make no syscall and allocate nothing.
+// The daemon embeds it and calls it from its polling thread, the same
+// thread that drives the Rnic, so nothing here takes a lock. The work is
+// split so that the daemon can run the control plane less often than the
+// data plane:
+//   PollControl(): one epoll_wait(0): accept clients, serve control
+//      messages, notice disconnections (EOF, including a SIGKILLed client)
+//      and free the resources of clients that went away;
+//   PollData(): for every QP, drain its send and receive rings into
+//      Rnic::PostSend/PostRecv; for every CQ, move completions from
+//      Rnic::PollCq into its ring and write the client's eventfd when the
+//      ring is armed. No syscall but those eventfd writes, no allocation.
+// Poll() does both.
 //
 // Isolation: every PD, MR, CQ, QP and AH is tagged with the client that
 // created it; a request naming another client's object is refused
@@ -27,6 +30,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -36,8 +40,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "nic/gid_table.h"
 #include "nic/handles.h"
 #include "nic/rnic.h"
+#include "protocol/ethernet.h"
 #include "verbs/ring_slots.h"
 #include "verbs/shm_ring.h"
 #include "verbs/wire_protocol.h"
@@ -54,6 +60,13 @@ struct SessionServerOptions {
   uint32_t max_clients = 256;
   // Work requests taken from one QP's rings per Poll (fairness between QPs).
   uint32_t post_budget = 64;
+  // The device name applications see (Hello reply, rocemu_device_name()).
+  std::string device_name = "rocemu0";
+  // Neighbour resolution for address vectors whose destination MAC is all
+  // zero (modify_qp to RTR with IBV_QP_AV, create_ah): nullopt while the
+  // neighbour is unresolved, and the request is answered EAGAIN (the library
+  // retries). Unset: the MAC is used as given. Called on the control path.
+  std::function<std::optional<protocol::MacAddr>(const nic::Gid&)> resolve_dmac;
 };
 
 struct PeerCredentials {
@@ -68,18 +81,22 @@ struct SessionCounters {
   uint64_t clients_refused = 0;  // uid not allowed, too many clients
   uint64_t clients_closed = 0;
   uint64_t requests = 0;
-  uint64_t bad_requests = 0;      // malformed: error reply sent
-  uint64_t failed_requests = 0;   // well-formed, refused by the RNIC or
-                                  // by ownership checks
-  uint64_t sq_wqes = 0;           // taken from send rings
-  uint64_t rq_wqes = 0;           // taken from receive rings
-  uint64_t lkey_violations = 0;   // SGE named a key the poster does not own
-  uint64_t bad_wqes = 0;          // invalid slot contents or post errors
-  uint64_t cqes = 0;              // written to CQ rings
-  uint64_t cq_events = 0;         // eventfd wake-ups
-  uint64_t ring_corruptions = 0;  // client broke a ring: disconnected
-  uint64_t qps_flushed = 0;       // moved to ERR because their client left
-  uint64_t leaked_ahs = 0;        // AHs the RNIC cannot destroy yet
+  uint64_t bad_requests = 0;          // malformed: error reply sent
+  uint64_t failed_requests = 0;       // well-formed, refused by the RNIC or
+                                      // by ownership checks
+  uint64_t sq_wqes = 0;               // taken from send rings
+  uint64_t rq_wqes = 0;               // taken from receive rings
+  uint64_t srq_wqes = 0;              // taken from shared receive rings
+  uint64_t lkey_violations = 0;       // SGE named a key the poster does not own
+  uint64_t bad_wqes = 0;              // invalid slot contents or post errors
+  uint64_t cqes = 0;                  // written to CQ rings
+  uint64_t cq_events = 0;             // eventfd wake-ups
+  uint64_t async_events = 0;          // delivered to clients
+  uint64_t async_events_dropped = 0;  // a client's event ring was full
+  uint64_t ring_corruptions = 0;      // client broke a ring: disconnected
+  uint64_t qps_flushed = 0;           // moved to ERR because their client left
+  uint64_t dmac_pending = 0;          // address vectors answered EAGAIN
+  uint64_t leaked_ahs = 0;            // AHs the RNIC cannot destroy yet
 };
 
 class SessionServer {
@@ -92,13 +109,22 @@ class SessionServer {
   SessionServer(const SessionServer&) = delete;
   SessionServer& operator=(const SessionServer&) = delete;
 
-  // One iteration of the daemon's loop (see the file comment).
+  // One iteration of the daemon's loop: PollControl() then PollData().
   void Poll();
+  // The control plane (see the file comment): makes syscalls, may allocate.
+  void PollControl();
+  // The data plane: rings only, allocation-free, no syscall but eventfd
+  // writes.
+  void PollData();
+  // Appends one JSON object describing the server (socket, device,
+  // counters, clients and their objects), no trailing comma or newline.
+  void AppendStateJson(std::string* out) const;
 
   // An fd that becomes readable when a control message or connection
   // waits (the daemon may sleep on it when idle).
   int wait_fd() const { return epoll_fd_; }
   const std::string& socket_path() const { return options_.socket_path; }
+  const std::string& device_name() const { return options_.device_name; }
   const SessionCounters& counters() const { return counters_; }
   size_t num_clients() const { return clients_.size(); }
   // The client owning QP `qpn`, if any (ctl tools, tests).
@@ -127,6 +153,9 @@ class SessionServer {
   void Reply(Client& c, uint16_t type, uint32_t seq, const absl::Status& st,
              const void* body, size_t body_len, std::span<const int> fds);
   void Disconnect(nic::ClientId id);
+  // Fills an all-zero destination MAC through options_.resolve_dmac;
+  // Aborted (EAGAIN) while unresolved.
+  absl::Status ResolveDmac(const nic::Gid& dgid, protocol::MacAddr* dmac);
   void ReleaseQp(Qp& qp);
 
   absl::Status OnHello(Client& c, const wire::HelloReq& r,

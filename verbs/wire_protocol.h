@@ -23,7 +23,9 @@
 namespace rocemu::verbs::wire {
 
 inline constexpr uint32_t kMagic = 0x52434d55;  // "RCMU"
-inline constexpr uint16_t kVersion = 1;
+// 2: device name in Hello, SRQs, process-memory MRs, GID/P_Key queries,
+// async events.
+inline constexpr uint16_t kVersion = 2;
 // Largest datagram either side sends or accepts.
 inline constexpr size_t kMaxMessage = 512;
 // Reply types are the request type with this bit set.
@@ -91,6 +93,7 @@ struct HelloResp {
   uint32_t sq_slot_size;
   uint32_t rq_slot_size;
   uint32_t cqe_slot_size;
+  char device_name[40];  // NUL-terminated
 };
 
 struct Empty {};
@@ -229,7 +232,7 @@ struct CreateAhReq {
 };
 
 static_assert(sizeof(HelloReq) == 48);
-static_assert(sizeof(HelloResp) == 40);
+static_assert(sizeof(HelloResp) == 80);
 static_assert(sizeof(QueryDeviceResp) == 56);
 static_assert(sizeof(QueryPortResp) == 24);
 static_assert(sizeof(RegMrReq) == 32);

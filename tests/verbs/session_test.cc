@@ -742,7 +742,7 @@ TEST_F(VerbsSessionTest, MalformedMessagesGetErrorReplies) {
   c.Send("junk", 4);
   expect_error(0, EPROTO);
   // Bad magic.
-  wire::HelloReq hello{1, 1, 0, 0, "raw"};
+  wire::HelloReq hello{wire::kVersion, wire::kVersion, 0, 0, "raw"};
   size_t n = wire::EncodeRequest(wire::MsgType::kHello, 1, hello, buf);
   buf[0] ^= 0xFF;
   c.Send(buf, n);
@@ -769,7 +769,7 @@ TEST_F(VerbsSessionTest, MalformedMessagesGetErrorReplies) {
   EXPECT_EQ(h.seq, 5u);
   // Any other request of another version is refused.
   n = wire::EncodeRequest(wire::MsgType::kAllocPd, 6, wire::Empty{}, buf);
-  reinterpret_cast<wire::MsgHeader*>(buf)->version = 2;
+  reinterpret_cast<wire::MsgHeader*>(buf)->version = wire::kVersion + 1;
   c.Send(buf, n);
   expect_error(static_cast<uint16_t>(wire::MsgType::kAllocPd), EPROTO);
 

@@ -1,0 +1,60 @@
+// The session server's records of the objects its clients hold (private to
+// the server: session_server.cc and session_state_json.cc).
+#ifndef ROCEMU_VERBS_SESSION_OBJECTS_H_
+#define ROCEMU_VERBS_SESSION_OBJECTS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "nic/handles.h"
+#include "verbs/session_server.h"
+#include "verbs/shm_ring.h"
+
+namespace rocemu::verbs {
+
+struct SessionServer::Client {
+  nic::ClientId id = 0;
+  int fd = -1;
+  PeerCredentials cred;
+  bool hello = false;
+  bool dead = false;
+  std::string name;
+};
+
+struct SessionServer::Cq {
+  nic::ClientId owner = 0;
+  nic::CqHandle handle = 0;
+  uint32_t cqe = 0;
+  ShmRing ring;
+  EventFd channel;     // the client's eventfd, when it asked for one
+  uint32_t users = 0;  // QPs bound to it
+};
+
+struct SessionServer::Qp {
+  nic::ClientId owner = 0;
+  uint32_t qpn = 0;
+  nic::PdHandle pd = 0;
+  ShmRing sq;
+  ShmRing rq;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+};
+
+struct SessionServer::Mr {
+  nic::ClientId owner = 0;
+  nic::PdHandle pd = 0;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  // Shared-memory regions: the daemon's mapping of the client's memfd.
+  // Process-memory regions have none (the RNIC reaches the client's
+  // address space directly).
+  void* map = nullptr;
+  size_t map_len = 0;
+  bool process = false;
+};
+
+}  // namespace rocemu::verbs
+
+#endif  // ROCEMU_VERBS_SESSION_OBJECTS_H_

@@ -1,0 +1,148 @@
+// SessionServer::AppendStateJson: what rocemu-ctl and the daemon's control
+// socket show about application sessions. Control path only.
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+#include "nic/qp_attr.h"
+#include "verbs/session_objects.h"
+#include "verbs/session_server.h"
+
+namespace rocemu::verbs {
+namespace {
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  out->push_back('"');
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(ch);
+    } else if (c < 0x20) {
+      absl::StrAppendFormat(out, "\\u%04x", c);
+    } else {
+      out->push_back(ch);
+    }
+  }
+  out->push_back('"');
+}
+
+const char* QpTypeName(nic::QpType t) {
+  switch (t) {
+    case nic::QpType::kRc:
+      return "RC";
+    case nic::QpType::kUc:
+      return "UC";
+    case nic::QpType::kUd:
+      return "UD";
+  }
+  return "?";
+}
+
+// Opens `"name":[`, writing a comma before every element but the first.
+class JsonList {
+ public:
+  JsonList(std::string* out, const char* name) : out_(out) {
+    absl::StrAppendFormat(out_, "\"%s\":[", name);
+  }
+  ~JsonList() { out_->push_back(']'); }
+  std::string* Next() {
+    if (!first_) out_->push_back(',');
+    first_ = false;
+    return out_;
+  }
+
+ private:
+  std::string* out_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+void SessionServer::AppendStateJson(std::string* out) const {
+  out->append("{\"socket\":");
+  AppendJsonString(options_.socket_path, out);
+  out->append(",\"device\":");
+  AppendJsonString(options_.device_name, out);
+  const SessionCounters& k = counters_;
+  absl::StrAppendFormat(
+      out,
+      ",\"counters\":{\"clients_accepted\":%u,\"clients_refused\":%u,"
+      "\"clients_closed\":%u,\"requests\":%u,\"bad_requests\":%u,"
+      "\"failed_requests\":%u,\"sq_wqes\":%u,\"rq_wqes\":%u,"
+      "\"srq_wqes\":%u,\"lkey_violations\":%u,\"bad_wqes\":%u,\"cqes\":%u,"
+      "\"cq_events\":%u,\"async_events\":%u,\"async_events_dropped\":%u,"
+      "\"ring_corruptions\":%u,\"qps_flushed\":%u,\"dmac_pending\":%u,"
+      "\"leaked_ahs\":%u}",
+      k.clients_accepted, k.clients_refused, k.clients_closed, k.requests,
+      k.bad_requests, k.failed_requests, k.sq_wqes, k.rq_wqes, k.srq_wqes,
+      k.lkey_violations, k.bad_wqes, k.cqes, k.cq_events, k.async_events,
+      k.async_events_dropped, k.ring_corruptions, k.qps_flushed, k.dmac_pending,
+      k.leaked_ahs);
+  out->append(",");
+  {
+    JsonList clients(out, "clients");
+    for (const auto& [id, c] : clients_) {
+      std::string* o = clients.Next();
+      absl::StrAppendFormat(o, "{\"id\":%u,\"pid\":%d,\"uid\":%u,\"gid\":%u,",
+                            id, c->cred.pid, c->cred.uid, c->cred.gid);
+      o->append("\"name\":");
+      AppendJsonString(c->name, o);
+      o->append(",");
+      {
+        JsonList l(o, "pds");
+        for (const auto& [h, owner] : pds_) {
+          if (owner == id) absl::StrAppendFormat(l.Next(), "%u", h);
+        }
+      }
+      o->append(",");
+      {
+        JsonList l(o, "mrs");
+        for (const auto& [key, mr] : mrs_) {
+          if (mr->owner != id) continue;
+          absl::StrAppendFormat(
+              l.Next(),
+              "{\"key\":%u,\"pd\":%u,\"iova\":%u,\"length\":%u,"
+              "\"access\":%u,\"kind\":\"%s\"}",
+              key, mr->pd, mr->iova, mr->length, mr->access,
+              mr->process ? "process" : "shm");
+        }
+      }
+      o->append(",");
+      {
+        JsonList l(o, "cqs");
+        for (const auto& [h, cq] : cqs_) {
+          if (cq->owner != id) continue;
+          absl::StrAppendFormat(
+              l.Next(), "{\"handle\":%u,\"cqe\":%u,\"channel\":%s}", h, cq->cqe,
+              cq->channel.valid() ? "true" : "false");
+        }
+      }
+      o->append(",");
+      {
+        JsonList l(o, "qps");
+        for (const auto& [qpn, qp] : qps_) {
+          if (qp->owner != id) continue;
+          const nic::Qp* q = rnic_.GetQp(qpn);
+          absl::StrAppendFormat(
+              l.Next(), "{\"qpn\":%u,\"type\":\"%s\",\"state\":\"%s\"}", qpn,
+              q != nullptr ? QpTypeName(q->type()) : "?",
+              q != nullptr ? nic::QpStateName(q->state()) : "?");
+        }
+      }
+      o->append(",");
+      { JsonList l(o, "srqs"); }
+      o->append(",");
+      {
+        JsonList l(o, "ahs");
+        for (const auto& [h, owner] : ahs_) {
+          if (owner == id) absl::StrAppendFormat(l.Next(), "%u", h);
+        }
+      }
+      o->append("}");
+    }
+  }
+  out->append("}");
+}
+
+}  // namespace rocemu::verbs
