@@ -87,6 +87,12 @@ class Rnic final : public FrameEndpoint {
   absl::Status PostSend(uint32_t qpn, const SendWr& wr);
   absl::Status PostRecv(uint32_t qpn, const RecvWr& wr);
   const Qp* GetQp(uint32_t qpn) const;
+  // Calls f(const Qp&) for every QP, in no particular order (control path:
+  // the daemon's QP listings and per-QP counters).
+  template <typename F>
+  void ForEachQp(F&& f) const {
+    for (const auto& [qpn, qp] : qps_) f(static_cast<const Qp&>(*qp));
+  }
 
   // --- FrameEndpoint ---
   void Receive(uint16_t port, std::span<const RxFrame> frames,
