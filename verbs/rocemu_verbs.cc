@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -201,12 +202,18 @@ void FromWireAh(const wire::WireAhAttr& w, rocemu_ah_attr* a) {
 // kernel's ibv_modify_qp blocks on neighbour resolution, and give up with
 // EHOSTUNREACH after kResolveTimeoutMs.
 constexpr int kResolveTimeoutMs = 3000;
+int64_t MonotonicMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
+}
 template <typename F>
 int RetryWhileResolving(F&& call) {
-  for (int waited = 0;; ++waited) {
+  const int64_t give_up = MonotonicMs() + kResolveTimeoutMs;
+  for (;;) {
     const int err = call();
     if (err != EAGAIN) return err;
-    if (waited >= kResolveTimeoutMs) return EHOSTUNREACH;
+    if (MonotonicMs() >= give_up) return EHOSTUNREACH;
     usleep(1000);
   }
 }

@@ -782,7 +782,14 @@ int CmdAttacker() {
     Pair p = MakePair(d1, d2);
     const size_t land = kLanding + 2 * kLen;
     rocemu_wc c = Run(d2, p.b, ROCEMU_WR_RDMA_READ, d2.addr(land), kLen,
-                      d2.mr->lkey, v_addr, v_rkey);
+                      d2.mr->lkey, d1.addr(kCtl), d1.mr->rkey);
+    checks.Report("control_remote_read_own_rkey",
+                  c.status == ROCEMU_WC_SUCCESS &&
+                      IsPattern(d2.base() + land, kLen, seed, 1),
+                  saw(c));
+    FillPattern(d2.base() + land, kLen, seed, 2);
+    c = Run(d2, p.b, ROCEMU_WR_RDMA_READ, d2.addr(land), kLen, d2.mr->lkey,
+            v_addr, v_rkey);
     checks.Report("remote_read_victim_rkey_rem_access_err",
                   c.status == ROCEMU_WC_REM_ACCESS_ERR &&
                       IsPattern(d2.base() + land, kLen, seed, 2),
