@@ -1,0 +1,465 @@
+#!/usr/bin/env python3
+"""Robustness of the verbs attach point, over two real rocemud daemons
+joined by a veth pair, with clients (tests/verbs/verbs_probe) attached
+through each daemon's verbs socket:
+
+(a) a client SIGKILLed mid-transfer: K on daemon A streams RC SENDs both
+    ways with P on daemon B while a second pair K2/P2 does the same. After
+    SIGKILL of K, daemon A must show within 1 s that K's client, PD, MR, CQ
+    and QP are gone and its QP was flushed; P (which sends as well as
+    receives) must get an error completion; K2/P2 must go on byte-exact
+    before, during and after, and end cleanly.
+(b) isolation between uids: U1 (root) holds an MR and a QP; U2 (uid 65534)
+    uses U1's L_Key in its own work requests (read into, write from,
+    receive into U1's memory), U1's R_Key from daemon B (write, read), and
+    U1's QPN and MR keys on the control socket; each next to a positive
+    control of the same operation on U2's own objects. U1's memory, MR and
+    QP must come out intact. Then daemon B restarted with allowed_uids [0]
+    refuses a uid-65534 client at connect and still takes root.
+Bounded in time; always cleans up.
+Usage: net_verbs_robust_test.py ROCEMUD VERBS_PROBE
+"""
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import netns_util
+from netns_util import control
+
+NOBODY = 65534
+IBV_WC_SUCCESS = 0
+IBV_WC_WR_FLUSH_ERR = 5
+IBV_WC_RETRY_EXC_ERR = 12
+
+
+def sh(*cmd, ns=None, check=True, timeout=30):
+    return netns_util.sh(*cmd, ns=ns, check=check, timeout=timeout)
+
+
+class Probe:
+    """A verbs_probe process whose JSON lines are collected by a thread."""
+
+    def __init__(self, name, argv, uid=None):
+        self.name = name
+        if uid is not None:
+            argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}",
+                    "--clear-groups"] + argv
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.events = []
+        self.raw = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            line = line.strip()
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                with self.lock:
+                    self.raw.append(line)
+                continue
+            with self.lock:
+                self.events.append(ev)
+
+    def find(self, event):
+        with self.lock:
+            return [e for e in self.events if e.get("event") == event]
+
+    def last(self, event):
+        found = self.find(event)
+        return found[-1] if found else None
+
+    def recv(self):
+        p = self.last("progress")
+        return p["recv"] if p else 0
+
+    def wait(self, timeout):
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            print(f"     {self.name}: killed after {timeout} s")
+        self.thread.join(timeout=5)
+        return rc
+
+    def dump(self):
+        with self.lock:
+            for e in self.events:
+                if e.get("event") != "progress":
+                    print(f"     {self.name}: {json.dumps(e)}")
+            for line in self.raw[-20:]:
+                print(f"     {self.name} (raw): {line}")
+
+
+class Daemon:
+    def __init__(self, name, ns, sock, verbs, proc, ip, cfg):
+        self.name, self.ns, self.sock, self.verbs = name, ns, sock, verbs
+        self.proc, self.ip, self.cfg = proc, ip, cfg
+
+    def verbs_state(self):
+        r = control(self.sock, {"cmd": "counters"}, timeout=10)
+        if "error" in r:
+            raise AssertionError(f"{self.name}: counters: {r['error']}")
+        return r["ports"]["p0"]
+
+    def client(self, state, client_id):
+        for c in state["verbs"]["clients"]:
+            if c["id"] == client_id:
+                return c
+        return None
+
+
+class Run:
+    def __init__(self, rocemud, probe):
+        self.rocemud, self.probe = rocemud, probe
+        self.pid = os.getpid()
+        self.tmp = tempfile.mkdtemp(prefix="rocemu-robust-")
+        # uid 65534 must reach the verbs sockets and read U1's info file.
+        os.chmod(self.tmp, 0o755)
+        self.namespaces, self.daemons, self.probes = [], [], []
+        self.failures = []
+
+    def check(self, cond, msg):
+        print(("ok   " if cond else "FAIL ") + msg, flush=True)
+        if not cond:
+            self.failures.append(msg)
+        return cond
+
+    def netns(self, name):
+        name = f"{name}-{self.pid}"
+        sh("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        sh("ip", "link", "set", "lo", "up", ns=name)
+        return name
+
+    def subdir(self, name):
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d)
+        os.chmod(d, 0o755)
+        return d
+
+    def start(self, ns, name, dev, mac, ip, extra_verbs=""):
+        sock = os.path.join(self.tmp, f"{name}.ctl")
+        verbs = os.path.join(self.tmp, f"{name}.verbs")
+        cfg = os.path.join(self.tmp, f"{name}.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"""eal: {{file_prefix: rocemu-robust-{name}-{self.pid}, idle_sleep_us: 50}}
+ports:
+  - name: p0
+    devargs: net_af_packet0,iface={dev},framesz=8192,blocksz=8192
+    mac: "{mac}"
+    mtu: 4200
+    addresses: [{ip}/24]
+control: {{socket: {sock}}}
+verbs: {{socket: {verbs}, socket_mode: "0666"{extra_verbs}}}
+logging: {{file: {self.tmp}/{name}.log}}
+""")
+        return self.launch(Daemon(name, ns, sock, verbs, None, ip, cfg))
+
+    def launch(self, d):
+        for path in (d.sock, d.verbs):
+            if os.path.exists(path):
+                os.unlink(path)
+        d.proc = subprocess.Popen(["ip", "netns", "exec", d.ns, self.rocemud,
+                                   "--config", d.cfg],
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT)
+        self.daemons.append(d)
+        deadline = time.monotonic() + 15
+        while not (os.path.exists(d.sock) and os.path.exists(d.verbs)):
+            if d.proc.poll() is not None:
+                raise AssertionError(
+                    f"{d.name} exited: {d.proc.stdout.read().decode()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{d.name}: no control/verbs socket")
+            time.sleep(0.05)
+        return d
+
+    def stop(self, d):
+        d.proc.send_signal(signal.SIGTERM)
+        rc = d.proc.wait(timeout=15)
+        self.daemons.remove(d)
+        self.check(rc == 0, f"{d.name}: clean exit on SIGTERM (status {rc})")
+
+    def run_probe(self, name, cmd, uid=None, **flags):
+        argv = [self.probe, cmd] + [f"--{k}={v}" for k, v in flags.items()]
+        p = Probe(name, argv, uid)
+        self.probes.append(p)
+        return p
+
+    def cleanup(self):
+        for p in self.probes:
+            if p.proc.poll() is None:
+                p.proc.kill()
+                p.proc.wait()
+        for d in self.daemons:
+            d.proc.send_signal(signal.SIGTERM)
+            try:
+                d.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                d.proc.kill()
+                d.proc.wait()
+        for ns in self.namespaces:
+            sh("ip", "netns", "del", ns, check=False)
+        if os.environ.get("ROCEMU_KEEP_TMP"):
+            print(f"     kept {self.tmp}")
+        else:
+            sh("rm", "-rf", self.tmp, check=False)
+
+
+def wait_for(what, predicate, timeout=20.0):
+    return netns_util.wait_for(what, predicate, timeout)
+
+
+def setup(r):
+    na, nb = r.netns("robust-a"), r.netns("robust-b")
+    va, vb = f"rba{r.pid % 100000}", f"rbb{r.pid % 100000}"
+    sh("ip", "link", "add", va, "netns", na, "type", "veth", "peer", "name",
+       vb, "netns", nb)
+    for ns, dev in ((na, va), (nb, vb)):
+        sh("ip", "link", "set", dev, "mtu", "9000", ns=ns)
+        sh("ip", "link", "set", dev, "up", ns=ns)
+    a = r.start(na, "a", va, "02:00:00:79:01:01", "10.79.1.1")
+    b = r.start(nb, "b", vb, "02:00:00:79:01:02", "10.79.1.2")
+    return a, b
+
+
+def stream(r, name, peer, sock, d, seed, **extra):
+    return r.run_probe(name, "stream", socket=sock, dir=d, name=name,
+                       peer=peer, seed=seed, seconds=90, **extra)
+
+
+def sigkill_part(r, a, b):
+    print("--- (a) a client SIGKILLed mid-transfer")
+    d1, d2 = r.subdir("pair1"), r.subdir("pair2")
+    k = stream(r, "K", "P", a.verbs, d1, 1)
+    p = stream(r, "P", "K", b.verbs, d1, 2, expect_error="true")
+    # The second pair leaves its address vectors' MAC to the daemons.
+    k2 = stream(r, "K2", "P2", a.verbs, d2, 3, zero_dmac="true")
+    p2 = stream(r, "P2", "K2", b.verbs, d2, 4, zero_dmac="true")
+    try:
+        wait_for("both pairs streaming",
+                 lambda: all(x.recv() >= 50 for x in (k, p, k2, p2)) or
+                 any(x.proc.poll() is not None for x in (k, p, k2, p2)),
+                 timeout=30)
+    except AssertionError:
+        pass
+    streaming = all(x.recv() >= 50 for x in (k, p, k2, p2))
+    if not r.check(streaming, "K/P and K2/P2 stream SENDs both ways (" +
+                   ", ".join(f"{x.name} recv {x.recv()}"
+                             for x in (k, p, k2, p2)) + ")"):
+        for x in (k, p, k2, p2):
+            x.dump()
+        raise AssertionError("streams did not start")
+    kr = k.last("ready")
+    kid, kqpn = kr["client_id"], kr["qpn"]
+    before = a.verbs_state()
+    kc = a.client(before, kid)
+    r.check(kc is not None and kc["pid"] == k.proc.pid and
+            len(kc["pds"]) == 1 and len(kc["mrs"]) == 1 and
+            len(kc["cqs"]) == 1 and
+            [q["qpn"] for q in kc["qps"]] == [kqpn] and
+            kc["qps"][0]["state"] == "RTS",
+            f"daemon A shows K (client {kid}, pid {k.proc.pid}) with its PD, "
+            f"MR, CQ and QP {kqpn} in RTS: {json.dumps(kc)}")
+    r.check(str(kqpn) in before["rnic"]["qps"],
+            f"QP {kqpn} is in daemon A's RNIC")
+    vc0 = before["verbs"]["counters"]
+
+    k2_at_kill = k2.recv()
+    os.kill(k.proc.pid, signal.SIGKILL)
+    t_kill = time.monotonic()
+    k.wait(5)
+
+    def gone():
+        s = a.verbs_state()
+        if a.client(s, kid) is not None:
+            return None
+        if any(q["qpn"] == kqpn for c in s["verbs"]["clients"]
+               for q in c["qps"]):
+            return None
+        if str(kqpn) in s["rnic"]["qps"]:
+            return None
+        return s
+
+    after = None
+    while time.monotonic() - t_kill < 3.0:
+        after = gone()
+        if after:
+            break
+        time.sleep(0.02)
+    elapsed = time.monotonic() - t_kill
+    r.check(after is not None and elapsed <= 1.0,
+            f"daemon A freed K's client, PD, MR, CQ and QP {kqpn} "
+            f"{elapsed * 1000:.0f} ms after SIGKILL (limit 1000 ms)")
+    if after:
+        vc = after["verbs"]["counters"]
+        r.check(vc["qps_flushed"] == vc0["qps_flushed"] + 1 and
+                vc["clients_closed"] == vc0["clients_closed"] + 1,
+                f"K's QP was flushed (qps_flushed {vc0['qps_flushed']} -> "
+                f"{vc['qps_flushed']}, clients_closed "
+                f"{vc0['clients_closed']} -> {vc['clients_closed']})")
+        others = sorted(c["id"] for c in after["verbs"]["clients"])
+        r.check(others == sorted([k2.last("ready")["client_id"]]),
+                f"daemon A's remaining verbs clients: {others} (K2 only)")
+    k2_at_cleanup = k2.recv()
+
+    prc = p.wait(30)
+    err = p.last("error_wc")
+    later = [e["wc"]["status_str"] for e in p.find("later_wc")]
+    status = err["wc"]["status_str"] if err else None
+    r.check(prc == 0 and err is not None and
+            err["wc"]["status"] == IBV_WC_RETRY_EXC_ERR,
+            f"P got an error completion after the kill: {status} "
+            f"(opcode {err['wc']['opcode'] if err else None}, after "
+            f"{err['sent'] if err else '?'} SENDs and "
+            f"{err['recv'] if err else '?'} receives), then {later}")
+    r.check(err is not None and err["recv"] >= p.recv() and
+            all(e["wc"]["status"] == IBV_WC_WR_FLUSH_ERR
+                for e in p.find("later_wc")),
+            "P's remaining work requests were flushed")
+    if prc != 0 or err is None:
+        p.dump()
+
+    # The second pair: going on after the kill, then a clean end.
+    k2_at_error = k2.recv()
+    try:
+        wait_for("K2/P2 progress after the kill",
+                 lambda: min(k2.recv(), p2.recv()) >= k2_at_error + 100 or
+                 k2.proc.poll() is not None or p2.proc.poll() is not None,
+                 timeout=30)
+    except AssertionError:
+        pass
+    with open(os.path.join(d2, "stop"), "w"):
+        pass
+    rc2, rcp2 = k2.wait(30), p2.wait(30)
+    done2, donep2 = k2.last("done"), p2.last("done")
+    r.check(k2_at_kill >= 50 and k2_at_cleanup >= k2_at_kill and
+            rc2 == 0 and rcp2 == 0 and done2 is not None and
+            donep2 is not None and done2["recv"] >= k2_at_error + 100,
+            f"K2/P2 kept streaming byte-exact and in order: K2 received "
+            f"{k2_at_kill} before the kill, {k2_at_cleanup} when K was "
+            f"cleaned up, {k2_at_error} at P's error, "
+            f"{done2['recv'] if done2 else '?'} at the end "
+            f"(P2 {donep2['recv'] if donep2 else '?'}); exit {rc2}/{rcp2}")
+    if rc2 != 0 or rcp2 != 0:
+        k2.dump()
+        p2.dump()
+    s = a.verbs_state()
+    r.check(s["verbs"]["clients"] == [] and s["rnic"]["qps"] == {},
+            "daemon A holds no verbs clients and no QPs once all left")
+
+
+def isolation_part(r, a, b):
+    print("--- (b) a client of another uid cannot use U1's MRs or QPs")
+    d = r.subdir("iso")
+    u1 = r.run_probe("U1", "victim", socket=a.verbs, socket2=b.verbs, dir=d,
+                     name="u1", seed=5, seconds=60)
+    wait_for("U1 ready", lambda: u1.last("ready") or
+             u1.proc.poll() is not None, timeout=20)
+    ready = u1.last("ready")
+    if not r.check(ready is not None, "U1 (root) holds an MR and a QP"):
+        u1.dump()
+        raise AssertionError("victim did not start")
+    v0 = a.verbs_state()["verbs"]["counters"]
+    u2 = r.run_probe("U2", "attacker", uid=NOBODY, socket=a.verbs,
+                     socket2=b.verbs, dir=d, peer="u1", seed=9, seconds=60)
+    rc = u2.wait(60)
+    u2r = u2.last("ready")
+    r.check(u2r is not None and u2r["uid"] == NOBODY,
+            f"U2 attached as uid {u2r['uid'] if u2r else '?'}")
+    checks = u2.find("check")
+    for c in checks:
+        r.check(c["ok"], f"U2 {c['check']}: {json.dumps(c['saw'])}")
+    r.check(rc == 0 and len(checks) == 15 and u2.last("attacker_done"),
+            f"U2 ran all 15 checks (exit {rc}, {len(checks)} reported)")
+    if rc != 0 or len(checks) != 15:
+        u2.dump()
+
+    s = a.verbs_state()
+    vc = s["verbs"]["counters"]
+    r.check(vc["lkey_violations"] - v0["lkey_violations"] == 3,
+            f"daemon A counted U2's 3 foreign L_Key work requests "
+            f"(lkey_violations {v0['lkey_violations']} -> "
+            f"{vc['lkey_violations']})")
+    c1 = a.client(s, ready["client_id"])
+    r.check(c1 is not None and c1["uid"] == 0 and
+            len(c1["mrs"]) == 1 and
+            c1["mrs"][0]["key"] in (ready["lkey"], ready["rkey"]) and
+            [(q["qpn"], q["state"]) for q in c1["qps"]] ==
+            [(ready["qpn"], "RTS")],
+            f"U1 still holds its MR {ready['rkey']} and QP {ready['qpn']} in "
+            f"RTS: {json.dumps(c1)}")
+    with open(os.path.join(d, "u1.stop"), "w"):
+        pass
+    rc = u1.wait(30)
+    fin = u1.last("victim_final")
+    r.check(rc == 0 and fin is not None and fin["memory_intact"] and
+            fin["qp_state"] == 3 and fin["read_back_ok"],
+            f"U1's memory is unchanged, its QP is in RTS and a READ through "
+            f"its R_Key from daemon B returns its pattern: {json.dumps(fin)}")
+    if rc != 0:
+        u1.dump()
+
+
+def allowed_uids_part(r, b):
+    print("--- (b) allowed_uids [0] refuses uid 65534 at connect")
+    r.stop(b)
+    with open(b.cfg) as f:
+        cfg = f.read()
+    with open(b.cfg, "w") as f:
+        f.write(cfg.replace('socket_mode: "0666"',
+                            'socket_mode: "0666", allowed_uids: [0]'))
+    r.launch(b)
+    nobody = r.run_probe("open-65534", "open", uid=NOBODY, socket=b.verbs)
+    rc = nobody.wait(20)
+    o = nobody.last("open")
+    r.check(rc == 3 and o is not None and not o["ok"] and
+            o["errno"] in (errno.EACCES, errno.EPERM),
+            f"uid 65534 refused at connect: {json.dumps(o)} (exit {rc}; "
+            f"want EACCES or EPERM)")
+    root = r.run_probe("open-root", "open", socket=b.verbs)
+    rc = root.wait(20)
+    o = root.last("open")
+    r.check(rc == 0 and o is not None and o["ok"],
+            f"root (uid 0) still attaches: {json.dumps(o)}")
+    vc = b.verbs_state()["verbs"]["counters"]
+    r.check(vc["clients_refused"] == 1 and vc["clients_accepted"] == 1,
+            f"daemon B counted 1 refused and 1 accepted client "
+            f"({vc['clients_refused']}, {vc['clients_accepted']})")
+
+
+def main():
+    rocemud, probe = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root")
+        return 1
+    r = Run(rocemud, probe)
+    try:
+        a, b = setup(r)
+        sigkill_part(r, a, b)
+        isolation_part(r, a, b)
+        allowed_uids_part(r, b)
+    except (AssertionError, subprocess.SubprocessError, OSError, KeyError,
+            ValueError, TypeError) as e:
+        r.failures.append(repr(e))
+        print("FAIL", repr(e))
+    finally:
+        r.cleanup()
+    print(f"{'FAILED' if r.failures else 'PASSED'}: "
+          f"{len(r.failures)} failure(s)")
+    return 1 if r.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
