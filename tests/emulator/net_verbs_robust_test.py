@@ -191,9 +191,9 @@ logging: {{file: {self.tmp}/{name}.log}}
         self.daemons.remove(d)
         self.check(rc == 0, f"{d.name}: clean exit on SIGTERM (status {rc})")
 
-    def run_probe(self, name, cmd, uid=None, **flags):
+    def run_probe(self, label, cmd, uid=None, **flags):
         argv = [self.probe, cmd] + [f"--{k}={v}" for k, v in flags.items()]
-        p = Probe(name, argv, uid)
+        p = Probe(label, argv, uid)
         self.probes.append(p)
         return p
 

@@ -247,8 +247,8 @@ Endpoint EndpointOf(const Side& s, rocemu_qp* qp) {
   return e;
 }
 
-// RESET -> INIT -> RTR -> RTS towards `remote`.
-void Connect(rocemu_qp* qp, const Endpoint& local, const Endpoint& remote) {
+// RESET -> INIT (receives may be posted from here on).
+void ToInit(rocemu_qp* qp) {
   rocemu_qp_attr a{};
   a.qp_state = ROCEMU_QPS_INIT;
   a.port_num = 1;
@@ -259,6 +259,11 @@ void Connect(rocemu_qp* qp, const Endpoint& local, const Endpoint& remote) {
       e != 0) {
     Die("modify_qp INIT", e);
   }
+}
+
+// INIT -> RTR -> RTS towards `remote`.
+void ToRts(rocemu_qp* qp, const Endpoint& local, const Endpoint& remote) {
+  rocemu_qp_attr a{};
   a.qp_state = ROCEMU_QPS_RTR;
   a.path_mtu = absl::GetFlag(FLAGS_mtu);
   a.dest_qp_num = remote.qpn;
@@ -293,6 +298,11 @@ void Connect(rocemu_qp* qp, const Endpoint& local, const Endpoint& remote) {
       e != 0) {
     Die("modify_qp RTS", e);
   }
+}
+
+void Connect(rocemu_qp* qp, const Endpoint& local, const Endpoint& remote) {
+  ToInit(qp);
+  ToRts(qp, local, remote);
 }
 
 std::string WcJson(const rocemu_wc& wc) {
@@ -382,6 +392,7 @@ int CmdStream() {
                     static_cast<int>(2 * (nrecv + window)));
   rocemu_qp* qp = CreateRcQp(s, window + 1, nrecv);
   const Endpoint local = EndpointOf(s, qp);
+  ToInit(qp);
   for (uint32_t i = 0; i < nrecv; ++i) {
     if (int e = PostRecv(qp, i, s.addr(i * size), size, s.mr->lkey); e != 0) {
       Die("post_recv", e);
@@ -398,7 +409,7 @@ int CmdStream() {
   const Info pinfo = WaitInfo(dir + "/" + peer + ".info", deadline);
   const Endpoint remote = GetEndpoint(pinfo, "");
   const uint32_t peer_seed = static_cast<uint32_t>(U64(pinfo, "seed"));
-  Connect(qp, local, remote);
+  ToRts(qp, local, remote);
   WriteInfo(dir + "/" + name + ".rts", {{"qpn", absl::StrCat(local.qpn)}});
   WaitFile(dir + "/" + peer + ".rts", deadline);
   Emit(absl::StrFormat(R"({"event":"connected","name":"%s","peer_qpn":%d})",
