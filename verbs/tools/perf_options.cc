@@ -199,6 +199,12 @@ absl::StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
         break;
       case 'a':
         all = true;
+        // "-a MIN:MAX" as well as "-aMIN:MAX" / "--all=MIN:MAX".
+        if (optarg == nullptr && optind < argc &&
+            std::strchr(argv[optind], ':') != nullptr &&
+            argv[optind][0] != '-') {
+          optarg = argv[optind++];
+        }
         if (optarg != nullptr) {
           std::vector<std::string> r = absl::StrSplit(optarg, ':');
           if (r.size() != 2 || !ParseSize(r[0].c_str(), &all_min) ||

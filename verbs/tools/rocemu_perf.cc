@@ -2,6 +2,7 @@
 // SEND, atomics) over the rocemu verbs library. See PerfUsage() and
 // docs/performance.md.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -37,7 +38,10 @@ absl::Status Main(int argc, char** argv) {
       std::fputs(PerfUsage(argv[0]).c_str(), stdout);
       return absl::OkStatus();
     }
-    return parsed.status();
+    std::fprintf(stderr, "rocemu-perf: %s\n%s",
+                 std::string(parsed.status().message()).c_str(),
+                 PerfUsage(argv[0]).c_str());
+    std::exit(2);
   }
   PerfOptions o = *std::move(parsed);
   const int timeout_ms = static_cast<int>(o.timeout_s) * 1000;
@@ -84,9 +88,5 @@ int main(int argc, char** argv) {
   const absl::Status s = rocemu::verbs::perf::Main(argc, argv);
   if (s.ok()) return 0;
   std::fprintf(stderr, "rocemu-perf: %s\n", std::string(s.message()).c_str());
-  if (s.code() == absl::StatusCode::kInvalidArgument) {
-    std::fputs(rocemu::verbs::perf::PerfUsage(argv[0]).c_str(), stderr);
-    return 2;
-  }
   return 1;
 }
