@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""rocemu-pingpong between two rocemud daemons over a veth pair (af_packet
+on both ends, in network namespaces this test creates), each tool attached
+to its own daemon through the daemon's verbs socket:
+  rc and ud, 64 B and 4096 B (rc with -m 1024: SEND_FIRST/MIDDLE/LAST),
+  server on either daemon, busy polling and -e (completion channel),
+  --verify on both sides (every byte of every message).
+Checked: both sides exit 0, print the ibv_*_pingpong lines with each
+other's QPN/PSN/GID and size * iters * 2 bytes, verify reports every
+message byte-exact; the daemons' tx/rx captures pass
+../shared/oracle/check_pcap.py --strict, and for every run the frames show
+the announced PSNs, the right opcode sequence and payload (RC) or Q_Key
+0x11111111 and the sender's QPN in DETH (UD). Bad input: a client facing a
+peer that sent no GID, and ud with a message larger than the port MTU, fail
+cleanly. Bounded in time; always cleans up.
+Usage: net_pingpong_test.py ROCEMUD ROCEMU_PINGPONG SHARED_DIR
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import netns_util
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "interop"))
+import pingpong_wire  # noqa: E402
+
+ITERS = 20
+
+
+class Test:
+    def __init__(self, rocemud, pingpong, shared):
+        self.rocemud, self.pingpong, self.shared = rocemud, pingpong, shared
+        self.pid = os.getpid()
+        self.tmp = tempfile.mkdtemp(prefix="rocemu-pingpong-")
+        self.namespaces, self.procs, self.failures = [], [], []
+
+    def check(self, cond, msg):
+        print(("ok   " if cond else "FAIL ") + msg, flush=True)
+        if not cond:
+            self.failures.append(msg)
+        return cond
+
+    def netns(self, name):
+        name = f"{name}-{self.pid}"
+        netns_util.sh("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        netns_util.sh("ip", "link", "set", "lo", "up", ns=name)
+        return name
+
+    def start_daemon(self, ns, name, iface, mac, ip):
+        sock = os.path.join(self.tmp, f"{name}.verbs.sock")
+        ctl = os.path.join(self.tmp, f"{name}.ctl.sock")
+        cfg = os.path.join(self.tmp, f"{name}.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"""eal: {{file_prefix: rocemu-pp{name}-{self.pid}, idle_sleep_us: 50}}
+ports:
+  - name: p0
+    devargs: net_af_packet0,iface={iface},framesz=8192,blocksz=8192
+    mac: "{mac}"
+    mtu: 4200
+    addresses: [{ip}/24]
+capture:
+  enabled: true
+  rx_path: {self.tmp}/{name}-{{port}}-rx.pcap
+  tx_path: {self.tmp}/{name}-{{port}}-tx.pcap
+  rotate_mb: 0
+control: {{socket: {ctl}}}
+verbs: {{socket: {sock}}}
+logging: {{file: {self.tmp}/{name}.log}}
+""")
+        p = subprocess.Popen(["ip", "netns", "exec", ns, self.rocemud,
+                              "--config", cfg], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        deadline = time.monotonic() + 15
+        while not os.path.exists(sock) and p.poll() is None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name}: no verbs socket {sock}")
+            time.sleep(0.05)
+        if p.poll() is not None:
+            raise AssertionError(f"{name} exited: {p.stdout.read().decode()}")
+        return dict(name=name, sock=sock, proc=p, ip=ip)
+
+    def stop_daemon(self, d):
+        d["proc"].send_signal(signal.SIGTERM)
+        rc = d["proc"].wait(timeout=15)
+        self.procs.remove(d["proc"])
+        self.check(rc == 0, f"{d['name']}: clean exit on SIGTERM ({rc})")
+
+    def cleanup(self):
+        for p in self.procs:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for ns in self.namespaces:
+            netns_util.sh("ip", "netns", "del", ns, check=False)
+        if os.environ.get("ROCEMU_KEEP_TMP"):
+            print(f"     kept {self.tmp}")
+        else:
+            netns_util.sh("rm", "-rf", self.tmp, check=False)
+
+    def tool(self, ns, daemon, args, server=None):
+        cmd = ["ip", "netns", "exec", ns, self.pingpong, *args, "-d",
+               daemon["sock"], "--timeout=20"]
+        if server:
+            cmd.append(server)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+
+def listening(ns, port):
+    out = netns_util.sh("ss", "-Hltn", f"sport = :{port}", ns=ns,
+                        check=False).stdout
+    return str(port) in out
+
+
+def run_case(t, ns, srv, cli, transport, size, extra, port):
+    """One server/client run; returns (server output, client output)."""
+    args = [transport, "-g", "0", "-s", str(size), "-n", str(ITERS), "-p",
+            str(port), "--verify", *extra]
+    if transport == "rc":
+        args += ["-m", "1024"]
+    ps = t.tool(ns, srv, args)
+    netns_util.wait_for(f"server listening on {port}",
+                        lambda: listening(ns, port) or ps.poll() is not None)
+    pc = t.tool(ns, cli, args, server="127.0.0.1")
+    outs = []
+    for p in (ps, pc):
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        outs.append((p.returncode, out, err))
+    label = (f"{transport} {size} B {' '.join(extra) or 'poll'} "
+             f"({srv['name']} server, {cli['name']} client)")
+    ok = t.check(outs[0][0] == 0 and outs[1][0] == 0,
+                 f"{label}: both sides exit 0 (server {outs[0][0]}, "
+                 f"client {outs[1][0]})")
+    if not ok:
+        for rc, out, err in outs:
+            print("     | " + (out + err).replace("\n", "\n     | "))
+    server, client = (pingpong_wire.parse_output(o[1]) for o in outs)
+    fails = pingpong_wire.check_outputs(server, client, size, ITERS)
+    t.check(not fails, f"{label}: address and result lines agree"
+            + ("" if not fails else ": " + "; ".join(fails)))
+    t.check(server.get("local", {}).get("gid") == f"::ffff:{srv['ip']}" and
+            client.get("local", {}).get("gid") == f"::ffff:{cli['ip']}",
+            f"{label}: each side sends its daemon's GID (index 0)")
+    verified = all(f"verify: {ITERS} messages received, all byte-exact" in o[1]
+                   for o in outs)
+    t.check(verified, f"{label}: --verify: every message byte-exact")
+    return dict(transport=transport, size=size, server=server, client=client,
+                label=label)
+
+
+def bad_input(t, ns, a, b):
+    # A peer without -g sends an all-zero GID: RoCE cannot reach it.
+    port = 18600
+    ps = t.tool(ns, a, ["rc", "-s", "64", "-n", "2", "-p", str(port)])
+    netns_util.wait_for("server listening",
+                        lambda: listening(ns, port) or ps.poll() is not None)
+    pc = t.tool(ns, b, ["rc", "-g", "0", "-s", "64", "-n", "2", "-p",
+                        str(port)], server="127.0.0.1")
+    out_c, err_c = pc.communicate(timeout=30)
+    out_s, err_s = ps.communicate(timeout=30)
+    t.check(pc.returncode == 1 and "sent no GID" in err_c and
+            ps.returncode != 0,
+            f"a peer without -g: the client refuses (rc {pc.returncode}: "
+            f"{err_c.strip().splitlines()[-1] if err_c.strip() else ''}), "
+            f"the server fails too (rc {ps.returncode})")
+    p = t.tool(ns, a, ["ud", "-g", "0", "-s", "8192", "-n", "1"])
+    out, err = p.communicate(timeout=30)
+    t.check(p.returncode == 1 and
+            "Requested size larger than port MTU (4096)" in err,
+            f"ud -s 8192 on a 4096 MTU port refused: {err.strip()}")
+
+
+def main():
+    rocemud, pingpong, shared = (os.path.abspath(a) for a in sys.argv[1:4])
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root")
+        return 1
+    t = Test(rocemud, pingpong, shared)
+    try:
+        na, nb = t.netns("rocemu-ppa"), t.netns("rocemu-ppb")
+        va, vb = f"ppa{t.pid % 100000}", f"ppb{t.pid % 100000}"
+        netns_util.sh("ip", "link", "add", va, "netns", na, "type", "veth",
+                      "peer", "name", vb, "netns", nb)
+        for ns, dev in ((na, va), (nb, vb)):
+            netns_util.sh("ip", "link", "set", dev, "mtu", "9000", ns=ns)
+            netns_util.sh("ip", "link", "set", dev, "up", ns=ns)
+        a = t.start_daemon(na, "a", va, "02:00:00:78:03:01", "10.78.3.1")
+        b = t.start_daemon(nb, "b", vb, "02:00:00:78:03:02", "10.78.3.2")
+        # Both tools run in namespace A and exchange addresses over its
+        # loopback; their RDMA traffic goes through the daemons and the veth.
+        cases = [("rc", 64, [], a, b), ("rc", 4096, [], b, a),
+                 ("rc", 4096, ["-e"], a, b), ("ud", 64, [], b, a),
+                 ("ud", 4096, [], a, b), ("ud", 4096, ["-e", "-r", "4"], b, a),
+                 ("rc", 64, ["-c", "-r", "2"], b, a)]
+        runs = []
+        for i, (tr, size, extra, srv, cli) in enumerate(cases):
+            runs.append(run_case(t, na, srv, cli, tr, size, extra, 18515 + i))
+        bad_input(t, na, a, b)
+        time.sleep(0.2)
+        t.stop_daemon(b)
+        t.stop_daemon(a)
+        frames = []
+        for name in ("a", "b"):
+            for d in ("tx", "rx"):
+                path = f"{t.tmp}/{name}-p0-{d}.pcap"
+                rc, summary, fr = pingpong_wire.decode(shared, path,
+                                                       ["--strict"])
+                t.check(rc == 0, f"check_pcap {name} {d}: {summary}")
+                if d == "tx":  # each frame once: a's tx + b's tx
+                    frames += fr
+        for r in runs:
+            fails = pingpong_wire.check_wire(frames, r["transport"], r["size"],
+                                             ITERS, 1024 if r["transport"] ==
+                                             "rc" else 4096, r["server"],
+                                             r["client"])
+            t.check(not fails, f"{r['label']}: wire as ibv_{r['transport']}"
+                    f"_pingpong" + ("" if not fails else ": " +
+                                    "; ".join(fails)))
+    except (AssertionError, subprocess.SubprocessError, OSError, KeyError,
+            ValueError) as e:
+        t.failures.append(repr(e))
+        print("FAIL", repr(e))
+    finally:
+        t.cleanup()
+    print(f"{'FAILED' if t.failures else 'PASSED'}: "
+          f"{len(t.failures)} failure(s)")
+    return 1 if t.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
