@@ -189,8 +189,10 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     for (int i = 0; i < 8; ++i)
       bytes[i] = static_cast<uint8_t>(orig >> (8 * i));
     SgCursor cur;
-    if (Scatter(nic.mrs(), qp.pd(), w.wr.sg_list.span(), cur, bytes) !=
-        MrStatus::kOk) {
+    const MrStatus ms =
+        Scatter(nic.mrs(), qp.pd(), w.wr.sg_list.span(), cur, bytes);
+    if (ms != MrStatus::kOk) {
+      nic.CountMrFault(ms);
       w.status = WcStatus::kLocProtErr;
       nic.MoveToError(qp);
       return;
@@ -215,8 +217,9 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
         ++cur.sge;
       }
       cur.offset = static_cast<uint32_t>(skip);
-      if (Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload) !=
-          MrStatus::kOk) {
+      const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
+      if (ms != MrStatus::kOk) {
+        nic.CountMrFault(ms);
         w.status = WcStatus::kLocProtErr;
         nic.MoveToError(qp);
         return;

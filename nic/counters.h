@@ -18,6 +18,8 @@
 //   ibv_port_attr: bad_pkey_cntr qkey_viol_cntr
 //   rocemu's own (no standard name exists; rxe drops these silently):
 //         rx_unknown_qp rx_wrong_state rx_bad_opcode rx_malformed
+//         mr_access_faults (a process region's pages could not be reached:
+//         the ODP page fault an RNIC could not resolve)
 #ifndef ROCEMU_NIC_COUNTERS_H_
 #define ROCEMU_NIC_COUNTERS_H_
 
@@ -76,6 +78,7 @@ struct DeviceCounters {
   uint64_t rx_wrong_state = 0;
   uint64_t rx_bad_opcode = 0;
   uint64_t rx_malformed = 0;
+  uint64_t mr_access_faults = 0;
 
   // Calls f(std::string_view name, uint64_t value) for every counter, in a
   // fixed order, under its operator-facing name.
@@ -135,6 +138,7 @@ inline constexpr CounterField kCounterFields[] = {
     {"rx_wrong_state", &DeviceCounters::rx_wrong_state},
     {"rx_bad_opcode", &DeviceCounters::rx_bad_opcode},
     {"rx_malformed", &DeviceCounters::rx_malformed},
+    {"mr_access_faults", &DeviceCounters::mr_access_faults},
 };
 // Every field is listed exactly once (a new field must be added above).
 static_assert(sizeof(kCounterFields) / sizeof(kCounterFields[0]) ==

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "nic/process_memory.h"
+
 namespace rocemu::nic {
 
 MemoryRegion::MemoryRegion(PdHandle pd, uint64_t iova, uint64_t length,
@@ -18,6 +20,15 @@ MemoryRegion::MemoryRegion(PdHandle pd, uint64_t iova, uint64_t length,
   }
 }
 
+MemoryRegion::MemoryRegion(PdHandle pd, pid_t pid, uint64_t iova,
+                           uint64_t length, AccessFlags access)
+    : pd_(pd),
+      iova_(iova),
+      length_(length),
+      access_(access),
+      kind_(MrKind::kProcess),
+      pid_(pid) {}
+
 size_t MemoryRegion::ChunkAt(uint64_t off) const {
   if (chunks_.size() == 1) return 0;
   // Last chunk whose start is <= off.
@@ -30,7 +41,7 @@ size_t MemoryRegion::Translate(uint64_t va, uint64_t len,
                                uint64_t* covered) const {
   uint64_t done = 0;
   size_t n = 0;
-  if (len != 0 && !out.empty()) {
+  if (len != 0 && !out.empty() && kind_ == MrKind::kHost) {
     uint64_t off = va - iova_;
     size_t c = ChunkAt(off);
     while (done < len && n < out.size()) {
@@ -46,7 +57,7 @@ size_t MemoryRegion::Translate(uint64_t va, uint64_t len,
   return n;
 }
 
-void MemoryRegion::CopyOut(uint64_t va, std::span<uint8_t> dst) const {
+void MemoryRegion::HostCopyOut(uint64_t va, std::span<uint8_t> dst) const {
   if (dst.empty()) return;
   uint64_t off = va - iova_;
   size_t c = ChunkAt(off);
@@ -62,7 +73,7 @@ void MemoryRegion::CopyOut(uint64_t va, std::span<uint8_t> dst) const {
   }
 }
 
-void MemoryRegion::CopyIn(uint64_t va, std::span<const uint8_t> src) const {
+void MemoryRegion::HostCopyIn(uint64_t va, std::span<const uint8_t> src) const {
   if (src.empty()) return;
   uint64_t off = va - iova_;
   size_t c = ChunkAt(off);
@@ -78,18 +89,27 @@ void MemoryRegion::CopyIn(uint64_t va, std::span<const uint8_t> src) const {
   }
 }
 
-uint64_t MemoryRegion::Load64(uint64_t va) const {
-  uint8_t b[8];
-  CopyOut(va, b);
-  uint64_t v;
-  std::memcpy(&v, b, 8);
-  return v;
+MrStatus MemoryRegion::ProcessCopyOut(uint64_t va,
+                                      std::span<uint8_t> dst) const {
+  return ProcessRead(pid_, va, dst);
 }
 
-void MemoryRegion::Store64(uint64_t va, uint64_t value) const {
+MrStatus MemoryRegion::ProcessCopyIn(uint64_t va,
+                                     std::span<const uint8_t> src) const {
+  return ProcessWrite(pid_, va, src);
+}
+
+MrStatus MemoryRegion::Load64(uint64_t va, uint64_t* value) const {
+  uint8_t b[8];
+  const MrStatus st = CopyOut(va, b);
+  if (st == MrStatus::kOk) std::memcpy(value, b, 8);
+  return st;
+}
+
+MrStatus MemoryRegion::Store64(uint64_t va, uint64_t value) const {
   uint8_t b[8];
   std::memcpy(b, &value, 8);
-  CopyIn(va, b);
+  return CopyIn(va, b);
 }
 
 }  // namespace rocemu::nic

@@ -1,10 +1,15 @@
 // A registered memory region: a range [iova, iova + length) of the
-// application's address space, backed by a list of host buffer chunks laid
-// end to end (the daemon maps the application's pages as they come, so a
-// region is generally not contiguous in the daemon). Translation and copies
-// walk the chunk list; they allocate nothing.
+// application's address space, backed either by a list of host buffer
+// chunks laid end to end (the daemon maps the application's pages as they
+// come, so a region is generally not contiguous in the daemon), or by the
+// same range of another process's address space, reached with
+// process_vm_readv/writev (nic/process_memory.h). Copies branch once on the
+// kind (no virtual call) and allocate nothing; host copies cannot fail,
+// process copies may (kFault).
 #ifndef ROCEMU_NIC_MEMORY_REGION_H_
 #define ROCEMU_NIC_MEMORY_REGION_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <span>
@@ -12,6 +17,7 @@
 
 #include "nic/access.h"
 #include "nic/handles.h"
+#include "nic/mr_status.h"
 
 namespace rocemu::nic {
 
@@ -27,12 +33,21 @@ struct HostSegment {
   uint64_t length = 0;
 };
 
+// What backs a region.
+enum class MrKind : uint8_t {
+  kHost,     // chunks of this process's memory
+  kProcess,  // [iova, iova + length) of process pid()
+};
+
 class MemoryRegion {
  public:
   // `chunks` must be non-empty in total length `length` (checked by the
   // table that creates regions).
   MemoryRegion(PdHandle pd, uint64_t iova, uint64_t length, AccessFlags access,
                std::span<const HostChunk> chunks);
+  // A process region: the range at address `iova` of process `pid`.
+  MemoryRegion(PdHandle pd, pid_t pid, uint64_t iova, uint64_t length,
+               AccessFlags access);
 
   PdHandle pd() const { return pd_; }
   uint64_t iova() const { return iova_; }
@@ -46,6 +61,8 @@ class MemoryRegion {
   // invalidate; ibv_reg_mr regions may not (rxe and mlx5 refuse them).
   bool remote_invalidate() const { return remote_invalidate_; }
   size_t num_chunks() const { return chunks_.size(); }
+  MrKind kind() const { return kind_; }
+  pid_t pid() const { return pid_; }  // 0 for a host region
 
   // [va, va + len) lies inside the region without wrapping. len == 0 is
   // inside when va is within [iova, iova + length].
@@ -58,23 +75,39 @@ class MemoryRegion {
   // Host segments behind [va, va + len), which must be Contained. Fills at
   // most out.size() segments and returns how many; *covered (if given) is
   // the number of bytes they span, less than len when out is too small.
+  // A process region has no host segments: 0, *covered = 0.
   size_t Translate(uint64_t va, uint64_t len, std::span<HostSegment> out,
                    uint64_t* covered = nullptr) const;
 
   // Copies between the region and a flat buffer; the range must be
-  // Contained (the caller checked the key).
-  void CopyOut(uint64_t va, std::span<uint8_t> dst) const;
-  void CopyIn(uint64_t va, std::span<const uint8_t> src) const;
+  // Contained (the caller checked the key). kOk, or kFault when a process
+  // region's pages could not be reached (nothing is guaranteed about the
+  // bytes then).
+  MrStatus CopyOut(uint64_t va, std::span<uint8_t> dst) const {
+    if (kind_ != MrKind::kHost) return ProcessCopyOut(va, dst);
+    HostCopyOut(va, dst);
+    return MrStatus::kOk;
+  }
+  MrStatus CopyIn(uint64_t va, std::span<const uint8_t> src) const {
+    if (kind_ != MrKind::kHost) return ProcessCopyIn(va, src);
+    HostCopyIn(va, src);
+    return MrStatus::kOk;
+  }
 
   // Atomic operand access in host byte order (the target may straddle two
-  // chunks).
-  uint64_t Load64(uint64_t va) const;
-  void Store64(uint64_t va, uint64_t value) const;
+  // chunks). A process region's operand is 8-byte aligned, so it lies in
+  // one page: a load or store moves all 8 bytes or none.
+  MrStatus Load64(uint64_t va, uint64_t* value) const;
+  MrStatus Store64(uint64_t va, uint64_t value) const;
 
  private:
   friend class MrTable;
   // The chunk holding region offset `off` (< length_).
   size_t ChunkAt(uint64_t off) const;
+  void HostCopyOut(uint64_t va, std::span<uint8_t> dst) const;
+  void HostCopyIn(uint64_t va, std::span<const uint8_t> src) const;
+  MrStatus ProcessCopyOut(uint64_t va, std::span<uint8_t> dst) const;
+  MrStatus ProcessCopyIn(uint64_t va, std::span<const uint8_t> src) const;
 
   PdHandle pd_;
   uint64_t iova_;
@@ -83,6 +116,8 @@ class MemoryRegion {
   uint32_t key_ = 0;
   bool valid_ = true;
   bool remote_invalidate_ = false;
+  MrKind kind_ = MrKind::kHost;
+  pid_t pid_ = 0;
   std::vector<HostChunk> chunks_;
   std::vector<uint64_t> starts_;  // region offset of each chunk
 };

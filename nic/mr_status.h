@@ -21,6 +21,12 @@ enum class MrStatus : uint8_t {
   kOutOfBounds,     // [va, va+len) not inside the region, or wraps
   kMisaligned,      // atomic target not 8-byte aligned
   kLengthExceeded,  // an SG list is shorter than the data to place in it
+  // The memory behind a valid key could not be reached: the process owning
+  // a process region unmapped the pages, made them read-only, or exited.
+  // An RNIC with on-demand paging reports the same way a page fault it
+  // cannot resolve (local: IBV_WC_LOC_PROT_ERR; remote: NAK remote access
+  // error).
+  kFault,
 };
 const char* MrStatusName(MrStatus s);
 

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_format.h"
+#include "nic/process_memory.h"
 
 namespace rocemu::nic {
 
@@ -24,6 +25,8 @@ const char* MrStatusName(MrStatus s) {
       return "misaligned atomic";
     case MrStatus::kLengthExceeded:
       return "length exceeds the buffer";
+    case MrStatus::kFault:
+      return "memory not reachable";
   }
   return "unknown";
 }
@@ -31,9 +34,8 @@ const char* MrStatusName(MrStatus s) {
 MrTable::MrTable(PdTable& pds, uint32_t max_mr, uint64_t max_mr_size)
     : pds_(pds), max_mr_size_(max_mr_size), mrs_("MR", max_mr) {}
 
-absl::Status MrTable::ValidateLayout(uint64_t iova, uint64_t length,
-                                     AccessFlags access,
-                                     std::span<const HostChunk> chunks) const {
+absl::Status MrTable::ValidateRange(uint64_t iova, uint64_t length,
+                                    AccessFlags access) const {
   if (!AccessFlagsConsistent(access)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "access flags 0x%x: unknown bits, or remote write/atomic without "
@@ -48,6 +50,13 @@ absl::Status MrTable::ValidateLayout(uint64_t iova, uint64_t length,
     return absl::InvalidArgumentError(absl::StrFormat(
         "MR [0x%x, +%u) wraps the address space", iova, length));
   }
+  return absl::OkStatus();
+}
+
+absl::Status MrTable::ValidateLayout(uint64_t iova, uint64_t length,
+                                     AccessFlags access,
+                                     std::span<const HostChunk> chunks) const {
+  if (absl::Status s = ValidateRange(iova, length, access); !s.ok()) return s;
   uint64_t total = 0;
   for (const HostChunk& c : chunks) {
     if (c.length != 0 && c.host == nullptr) {
@@ -75,12 +84,33 @@ absl::StatusOr<uint32_t> MrTable::Register(ClientId client, PdHandle pd,
   if (absl::Status s = ValidateLayout(iova, length, access, chunks); !s.ok()) {
     return s;
   }
-  auto mr = std::make_unique<MemoryRegion>(pd, iova, length, access, chunks);
+  return Insert(
+      client, pd,
+      std::make_unique<MemoryRegion>(pd, iova, length, access, chunks));
+}
+
+absl::StatusOr<uint32_t> MrTable::RegisterProcess(ClientId client, PdHandle pd,
+                                                  pid_t pid, uint64_t iova,
+                                                  uint64_t length,
+                                                  AccessFlags access) {
+  if (!pds_.OwnedBy(pd, client)) {
+    return absl::NotFoundError(absl::StrFormat("no PD 0x%08x", pd));
+  }
+  if (absl::Status s = ValidateRange(iova, length, access); !s.ok()) return s;
+  if (absl::Status s = ProbeProcessRange(pid, iova, length); !s.ok()) {
+    return s;
+  }
+  return Insert(client, pd,
+                std::make_unique<MemoryRegion>(pd, pid, iova, length, access));
+}
+
+absl::StatusOr<uint32_t> MrTable::Insert(ClientId client, PdHandle pd,
+                                         std::unique_ptr<MemoryRegion> mr) {
   MemoryRegion* raw = mr.get();
   absl::StatusOr<uint32_t> key = mrs_.Insert(client, std::move(mr));
   if (!key.ok()) return key.status();
   raw->key_ = *key;
-  // Cannot fail: the PD was checked above and nothing ran in between.
+  // Cannot fail: the caller checked the PD and nothing ran in between.
   (void)pds_.Retain(pd);
   return *key;
 }
@@ -134,6 +164,8 @@ absl::StatusOr<uint32_t> MrTable::Reregister(
     mr->length_ = fresh.length_;
     mr->chunks_ = std::move(fresh.chunks_);
     mr->starts_ = std::move(fresh.starts_);
+    mr->kind_ = MrKind::kHost;
+    mr->pid_ = 0;
   }
   mr->pd_ = new_pd;
   mr->access_ = new_access;

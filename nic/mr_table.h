@@ -6,7 +6,10 @@
 #ifndef ROCEMU_NIC_MR_TABLE_H_
 #define ROCEMU_NIC_MR_TABLE_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "absl/status/status.h"
@@ -40,11 +43,23 @@ class MrTable {
   absl::StatusOr<uint32_t> Register(ClientId client, PdHandle pd, uint64_t iova,
                                     uint64_t length, AccessFlags access,
                                     std::span<const HostChunk> chunks);
+  // ibv_reg_mr of arbitrary memory of another process: [iova, iova +
+  // length) of process `pid`'s address space, reached with
+  // process_vm_readv/writev (nic/process_memory.h). The first and last
+  // bytes are probed now: PermissionDenied when ptrace access to `pid` is
+  // refused, InvalidArgument for no such process or an unmapped range, and
+  // the errors of Register. Later faults (pages unmapped, process gone)
+  // fail the accesses, not the RNIC. A pid outlives its process only until
+  // the owner deregisters; the daemon does so when the client disconnects.
+  absl::StatusOr<uint32_t> RegisterProcess(ClientId client, PdHandle pd,
+                                           pid_t pid, uint64_t iova,
+                                           uint64_t length, AccessFlags access);
   // ibv_dereg_mr.
   absl::Status Deregister(ClientId client, uint32_t key);
   // ibv_rereg_mr: changes what `flags` says (translation: iova, length,
   // chunks; PD; access) and returns the region's new key; the old key is
-  // refused from now on. On error the region is unchanged.
+  // refused from now on. On error the region is unchanged. A new
+  // translation makes a process region a host region.
   absl::StatusOr<uint32_t> Reregister(ClientId client, uint32_t key,
                                       uint32_t flags, PdHandle pd,
                                       uint64_t iova, uint64_t length,
@@ -87,6 +102,10 @@ class MrTable {
   absl::Status ValidateLayout(uint64_t iova, uint64_t length,
                               AccessFlags access,
                               std::span<const HostChunk> chunks) const;
+  absl::Status ValidateRange(uint64_t iova, uint64_t length,
+                             AccessFlags access) const;
+  absl::StatusOr<uint32_t> Insert(ClientId client, PdHandle pd,
+                                  std::unique_ptr<MemoryRegion> mr);
 
   PdTable& pds_;
   uint64_t max_mr_size_;

@@ -301,9 +301,12 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
       std::memcpy(dst.data(), w.wr.inline_data.data() + offset, payload_len);
     } else {
       SgCursor cur = SeekSg(w.wr.sg_list.span(), offset);
-      if (Gather(nic.mrs(), qp.pd_, w.wr.sg_list.span(), cur, dst) !=
-          MrStatus::kOk) {
-        // The region went away between the check and this packet.
+      const MrStatus ms =
+          Gather(nic.mrs(), qp.pd_, w.wr.sg_list.span(), cur, dst);
+      if (ms != MrStatus::kOk) {
+        // The region went away between the check and this packet, or its
+        // process's pages did.
+        nic.CountMrFault(ms);
         WorkCompletion wc;
         wc.wr_id = w.wr.wr_id;
         wc.status = WcStatus::kLocProtErr;

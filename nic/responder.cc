@@ -71,6 +71,9 @@ void FatalNak(Rnic& nic, Qp& qp, NakCode code, uint32_t psn,
               WcStatus rwqe_status) {
   ResponderState& r = qp.resp_;
   QueueNak(nic, qp, Aeth::Nak(code), psn);
+  if (code == NakCode::kRemoteAccessError) {
+    ++nic.engine_counters().resp_remote_access_errors;
+  }
   if (r.have_rwqe) {
     WorkCompletion wc;
     wc.wr_id = r.rwqe.wr_id;
@@ -84,11 +87,10 @@ void FatalNak(Rnic& nic, Qp& qp, NakCode code, uint32_t psn,
   r.goto_error = true;
   // The responder's own affiliated error (IBTA 11.6.3.1, as mlx5 raises
   // it): invalid request, local access violation, or catastrophic.
-  nic.MoveToError(qp, code == NakCode::kInvalidRequest
-                          ? AsyncEventType::kQpReqErr
-                      : code == NakCode::kRemoteAccessError
-                          ? AsyncEventType::kQpAccessErr
-                          : AsyncEventType::kQpFatal);
+  nic.MoveToError(
+      qp, code == NakCode::kInvalidRequest      ? AsyncEventType::kQpReqErr
+          : code == NakCode::kRemoteAccessError ? AsyncEventType::kQpAccessErr
+                                                : AsyncEventType::kQpFatal);
 }
 
 uint32_t Npkts(uint64_t len, uint32_t mtu) {
@@ -232,6 +234,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       }
       const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
       if (ms != MrStatus::kOk) {
+        nic.CountMrFault(ms);
         if (!reliable) {
           drop_uc();
           return;
@@ -321,7 +324,17 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
           FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
           return;
         }
-        mr->CopyIn(r.write_va, pkt.payload);
+        const MrStatus copied = mr->CopyIn(r.write_va, pkt.payload);
+        if (copied != MrStatus::kOk) {
+          nic.CountMrFault(copied);
+          if (!reliable) {
+            drop_uc();
+            return;
+          }
+          FatalNak(nic, qp, RemoteNakCode(copied), psn,
+                   WcStatus::kRemAccessErr);
+          return;
+        }
       }
       r.write_va += len;
       r.write_remaining -= len;
@@ -384,11 +397,24 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
                  WcStatus::kRemInvReqErr);
         return;
       }
-      const uint64_t orig = mr->Load64(a.va);
-      if (op.operation == Operation::kCompareSwap) {
-        if (orig == a.compare) mr->Store64(a.va, a.swap_add);
-      } else {
-        mr->Store64(a.va, orig + a.swap_add);
+      // Read-modify-write. One polling thread executes every atomic of this
+      // RNIC, so it is atomic with respect to the RNIC's other atomics
+      // (IBV_ATOMIC_HCA), not to the CPU: for a process region the load
+      // and the store are two process_vm calls, and the application's own
+      // stores in between are not seen (as with any HCA-atomic device).
+      uint64_t orig = 0;
+      MrStatus am = mr->Load64(a.va, &orig);
+      if (am == MrStatus::kOk) {
+        if (op.operation == Operation::kCompareSwap) {
+          if (orig == a.compare) am = mr->Store64(a.va, a.swap_add);
+        } else {
+          am = mr->Store64(a.va, orig + a.swap_add);
+        }
+      }
+      if (am != MrStatus::kOk) {
+        nic.CountMrFault(am);
+        FatalNak(nic, qp, RemoteNakCode(am), psn, WcStatus::kRemAccessErr);
+        return;
       }
       ResponderResource& res = qp.resources_[r.res_next];
       r.res_next = (r.res_next + 1) % qp.resources_.size();
@@ -413,8 +439,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   r.nak_sent = false;
   // A completion that took the QP to ERR (CQ overflow) is not acknowledged:
   // the requester must not count the message as delivered.
-  if (reliable && pkt.hdr.bth.ack_req &&
-      qp.attr().qp_state != QpState::kErr) {
+  if (reliable && pkt.hdr.bth.ack_req && qp.attr().qp_state != QpState::kErr) {
     QueueAck(nic, qp, psn);
   }
 }
@@ -572,7 +597,10 @@ void ReceiveUd(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   if (ms == MrStatus::kOk) {
     ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
   }
-  if (ms != MrStatus::kOk) wc.status = LocalWcStatus(ms);
+  if (ms != MrStatus::kOk) {
+    nic.CountMrFault(ms);
+    wc.status = LocalWcStatus(ms);
+  }
   ++qp.counters_.rcvd_pkts;
   qp.counters_.rcvd_bytes += pkt.payload.size();
   nic.CompleteRecv(qp, wc, pkt.hdr.bth.se);
@@ -636,6 +664,7 @@ bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
         if (nic.mrs().CheckRemote(it.rkey, qp.pd(), it.va + offset, payload_len,
                                   access::kRemoteRead, &mr) != MrStatus::kOk) {
           ++r.resp_head;
+          ++nic.engine_counters().resp_remote_access_errors;
           QueueNak(nic, qp, Aeth::Nak(NakCode::kRemoteAccessError), h.bth.psn);
           return false;
         }
@@ -651,8 +680,18 @@ bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
     return false;
   }
   if (payload_len > 0) {
-    mr->CopyOut(it.va + static_cast<uint64_t>(it.next_pkt) * qp.mtu(),
-                writer.payload());
+    const MrStatus ms =
+        mr->CopyOut(it.va + static_cast<uint64_t>(it.next_pkt) * qp.mtu(),
+                    writer.payload());
+    if (ms != MrStatus::kOk) {
+      // The process behind the region unmapped the pages or exited: as for
+      // a region that went away, NAK this response's PSN.
+      nic.CountMrFault(ms);
+      ++nic.engine_counters().resp_remote_access_errors;
+      ++r.resp_head;
+      QueueNak(nic, qp, Aeth::Nak(NakCode::kRemoteAccessError), h.bth.psn);
+      return false;
+    }
   }
   out.len = static_cast<uint32_t>(writer.Finish());
   out.priority = qp.attr().ah_attr.sl & 7;

@@ -72,6 +72,12 @@ absl::StatusOr<uint32_t> Rnic::RegMr(PdHandle pd, void* addr, uint64_t length,
                        length, access, {&chunk, 1});
 }
 
+absl::StatusOr<uint32_t> Rnic::RegMrProcess(PdHandle pd, pid_t pid,
+                                            uint64_t iova, uint64_t length,
+                                            AccessFlags access) {
+  return mrs_.RegisterProcess(kKernelClient, pd, pid, iova, length, access);
+}
+
 absl::Status Rnic::DeregMr(uint32_t key) {
   return mrs_.Deregister(kKernelClient, key);
 }
@@ -112,6 +118,45 @@ absl::Status Rnic::PostSrqRecv(SrqHandle srq, const RecvWr& wr) {
       return absl::FailedPreconditionError("SRQ in error");
   }
   return absl::InternalError("unreachable");
+}
+
+absl::Status Rnic::DestroyCq(CqHandle cq) {
+  return cqs_.Destroy(kKernelClient, cq);
+}
+
+absl::Status Rnic::DeallocPd(PdHandle pd) {
+  return pds_.Dealloc(kKernelClient, pd);
+}
+
+absl::Status Rnic::DestroyAh(AhHandle ah) {
+  return ahs_.Destroy(kKernelClient, ah);
+}
+
+absl::Status Rnic::ModifySrq(SrqHandle srq, const SrqAttr& attr,
+                             uint32_t mask) {
+  SharedReceiveQueue* q = srqs_.Get(srq, kKernelClient);
+  if (q == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("no SRQ 0x%08x", srq));
+  }
+  if ((mask & srq_attr_mask::kMaxWr) &&
+      (attr.max_wr == 0 || attr.max_wr > config_.device.max_srq_wr)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SRQ max_wr %u outside [1, %u]", attr.max_wr,
+                        config_.device.max_srq_wr));
+  }
+  return q->Modify(attr, mask);
+}
+
+absl::StatusOr<SrqAttr> Rnic::QuerySrq(SrqHandle srq) const {
+  const SharedReceiveQueue* q = srqs_.Get(srq, kKernelClient);
+  if (q == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("no SRQ 0x%08x", srq));
+  }
+  return q->Query();
+}
+
+absl::Status Rnic::DestroySrq(SrqHandle srq) {
+  return srqs_.Destroy(kKernelClient, srq);
 }
 
 // --- queue pairs ------------------------------------------------------------
@@ -414,7 +459,9 @@ void Rnic::CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited) {
   }
   CompletionQueue* cq = cqs_.Get(qp.init_.recv_cq);
   if (cq == nullptr) return;
-  if (cq->Push(wc, solicited) != CqPushResult::kOk) {
+  WorkCompletion flagged = wc;
+  flagged.solicited = solicited;
+  if (cq->Push(flagged, solicited) != CqPushResult::kOk) {
     MoveToError(qp, AsyncEventType::kQpFatal);
   }
 }

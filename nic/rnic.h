@@ -70,6 +70,10 @@ class Rnic final : public FrameEndpoint {
   // `addr` (one chunk); returns the L_Key/R_Key.
   absl::StatusOr<uint32_t> RegMr(PdHandle pd, void* addr, uint64_t length,
                                  AccessFlags access);
+  // Registers [iova, iova + length) of process `pid`'s address space
+  // (MrTable::RegisterProcess): the RNIC reaches it with process_vm_*.
+  absl::StatusOr<uint32_t> RegMrProcess(PdHandle pd, pid_t pid, uint64_t iova,
+                                        uint64_t length, AccessFlags access);
   absl::Status DeregMr(uint32_t key);
   absl::StatusOr<CqHandle> CreateCq(uint32_t cqe);
   size_t PollCq(CqHandle cq, std::span<WorkCompletion> out);
@@ -78,6 +82,23 @@ class Rnic final : public FrameEndpoint {
                                     const protocol::MacAddr& dmac);
   absl::StatusOr<SrqHandle> CreateSrq(PdHandle pd, const SrqAttr& attr);
   absl::Status PostSrqRecv(SrqHandle srq, const RecvWr& wr);
+
+  // Destruction with ibverbs semantics: NotFound (EINVAL) for an unknown or
+  // stale handle, FailedPrecondition (EBUSY) while another object uses it.
+  // ibv_destroy_cq: busy while a QP uses it as send or receive CQ.
+  absl::Status DestroyCq(CqHandle cq);
+  // ibv_dealloc_pd: busy while MRs, QPs, AHs or SRQs were created in it.
+  absl::Status DeallocPd(PdHandle pd);
+  absl::Status DestroyAh(AhHandle ah);
+  // ibv_modify_srq: IBV_SRQ_MAX_WR resizes (InvalidArgument above the
+  // device's max_srq_wr or below the WQEs queued), IBV_SRQ_LIMIT arms the
+  // limit: IBV_EVENT_SRQ_LIMIT_REACHED is raised once when taking a WQE
+  // leaves fewer queued than the limit (0 disarms).
+  absl::Status ModifySrq(SrqHandle srq, const SrqAttr& attr, uint32_t mask);
+  // ibv_query_srq: max_wr, max_sge and the armed limit (0: not armed).
+  absl::StatusOr<SrqAttr> QuerySrq(SrqHandle srq) const;
+  // ibv_destroy_srq: busy while a QP is attached to it.
+  absl::Status DestroySrq(SrqHandle srq);
 
   // --- queue pairs ---
   absl::StatusOr<uint32_t> CreateQp(PdHandle pd, const QpInitAttr& init);
@@ -124,12 +145,17 @@ class Rnic final : public FrameEndpoint {
   // --- engine services: used by the requester, responder and completer ---
   MrTable& mrs() { return mrs_; }
   DeviceCounters& engine_counters() { return counters_; }
+  // Counts a copy that failed because the memory was unreachable.
+  void CountMrFault(MrStatus s) {
+    if (s == MrStatus::kFault) ++counters_.mr_access_faults;
+  }
   bool Paused(const Qp& qp) const {
     return (paused_priorities_ >> cc_.PriorityOf(qp)) & 1;
   }
   void Schedule(Qp& qp);
   // Completions: routed to the QP's send or receive CQ; an overflow moves
-  // the QP to the error state.
+  // the QP to the error state. A receive completion records `solicited`
+  // (the SEND carried BTH.SE) in WorkCompletion::solicited.
   void CompleteSend(Qp& qp, const WorkCompletion& wc);
   void CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited);
   // State changes made by the engines.

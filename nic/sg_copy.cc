@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "nic/process_memory.h"
+
 namespace rocemu::nic {
 
 MrStatus CheckSgList(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
@@ -17,7 +19,8 @@ MrStatus CheckSgList(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
 namespace {
 
 // Walks the SG list from the cursor over `n` bytes, calling
-// f(region, va, offset_in_buffer, len) per contiguous piece.
+// f(region, va, offset_in_buffer, len) per contiguous piece; f returns an
+// MrStatus and a failure stops the walk.
 template <typename F>
 MrStatus Walk(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
               SgCursor& cursor, size_t n, AccessFlags need, size_t* done_out,
@@ -40,7 +43,8 @@ MrStatus Walk(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
     const MemoryRegion* mr;
     st = mrs.CheckLocal(s.lkey, pd, s.addr + cursor.offset, take, need, &mr);
     if (st != MrStatus::kOk) break;
-    f(*mr, s.addr + cursor.offset, done, static_cast<size_t>(take));
+    st = f(*mr, s.addr + cursor.offset, done, static_cast<size_t>(take));
+    if (st != MrStatus::kOk) break;
     done += static_cast<size_t>(take);
     cursor.offset += static_cast<uint32_t>(take);
   }
@@ -52,20 +56,34 @@ MrStatus Walk(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
 
 MrStatus Gather(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
                 SgCursor& cursor, std::span<uint8_t> dst, size_t* copied) {
-  return Walk(mrs, pd, sges, cursor, dst.size(), access::kNone, copied,
-              [&](const MemoryRegion& mr, uint64_t va, size_t at, size_t len) {
-                mr.CopyOut(va, dst.subspan(at, len));
-              });
+  ProcessVmBatch batch(/*write=*/false);
+  MrStatus st =
+      Walk(mrs, pd, sges, cursor, dst.size(), access::kNone, copied,
+           [&](const MemoryRegion& mr, uint64_t va, size_t at, size_t len) {
+             if (mr.kind() == MrKind::kHost)
+               return mr.CopyOut(va, dst.subspan(at, len));
+             return batch.Add(mr.pid(), dst.data() + at, va, len);
+           });
+  const MrStatus flushed = batch.Flush();
+  return st == MrStatus::kOk ? flushed : st;
 }
 
 MrStatus Scatter(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
                  SgCursor& cursor, std::span<const uint8_t> src) {
   // Refuse up front rather than write a truncated message.
   if (SgRemaining(sges, cursor) < src.size()) return MrStatus::kLengthExceeded;
-  return Walk(mrs, pd, sges, cursor, src.size(), access::kLocalWrite, nullptr,
-              [&](const MemoryRegion& mr, uint64_t va, size_t at, size_t len) {
-                mr.CopyIn(va, src.subspan(at, len));
-              });
+  ProcessVmBatch batch(/*write=*/true);
+  MrStatus st =
+      Walk(mrs, pd, sges, cursor, src.size(), access::kLocalWrite, nullptr,
+           [&](const MemoryRegion& mr, uint64_t va, size_t at, size_t len) {
+             if (mr.kind() == MrKind::kHost)
+               return mr.CopyIn(va, src.subspan(at, len));
+             // process_vm_writev only reads the local side.
+             return batch.Add(mr.pid(), const_cast<uint8_t*>(src.data()) + at,
+                              va, len);
+           });
+  const MrStatus flushed = batch.Flush();
+  return st == MrStatus::kOk ? flushed : st;
 }
 
 uint64_t SgRemaining(std::span<const Sge> sges, const SgCursor& cursor) {

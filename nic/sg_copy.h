@@ -32,6 +32,9 @@ MrStatus CheckSgList(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
 // Copies the next dst.size() bytes of the SG list's data into dst (send
 // payload, READ request data source). Returns kLengthExceeded, with *copied
 // short, when the list ends first; a key failure stops the copy there.
+// Pieces in process regions are copied with one process_vm call per run of
+// the same process (all the run's pieces as iovecs); kFault when the target
+// refused (the bytes of dst are then unspecified).
 MrStatus Gather(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
                 SgCursor& cursor, std::span<uint8_t> dst,
                 size_t* copied = nullptr);
@@ -39,7 +42,7 @@ MrStatus Gather(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
 // Places src into the SG list's buffers from the cursor on (receive buffer,
 // READ response destination); needs local write on every region touched.
 // kLengthExceeded when the list has no room for all of src (nothing past the
-// end is written).
+// end is written); kFault as for Gather.
 MrStatus Scatter(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
                  SgCursor& cursor, std::span<const uint8_t> src);
 

@@ -138,7 +138,9 @@ TEST_F(MrTableTest, ReregisterTranslationAndPd) {
   EXPECT_EQ(Remote(*k2, 0x9000, 51, access::kRemoteRead, other_pd_),
             MrStatus::kOutOfBounds);
   EXPECT_EQ(Remote(*k2, 0x9000, 8, access::kRemoteRead), MrStatus::kPdMismatch);
-  EXPECT_EQ(mrs_.Find(*k2)->Load64(0x9000) & 0xFF, 100u);
+  uint64_t first = 0;
+  ASSERT_EQ(mrs_.Find(*k2)->Load64(0x9000, &first), MrStatus::kOk);
+  EXPECT_EQ(first & 0xFF, 100u);
   EXPECT_EQ(pds_.UseCount(pd_), 0u);
   EXPECT_EQ(pds_.UseCount(other_pd_), 1u);
   // A failed rereg leaves the region and its key alone.
@@ -293,18 +295,20 @@ TEST_F(MrTableTest, MultiChunkTranslationAndCopies) {
   // chunks directly.
   std::vector<uint8_t> src(len);
   for (size_t i = 0; i < len; ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
-  mr->CopyIn(iova, src);
+  ASSERT_EQ(mr->CopyIn(iova, src), MrStatus::kOk);
   EXPECT_EQ(0, std::memcmp(a.data(), src.data(), a.size()));
   EXPECT_EQ(0, std::memcmp(b.data(), src.data() + 100, b.size()));
   EXPECT_EQ(0, std::memcmp(c.data(), src.data() + 137, c.size()));
   std::vector<uint8_t> out(60);
-  mr->CopyOut(iova + 95, out);
+  ASSERT_EQ(mr->CopyOut(iova + 95, out), MrStatus::kOk);
   EXPECT_EQ(0, std::memcmp(out.data(), src.data() + 95, out.size()));
 
   // An 8-byte atomic operand straddling chunks b and c (offset 136).
   EXPECT_EQ(Remote(*k, iova + 136, 8, access::kRemoteAtomic), MrStatus::kOk);
-  mr->Store64(iova + 136, 0x1122334455667788ull);
-  EXPECT_EQ(mr->Load64(iova + 136), 0x1122334455667788ull);
+  ASSERT_EQ(mr->Store64(iova + 136, 0x1122334455667788ull), MrStatus::kOk);
+  uint64_t loaded = 0;
+  ASSERT_EQ(mr->Load64(iova + 136, &loaded), MrStatus::kOk);
+  EXPECT_EQ(loaded, 0x1122334455667788ull);
   uint64_t expect = 0x1122334455667788ull;
   uint8_t raw[8];
   std::memcpy(raw, &expect, 8);
