@@ -1,0 +1,211 @@
+#!/bin/bash
+# Interop with Linux Soft-RoCE: rocemu-pingpong (on a rocemud attached to the
+# peer harness' bridge) against rdma-core's ibv_rc_pingpong/ibv_ud_pingpong
+# running on rdma_rxe in ONE qemu guest (../shared/peer), rocemu as client
+# and as server, RC at 64 B and 4096 B (-m 1024: SEND_FIRST/MIDDLE/LAST),
+# UD at 64 B and 1024 B (a UD message is one packet: 1024 B is the most rxe's
+# 1024-byte active MTU carries). Every case's bridge capture must pass
+# ../shared/oracle/check_pcap.py --strict and show the announced PSNs,
+# opcodes, payload sizes and Q_Key (tests/interop/pingpong_wire.py).
+#
+#   scripts/interop.sh [CASE...]      (root; default: every case)
+#   cases: rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
+#          rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
+#
+# Environment: ROCEMU_BUILD_DIR (default build/; or ROCEMUD and
+# ROCEMU_PINGPONG naming the binaries), ROCEMU_PEER_DIR (default
+# ../shared/peer), ITERS (default 10), INTEROP_OUT (kept results, default
+# /var/tmp/rocemu-interop). Prints "RESULT <case>: PASS|FAIL" and
+# "N passed, M failed"; exit 1 on any failure. See docs/interop.md.
+#
+# Layout, inside the harness' netns (rxepeer): guest A (10.99.0.1, tap0,
+# rdma_rxe) and a veth whose bridge end is enslaved to rxebr0 and whose
+# other end is rocemud's af_packet port (10.99.0.10, GID index 0). The TCP
+# exchange runs between the guest and the netns' kernel (10.99.0.254); the
+# RDMA traffic between rxe and rocemud. The guest boots once and runs the
+# cases in order, handshaking through its 9p share.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PEER_DIR=${ROCEMU_PEER_DIR:-$ROOT/../shared/peer}
+PEER_DIR=$(cd "$PEER_DIR" && pwd)
+SHARED=$(cd "$PEER_DIR/.." && pwd)
+BLD=$(cd "${ROCEMU_BUILD_DIR:-$ROOT/build}" && pwd)
+ROCEMUD=${ROCEMUD:-$BLD/emulator/rocemud}
+PINGPONG=${ROCEMU_PINGPONG:-$BLD/verbs/tools/rocemu-pingpong}
+WIRE=$ROOT/tests/interop/pingpong_wire.py
+ITERS=${ITERS:-10}
+OUT=${INTEROP_OUT:-/var/tmp/rocemu-interop}
+# shellcheck source=/dev/null
+. "$PEER_DIR/lib.sh"
+
+ROCEMU_IP=$NET.10
+ROCEMU_MAC=02:00:00:99:00:0a
+GUEST_IP=$(guest_ip 1)
+VETH_BR=rppint-br    # bridge end
+VETH_D=rppint-d      # rocemud's end
+
+ALL_CASES="rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
+rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client"
+[ $# -gt 0 ] && CASES="$*" || CASES=$(echo $ALL_CASES)
+
+[ "$(id -u)" = 0 ] || { echo "interop.sh: needs root (netns, qemu taps)" >&2; exit 2; }
+for f in "$ROCEMUD" "$PINGPONG"; do
+    [ -x "$f" ] || { echo "interop.sh: $f missing: build first (ninja -C $BLD)" >&2; exit 2; }
+done
+for c in $CASES; do
+    case " $(echo $ALL_CASES) " in *" $c "*) ;; *) echo "interop.sh: unknown case $c" >&2; exit 2;; esac
+done
+
+T0=$SECONDS
+"$PEER_DIR/build-guest.sh" >/dev/null
+ns_up
+RUN=$(mktemp -d /tmp/rocemu-interop.XXXXXX)
+SHARE=$RUN/share
+mkdir -p "$SHARE" "$OUT"
+DAEMON_PID="" GUEST_PID="" CAP_PID="" SERVER_PID=""
+
+cleanup() {
+    set +e
+    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
+    [ -n "$CAP_PID" ] && cap_stop "$CAP_PID"
+    [ -n "$GUEST_PID" ] && kill "$GUEST_PID" 2>/dev/null
+    if [ -n "$DAEMON_PID" ]; then
+        kill -TERM "$DAEMON_PID" 2>/dev/null
+        for _ in $(seq 1 50); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$DAEMON_PID" 2>/dev/null
+    fi
+    ip -n "$NS" link del "$VETH_BR" 2>/dev/null
+    [ -n "${KEEP:-}" ] && echo "kept $RUN" || rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+# --- rocemud on a veth into the bridge -----------------------------------
+ip -n "$NS" link del "$VETH_BR" 2>/dev/null || true
+ip -n "$NS" link add "$VETH_BR" type veth peer name "$VETH_D"
+ip -n "$NS" link set "$VETH_BR" master "$BR" up
+ip -n "$NS" link set "$VETH_D" up
+cat > "$RUN/rocemud.yaml" <<EOF
+eal: {file_prefix: rocemu-interop-$$, idle_sleep_us: 50}
+ports:
+  - name: p0
+    devargs: net_af_packet0,iface=$VETH_D
+    mac: "$ROCEMU_MAC"
+    mtu: 1500
+    addresses: [$ROCEMU_IP/24]
+control: {socket: $RUN/ctl.sock}
+verbs: {socket: $RUN/verbs.sock}
+logging: {file: $RUN/rocemud.log}
+EOF
+ip netns exec "$NS" "$ROCEMUD" --config "$RUN/rocemud.yaml" >"$RUN/rocemud.out" 2>&1 &
+DAEMON_PID=$!
+for _ in $(seq 1 150); do
+    [ -S "$RUN/verbs.sock" ] && break
+    kill -0 "$DAEMON_PID" 2>/dev/null || break
+    sleep 0.1
+done
+[ -S "$RUN/verbs.sock" ] || { echo "interop.sh: rocemud did not start:"; cat "$RUN/rocemud.out" "$RUN/rocemud.log" 2>/dev/null; exit 1; }
+
+# --- the guest's job: every case in order, handshaking via the share -----
+case_tool()  { case $1 in rc*) echo rc;; ud*) echo ud;; esac; }
+case_size()  { local s=${1%%_*}; echo "${s#??}"; }
+case_rxe_server() { case $1 in *_rxe_server) return 0;; *) return 1;; esac; }
+mtu_args()   { [ "$(case_tool "$1")" = rc ] && echo "-m 1024" || true; }
+
+{
+    cat <<'EOF'
+tcp_listening() {
+    p=$(printf "%04X" "$1")
+    grep -qE "^ *[0-9]+: [0-9A-F]+:$p [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+wait_file() { n=0; until [ -e "$1" ]; do sleep 0.05; n=$((n+1)); [ $n -gt 1200 ] && return 1; done; return 0; }
+EOF
+    i=0
+    for c in $CASES; do
+        i=$((i + 1))
+        cmd="ibv_$(case_tool "$c")_pingpong -d rxe0 -g \$GIDX -s $(case_size "$c") -n $ITERS $(mtu_args "$c")"
+        echo "echo \"### case $i $c\""
+        echo "wait_file \$SHARE/go.$i || { echo 'no go for case $i'; exit 1; }"
+        if case_rxe_server "$c"; then
+            echo "$cmd > \$SHARE/rxe.$i.out 2>&1 &"
+            echo 'P=$!; n=0; until tcp_listening 18515; do sleep 0.05; n=$((n+1)); [ $n -gt 400 ] && break; done'
+            echo "touch \$SHARE/ready.$i"
+            echo "wait \$P; echo \$? > \$SHARE/rc.$i"
+        else
+            echo "$cmd $HOST_IP > \$SHARE/rxe.$i.out 2>&1; echo \$? > \$SHARE/rc.$i"
+        fi
+    done
+} > "$SHARE/A.sh"
+
+echo "=== interop: rocemu-pingpong ($ROCEMU_IP, $ROCEMU_MAC) vs rdma_rxe in guest A ($GUEST_IP), $ITERS iterations per case"
+GUEST_PID=$(start_guest 1 "$SHARE" "$RUN/A.console.log")
+
+wait_path() {  # wait_path FILE TIMEOUT_S
+    local end=$((SECONDS + $2))
+    until [ -e "$1" ]; do
+        [ $SECONDS -ge $end ] && return 1
+        kill -0 "$GUEST_PID" 2>/dev/null || { [ -e "$1" ] && return 0; return 1; }
+        sleep 0.05
+    done
+    return 0
+}
+listening() { ip netns exec "$NS" ss -Hltn "sport = :18515" | grep -q 18515; }
+# The harness' cap_start without packet batching: libpcap's TPACKET_V3 ring
+# hands tcpdump a block only when it fills or after its timeout (1 s), so a
+# short case stopped 0.5 s after its last frame loses its frames.
+cap_start_now() {
+    rm -f "$1"
+    ip netns exec "$NS" tcpdump -i "$BR" -s 0 --immediate-mode -U -n -w "$1" >"$1.tcpdump.log" 2>&1 &
+    local pid=$!
+    wait_for_line "$1.tcpdump.log" 'listening on' 10 || echo "[interop] tcpdump did not start" >&2
+    echo "$pid"
+}
+
+pass=0 fail=0 i=0
+for c in $CASES; do
+    i=$((i + 1))
+    tool=$(case_tool "$c") size=$(case_size "$c")
+    pcap=$RUN/$c.pcap rocemu_out=$RUN/$c.rocemu.out rxe_out=$SHARE/rxe.$i.out
+    args=("$tool" -d "$RUN/verbs.sock" -g 0 -s "$size" -n "$ITERS" --verify --timeout=60)
+    [ "$tool" = rc ] && args+=(-m 1024)
+    t0=$SECONDS ok=1
+    CAP_PID=$(cap_start_now "$pcap")
+    if case_rxe_server "$c"; then
+        touch "$SHARE/go.$i"
+        if wait_path "$SHARE/ready.$i" 90; then
+            ip netns exec "$NS" timeout 90 "$PINGPONG" "${args[@]}" "$GUEST_IP" >"$rocemu_out" 2>&1 || ok=0
+        else
+            echo "guest never got its server up" >"$rocemu_out"; ok=0
+        fi
+        server_out=$rxe_out client_out=$rocemu_out
+    else
+        ip netns exec "$NS" timeout 90 "$PINGPONG" "${args[@]}" >"$rocemu_out" 2>&1 &
+        SERVER_PID=$!
+        for _ in $(seq 1 100); do listening && break; sleep 0.05; done
+        touch "$SHARE/go.$i"
+        wait "$SERVER_PID" || ok=0
+        SERVER_PID=""
+        server_out=$rocemu_out client_out=$rxe_out
+    fi
+    wait_path "$SHARE/rc.$i" 90 || true
+    cap_stop "$CAP_PID"; CAP_PID=""
+    rxe_rc=$(cat "$SHARE/rc.$i" 2>/dev/null || echo none)
+    echo "--- $c: rocemu-pingpong exit $([ $ok = 1 ] && echo 0 || echo '!= 0'), ibv_${tool}_pingpong exit $rxe_rc, $((SECONDS - t0)) s"
+    [ "$rxe_rc" = 0 ] || ok=0
+    # (the path MTU argument only matters for RC; UD messages are one packet)
+    if ! python3 "$WIRE" "$SHARED" "$pcap" "$tool" "$size" "$ITERS" 1024 \
+            "$server_out" "$client_out" | sed 's/^/    /'; then
+        ok=0
+    fi
+    grep -E "bytes in|verify:|Failed|Couldn't|error" "$rocemu_out" 2>/dev/null | sed 's/^/    rocemu: /' || true
+    grep -E "bytes in|Failed|Couldn't|error" "$rxe_out" 2>/dev/null | sed 's/^/    rxe:    /' || true
+    cp "$pcap" "$rocemu_out" "$OUT/" 2>/dev/null || true
+    cp "$rxe_out" "$OUT/$c.rxe.out" 2>/dev/null || true
+    if [ $ok = 1 ]; then echo "RESULT $c: PASS"; pass=$((pass + 1));
+    else echo "RESULT $c: FAIL"; fail=$((fail + 1)); fi
+done
+
+wait_pids 60 "$GUEST_PID" || echo "[interop] guest did not power off" >&2
+GUEST_PID=""
+cp "$RUN/A.console.log" "$OUT/A.console.log" 2>/dev/null || true
+echo "$pass passed, $fail failed ($((SECONDS - T0)) s; captures and outputs in $OUT)"
+[ "$fail" = 0 ]
