@@ -340,6 +340,12 @@ def sigkill_part(r, a, b):
             "P's remaining work requests were flushed")
     if prc != 0 or err is None:
         p.dump()
+    # What P retransmitted after the kill met no QP on daemon A.
+    unknown0 = before["rnic"]["rx_unknown_qp"]
+    unknown = a.verbs_state()["rnic"]["rx_unknown_qp"]
+    r.check(unknown - unknown0 >= 3,
+            f"daemon A dropped P's retransmissions to the vanished QP {kqpn} "
+            f"(rx_unknown_qp {unknown0} -> {unknown})")
 
     # The second pair: before the kill, while K is dead and P not yet
     # told, after; then a clean end with every message accounted for.
