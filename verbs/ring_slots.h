@@ -74,6 +74,14 @@ struct CqeSlot {
 };
 static_assert(sizeof(CqeSlot) == 48);
 
+// An affiliated or port event (ibv_async_event): the element is a QP
+// number, CQ or SRQ handle, or port number according to the type.
+struct AsyncEventSlot {
+  uint32_t event_type;  // ibv_event_type value
+  uint32_t element;
+};
+static_assert(sizeof(AsyncEventSlot) == 8);
+
 // Fill a nic request from a slot copy; false when the slot is invalid
 // (opcode, SGE count or inline length out of range).
 bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr);

@@ -3,12 +3,14 @@
 #include "verbs/rocemu_verbs.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,14 +22,18 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "nic/async_event.h"
 #include "nic/completion.h"
 #include "verbs/ring_slots.h"
 #include "verbs/shm_ring.h"
 #include "verbs/wire_protocol.h"
 
 namespace wire = rocemu::verbs::wire;
+using rocemu::verbs::AsyncEventSlot;
 using rocemu::verbs::CqeSlot;
 using rocemu::verbs::RingResult;
 using rocemu::verbs::RqSlot;
@@ -41,6 +47,19 @@ struct rocemu_context {
   char device_name[sizeof(wire::HelloResp::device_name)] = {};
   std::mutex mu;  // control path only
   std::vector<rocemu_buf*> bufs;
+  // Async events: the daemon's ring and the eventfd it signals.
+  ShmRing async_ring;
+  int async_fd = -1;
+  std::mutex async_mu;  // one consumer of the ring at a time
+  // What event elements name (under mu).
+  absl::flat_hash_map<uint32_t, rocemu_qp*> qps;
+  absl::flat_hash_map<uint32_t, rocemu_cq*> cqs;
+  absl::flat_hash_map<uint32_t, rocemu_srq*> srqs;
+};
+
+struct rocemu_device {
+  std::string path;
+  char name[sizeof(wire::HelloResp::device_name)];
 };
 
 struct rocemu_pd {
@@ -74,11 +93,21 @@ struct rocemu_qp {
   rocemu_qp_cap cap;
   ShmRing sq;
   ShmRing rq;
+  rocemu_srq* srq;
 };
 
 struct rocemu_ah {
   rocemu_pd* pd;
   uint32_t handle;
+};
+
+struct rocemu_srq {
+  rocemu_context* ctx;
+  rocemu_pd* pd;
+  uint32_t handle;
+  void* srq_context;
+  uint32_t max_sge;
+  ShmRing ring;
 };
 
 namespace {
@@ -244,46 +273,156 @@ bool OpcodeAllowed(int qp_type, int op) {
 
 }  // namespace
 
-extern "C" {
+namespace {
 
-rocemu_context* rocemu_open_device(const char* socket_path) {
-  if (socket_path == nullptr) socket_path = std::getenv("ROCEMU_VERBS_SOCKET");
-  if (socket_path == nullptr) socket_path = "/run/rocemu/verbs.sock";
+// Connects and says Hello. A probe (device listing) waits at most a second
+// for a daemon that does not answer and does not open async events.
+std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
+                                        int* err) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (std::strlen(socket_path) >= sizeof(addr.sun_path)) {
-    return Fail<rocemu_context>(ENAMETOOLONG);
+    *err = ENAMETOOLONG;
+    return nullptr;
   }
   std::strcpy(addr.sun_path, socket_path);
   auto ctx = std::make_unique<rocemu_context>();
   ctx->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (ctx->fd < 0) return nullptr;
+  if (ctx->fd < 0) {
+    *err = errno;
+    return nullptr;
+  }
+  if (probe) {
+    const timeval tv{1, 0};
+    setsockopt(ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(ctx->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  }
   if (connect(ctx->fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    const int e = errno;
+    *err = errno;
     close(ctx->fd);
-    return Fail<rocemu_context>(e);
+    return nullptr;
   }
   wire::HelloReq req{};
   req.min_version = wire::kVersion;
   req.max_version = wire::kVersion;
-  req.capabilities = wire::kCapShmBuffers | wire::kCapCompChannel;
+  req.capabilities = wire::kCapShmBuffers | wire::kCapCompChannel |
+                     wire::kCapProcessMemory | wire::kCapSrq |
+                     wire::kCapAsyncEvents;
   std::strncpy(req.client_name, program_invocation_short_name,
                sizeof(req.client_name) - 1);
   wire::HelloResp resp{};
-  int err = Call(ctx.get(), wire::MsgType::kHello, req, &resp);
-  if (err == 0 && (resp.sq_slot_size != sizeof(SqSlot) ||
-                   resp.rq_slot_size != sizeof(RqSlot) ||
-                   resp.cqe_slot_size != sizeof(CqeSlot))) {
-    err = EPROTO;
+  *err = Call(ctx.get(), wire::MsgType::kHello, req, &resp);
+  if (*err == 0 && (resp.sq_slot_size != sizeof(SqSlot) ||
+                    resp.rq_slot_size != sizeof(RqSlot) ||
+                    resp.cqe_slot_size != sizeof(CqeSlot))) {
+    *err = EPROTO;
   }
-  if (err != 0) {
+  if (*err == 0 && !probe) {
+    // Async events are always on: the ring costs the daemon nothing until
+    // an event comes, and an application may ask for them at any time.
+    ctx->async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (ctx->async_fd < 0) {
+      *err = errno;
+    } else {
+      wire::OpenAsyncResp ar{};
+      int ring_fd = -1;
+      *err = Call(ctx.get(), wire::MsgType::kOpenAsync, wire::Empty{}, &ar,
+                  std::span<const int>(&ctx->async_fd, 1), {&ring_fd, 1});
+      if (*err == 0) {
+        absl::StatusOr<ShmRing> ring =
+            ShmRing::Attach(ring_fd, sizeof(AsyncEventSlot), ar.capacity);
+        if (ring.ok()) {
+          ring->CloseFd();
+          ctx->async_ring = *std::move(ring);
+        } else {
+          *err = EPROTO;
+        }
+      }
+    }
+  }
+  if (*err != 0) {
     close(ctx->fd);
-    return Fail<rocemu_context>(err);
+    if (ctx->async_fd >= 0) close(ctx->async_fd);
+    return nullptr;
   }
   ctx->client_id = resp.client_id;
   std::memcpy(ctx->device_name, resp.device_name, sizeof(ctx->device_name));
   ctx->device_name[sizeof(ctx->device_name) - 1] = '\0';
+  return ctx;
+}
+
+const char* DefaultSocket() {
+  const char* p = std::getenv("ROCEMU_VERBS_SOCKET");
+  return p != nullptr ? p : "/run/rocemu/verbs.sock";
+}
+
+}  // namespace
+
+extern "C" {
+
+rocemu_context* rocemu_open_device(const char* socket_path) {
+  if (socket_path == nullptr) socket_path = DefaultSocket();
+  int err = 0;
+  std::unique_ptr<rocemu_context> ctx = Connect(socket_path, false, &err);
+  if (ctx == nullptr) return Fail<rocemu_context>(err);
   return ctx.release();
+}
+
+rocemu_device** rocemu_get_device_list(int* num_devices) {
+  std::vector<std::string> paths;
+  if (const char* one = std::getenv("ROCEMU_VERBS_SOCKET"); one != nullptr) {
+    paths.emplace_back(one);
+  } else {
+    const char* dir = std::getenv("ROCEMU_VERBS_DIR");
+    std::string d = dir != nullptr ? dir : "/run/rocemu";
+    if (!d.empty() && d.back() != '/') d.push_back('/');
+    DIR* dp = opendir(d.c_str());
+    if (dp != nullptr) {
+      while (const dirent* e = readdir(dp)) {
+        const std::string p = d + e->d_name;
+        struct stat st;
+        if (lstat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+          paths.push_back(p);
+        }
+      }
+      closedir(dp);
+    }
+    std::sort(paths.begin(), paths.end());
+  }
+  std::vector<rocemu_device*> found;
+  for (const std::string& p : paths) {
+    int err = 0;
+    // Stale sockets (no daemon behind them) are not devices.
+    std::unique_ptr<rocemu_context> ctx = Connect(p.c_str(), true, &err);
+    if (ctx == nullptr) continue;
+    auto* dev = new rocemu_device{p, {}};
+    std::memcpy(dev->name, ctx->device_name, sizeof(dev->name));
+    close(ctx->fd);
+    found.push_back(dev);
+  }
+  auto** list = new rocemu_device*[found.size() + 1];
+  std::copy(found.begin(), found.end(), list);
+  list[found.size()] = nullptr;
+  if (num_devices != nullptr) *num_devices = static_cast<int>(found.size());
+  return list;
+}
+
+void rocemu_free_device_list(rocemu_device** list) {
+  if (list == nullptr) return;
+  for (rocemu_device** d = list; *d != nullptr; ++d) delete *d;
+  delete[] list;
+}
+
+const char* rocemu_get_device_name(const rocemu_device* device) {
+  return device->name;
+}
+
+const char* rocemu_get_device_path(const rocemu_device* device) {
+  return device->path.c_str();
+}
+
+rocemu_context* rocemu_open_device_from(const rocemu_device* device) {
+  return rocemu_open_device(device->path.c_str());
 }
 
 int rocemu_close_device(rocemu_context* ctx) {
@@ -291,6 +430,7 @@ int rocemu_close_device(rocemu_context* ctx) {
   // The daemon frees whatever the application did not: closing the socket
   // is a disconnection.
   close(ctx->fd);
+  if (ctx->async_fd >= 0) close(ctx->async_fd);
   for (rocemu_buf* b : ctx->bufs) {
     BufImpl* impl = ImplOf(b);
     if (impl->pub.addr != nullptr) {
@@ -316,11 +456,92 @@ int rocemu_query_port(rocemu_context* ctx, uint8_t port_num,
   wire::QueryPortResp resp{};
   const int err = Call(ctx, wire::MsgType::kQueryPort, req, &resp);
   if (err != 0) return err;
+  *attr = rocemu_port_attr{};
   attr->state = resp.state;
   attr->active_mtu = resp.active_mtu;
   std::memcpy(attr->gid, resp.gid, sizeof(attr->gid));
   std::memcpy(attr->mac, resp.mac, sizeof(attr->mac));
+  attr->max_mtu = resp.max_mtu;
+  attr->gid_tbl_len = resp.gid_tbl_len;
+  attr->port_cap_flags = resp.port_cap_flags;
+  attr->max_msg_sz = resp.max_msg_sz;
+  attr->bad_pkey_cntr = resp.bad_pkey_cntr;
+  attr->qkey_viol_cntr = resp.qkey_viol_cntr;
+  attr->pkey_tbl_len = resp.pkey_tbl_len;
+  attr->max_vl_num = resp.max_vl_num;
+  attr->active_width = resp.active_width;
+  attr->active_speed = resp.active_speed;
+  attr->phys_state = resp.phys_state;
+  attr->link_layer = resp.link_layer;
   return 0;
+}
+
+int rocemu_query_device(rocemu_context* ctx, rocemu_device_attr* attr) {
+  wire::QueryDeviceResp r{};
+  const int err = Call(ctx, wire::MsgType::kQueryDevice, wire::Empty{}, &r);
+  if (err != 0) return err;
+  *attr = rocemu_device_attr{};
+  std::memcpy(attr->fw_ver, r.fw_ver, sizeof(attr->fw_ver));
+  attr->fw_ver[sizeof(attr->fw_ver) - 1] = '\0';
+  attr->node_guid = r.node_guid;
+  attr->sys_image_guid = r.sys_image_guid;
+  attr->max_mr_size = r.max_mr_size;
+  attr->page_size_cap = r.page_size_cap;
+  attr->vendor_id = r.vendor_id;
+  attr->vendor_part_id = r.vendor_part_id;
+  attr->hw_ver = r.hw_ver;
+  // ibv_device_attr's int fields: the daemon's limits fit (checked by
+  // DeviceAttr::Validate), clamped anyway.
+  auto i = [](uint32_t v) {
+    return static_cast<int>(std::min<uint32_t>(v, INT32_MAX));
+  };
+  attr->max_qp = i(r.max_qp);
+  attr->max_qp_wr = i(r.max_qp_wr);
+  attr->device_cap_flags = r.device_cap_flags;
+  attr->max_sge = i(r.max_sge);
+  attr->max_sge_rd = i(r.max_sge_rd);
+  attr->max_cq = i(r.max_cq);
+  attr->max_cqe = i(r.max_cqe);
+  attr->max_mr = i(r.max_mr);
+  attr->max_pd = i(r.max_pd);
+  attr->max_qp_rd_atom = i(r.max_qp_rd_atom);
+  attr->max_res_rd_atom = i(r.max_res_rd_atom);
+  attr->max_qp_init_rd_atom = i(r.max_qp_init_rd_atom);
+  attr->atomic_cap = i(r.atomic_cap);
+  attr->max_ah = i(r.max_ah);
+  attr->max_srq = i(r.max_srq);
+  attr->max_srq_wr = i(r.max_srq_wr);
+  attr->max_srq_sge = i(r.max_srq_sge);
+  attr->max_pkeys = r.max_pkeys;
+  attr->local_ca_ack_delay = r.local_ca_ack_delay;
+  attr->phys_port_cnt = r.phys_port_cnt;
+  attr->max_inline_data = r.max_inline_data;
+  attr->max_msg_sz = r.max_msg_sz;
+  return 0;
+}
+
+int rocemu_query_gid(rocemu_context* ctx, uint8_t port_num, int index,
+                     uint8_t gid[16]) {
+  if (index < 0) return EINVAL;
+  wire::TableQueryReq req{};
+  req.port_num = port_num;
+  req.index = static_cast<uint32_t>(index);
+  wire::QueryGidResp r{};
+  const int err = Call(ctx, wire::MsgType::kQueryGid, req, &r);
+  if (err == 0) std::memcpy(gid, r.gid, sizeof(r.gid));
+  return err;
+}
+
+int rocemu_query_pkey(rocemu_context* ctx, uint8_t port_num, int index,
+                      uint16_t* pkey) {
+  if (index < 0) return EINVAL;
+  wire::TableQueryReq req{};
+  req.port_num = port_num;
+  req.index = static_cast<uint32_t>(index);
+  wire::QueryPkeyResp r{};
+  const int err = Call(ctx, wire::MsgType::kQueryPkey, req, &r);
+  if (err == 0) *pkey = htons(r.pkey);
+  return err;
 }
 
 rocemu_pd* rocemu_alloc_pd(rocemu_context* ctx) {
@@ -389,17 +610,20 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
       }
     }
   }
-  if (found == nullptr) return Fail<rocemu_mr>(EINVAL);
+  if (length == 0) return Fail<rocemu_mr>(EINVAL);
   wire::RegMrReq req{};
   req.pd = pd->handle;
   req.access = static_cast<uint32_t>(access);
   req.iova = a;
   req.length = length;
-  req.offset = a - reinterpret_cast<uintptr_t>(found->pub.addr);
+  // Inside a library buffer: the daemon maps the memfd. Anywhere else: no
+  // fd, the daemon reaches this process's memory with process_vm_*.
+  req.offset =
+      found != nullptr ? a - reinterpret_cast<uintptr_t>(found->pub.addr) : 0;
   wire::RegMrResp resp{};
-  const int fd = found->fd;
+  const int fd = found != nullptr ? found->fd : -1;
   const int err = Call(ctx, wire::MsgType::kRegMr, req, &resp,
-                       std::span<const int>(&fd, 1));
+                       std::span<const int>(&fd, found != nullptr ? 1u : 0u));
   if (err != 0) return Fail<rocemu_mr>(err);
   return new rocemu_mr{pd, addr, length, resp.lkey, resp.rkey};
 }
@@ -447,20 +671,22 @@ rocemu_cq* rocemu_create_cq(rocemu_context* ctx, int cqe, void* cq_context,
   }
   ring->CloseFd();
   auto* cq = new rocemu_cq{ctx, resp.cq, cq_context, channel, *std::move(ring)};
-  if (channel != nullptr) {
-    std::lock_guard<std::mutex> lock(ctx->mu);
-    channel->cqs.push_back(cq);
-  }
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  if (channel != nullptr) channel->cqs.push_back(cq);
+  ctx->cqs[cq->handle] = cq;
   return cq;
 }
 
 int rocemu_destroy_cq(rocemu_cq* cq) {
   const int err = Handle(cq->ctx, wire::MsgType::kDestroyCq, cq->handle);
   if (err != 0) return err;
-  if (cq->channel != nullptr) {
+  {
     std::lock_guard<std::mutex> lock(cq->ctx->mu);
-    auto& v = cq->channel->cqs;
-    v.erase(std::remove(v.begin(), v.end(), cq), v.end());
+    if (cq->channel != nullptr) {
+      auto& v = cq->channel->cqs;
+      v.erase(std::remove(v.begin(), v.end(), cq), v.end());
+    }
+    cq->ctx->cqs.erase(cq->handle);
   }
   delete cq;
   return 0;
@@ -542,6 +768,10 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   req.sq_sig_all = attr->sq_sig_all != 0;
   req.send_cq = attr->send_cq->handle;
   req.recv_cq = attr->recv_cq->handle;
+  if (attr->srq != nullptr) {
+    req.flags = wire::kCreateQpWithSrq;
+    req.srq = attr->srq->handle;
+  }
   req.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr,
              attr->cap.max_send_sge, attr->cap.max_recv_sge,
              attr->cap.max_inline_data};
@@ -550,19 +780,28 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   const int err =
       Call(pd->ctx, wire::MsgType::kCreateQp, req, &resp, {}, {fds, 2});
   if (err != 0) return Fail<rocemu_qp>(err);
+  // The capabilities granted (ibv_create_qp writes them back).
+  attr->cap = {resp.cap.max_send_wr, resp.cap.max_recv_wr,
+               resp.cap.max_send_sge, resp.cap.max_recv_sge,
+               resp.cap.max_inline_data};
   absl::StatusOr<ShmRing> sq = ShmRing::Attach(
       fds[0], sizeof(SqSlot), std::bit_ceil(attr->cap.max_send_wr));
-  absl::StatusOr<ShmRing> rq = ShmRing::Attach(
-      fds[1], sizeof(RqSlot), std::bit_ceil(attr->cap.max_recv_wr));
+  absl::StatusOr<ShmRing> rq =
+      ShmRing::Attach(fds[1], sizeof(RqSlot),
+                      std::bit_ceil(std::max(attr->cap.max_recv_wr, 1u)));
   if (!sq.ok() || !rq.ok()) {
     Handle(pd->ctx, wire::MsgType::kDestroyQp, resp.qpn);
     return Fail<rocemu_qp>(EPROTO);
   }
   sq->CloseFd();
   rq->CloseFd();
-  return new rocemu_qp{
-      pd->ctx,          pd,        resp.qpn,       attr->qp_type,
-      ROCEMU_QPS_RESET, attr->cap, *std::move(sq), *std::move(rq)};
+  auto* qp =
+      new rocemu_qp{pd->ctx,          pd,        resp.qpn,       attr->qp_type,
+                    ROCEMU_QPS_RESET, attr->cap, *std::move(sq), *std::move(rq),
+                    attr->srq};
+  std::lock_guard<std::mutex> lock(pd->ctx->mu);
+  pd->ctx->qps[qp->qpn] = qp;
+  return qp;
 }
 
 int rocemu_modify_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
@@ -630,8 +869,13 @@ int rocemu_query_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
 
 int rocemu_destroy_qp(rocemu_qp* qp) {
   const int err = Handle(qp->ctx, wire::MsgType::kDestroyQp, qp->qpn);
-  if (err == 0) delete qp;
-  return err;
+  if (err != 0) return err;
+  {
+    std::lock_guard<std::mutex> lock(qp->ctx->mu);
+    qp->ctx->qps.erase(qp->qpn);
+  }
+  delete qp;
+  return 0;
 }
 
 uint32_t rocemu_qp_num(const rocemu_qp* qp) { return qp->qpn; }
@@ -710,7 +954,8 @@ int rocemu_post_send(rocemu_qp* qp, rocemu_send_wr* wr,
 
 int rocemu_post_recv(rocemu_qp* qp, rocemu_recv_wr* wr,
                      rocemu_recv_wr** bad_wr) {
-  if (qp->state == ROCEMU_QPS_RESET) {
+  // A QP on an SRQ takes its receives from there (ibv_post_recv: EINVAL).
+  if (qp->state == ROCEMU_QPS_RESET || qp->srq != nullptr) {
     *bad_wr = wr;
     return EINVAL;
   }
@@ -745,6 +990,169 @@ rocemu_ah* rocemu_create_ah(rocemu_pd* pd, rocemu_ah_attr* attr) {
       [&] { return Call(pd->ctx, wire::MsgType::kCreateAh, req, &resp); });
   if (err != 0) return Fail<rocemu_ah>(err);
   return new rocemu_ah{pd, resp.handle};
+}
+
+int rocemu_destroy_ah(rocemu_ah* ah) {
+  const int err = Handle(ah->pd->ctx, wire::MsgType::kDestroyAh, ah->handle);
+  if (err == 0) delete ah;
+  return err;
+}
+
+rocemu_srq* rocemu_create_srq(rocemu_pd* pd, rocemu_srq_init_attr* attr) {
+  wire::CreateSrqReq req{};
+  req.pd = pd->handle;
+  req.attr = {attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
+  wire::CreateSrqResp resp{};
+  int ring_fd = -1;
+  const int err =
+      Call(pd->ctx, wire::MsgType::kCreateSrq, req, &resp, {}, {&ring_fd, 1});
+  if (err != 0) return Fail<rocemu_srq>(err);
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Attach(ring_fd, sizeof(RqSlot), std::bit_ceil(resp.attr.max_wr));
+  if (!ring.ok()) {
+    Handle(pd->ctx, wire::MsgType::kDestroySrq, resp.srq);
+    return Fail<rocemu_srq>(EPROTO);
+  }
+  ring->CloseFd();
+  attr->attr = {resp.attr.max_wr, resp.attr.max_sge, resp.attr.srq_limit};
+  auto* srq = new rocemu_srq{pd->ctx,           pd,
+                             resp.srq,          attr->srq_context,
+                             resp.attr.max_sge, *std::move(ring)};
+  std::lock_guard<std::mutex> lock(pd->ctx->mu);
+  pd->ctx->srqs[srq->handle] = srq;
+  return srq;
+}
+
+int rocemu_modify_srq(rocemu_srq* srq, rocemu_srq_attr* attr, int attr_mask) {
+  wire::ModifySrqReq req{};
+  req.srq = srq->handle;
+  req.attr_mask = static_cast<uint32_t>(attr_mask);
+  req.attr = {attr->max_wr, attr->max_sge, attr->srq_limit};
+  return Call<wire::ModifySrqReq, wire::Empty>(
+      srq->ctx, wire::MsgType::kModifySrq, req, nullptr);
+}
+
+int rocemu_query_srq(rocemu_srq* srq, rocemu_srq_attr* attr) {
+  const wire::HandleReq req{srq->handle, 0};
+  wire::QuerySrqResp r{};
+  const int err = Call(srq->ctx, wire::MsgType::kQuerySrq, req, &r);
+  if (err == 0) *attr = {r.attr.max_wr, r.attr.max_sge, r.attr.srq_limit};
+  return err;
+}
+
+int rocemu_destroy_srq(rocemu_srq* srq) {
+  const int err = Handle(srq->ctx, wire::MsgType::kDestroySrq, srq->handle);
+  if (err != 0) return err;
+  {
+    std::lock_guard<std::mutex> lock(srq->ctx->mu);
+    srq->ctx->srqs.erase(srq->handle);
+  }
+  delete srq;
+  return 0;
+}
+
+int rocemu_post_srq_recv(rocemu_srq* srq, rocemu_recv_wr* wr,
+                         rocemu_recv_wr** bad_wr) {
+  for (; wr != nullptr; wr = wr->next) {
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > srq->max_sge) {
+      *bad_wr = wr;
+      return EINVAL;
+    }
+    auto* s = static_cast<RqSlot*>(srq->ring.ProducerSlot());
+    if (s == nullptr) {
+      *bad_wr = wr;
+      return ENOMEM;
+    }
+    s->wr_id = wr->wr_id;
+    s->num_sge = static_cast<uint32_t>(wr->num_sge);
+    for (int i = 0; i < wr->num_sge; ++i) {
+      s->sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length,
+                   wr->sg_list[i].lkey};
+    }
+    srq->ring.Publish();
+  }
+  return 0;
+}
+
+int rocemu_async_fd(const rocemu_context* ctx) { return ctx->async_fd; }
+
+int rocemu_get_async_event(rocemu_context* ctx, rocemu_async_event* event,
+                           int timeout_ms) {
+  for (;;) {
+    // Clear the eventfd before looking at the ring: an event published
+    // after the look signals again, so the poll below cannot miss it.
+    uint64_t v;
+    (void)!read(ctx->async_fd, &v, sizeof(v));
+    {
+      std::lock_guard<std::mutex> alock(ctx->async_mu);
+      AsyncEventSlot e;
+      while (ctx->async_ring.Pop(&e) == RingResult::kOk) {
+        rocemu_async_event out{};
+        out.event_type = static_cast<int>(e.event_type);
+        bool known = true;
+        {
+          std::lock_guard<std::mutex> lock(ctx->mu);
+          switch (e.event_type) {
+            case ROCEMU_EVENT_CQ_ERR: {
+              auto it = ctx->cqs.find(e.element);
+              known = it != ctx->cqs.end();
+              if (known) out.element.cq = it->second;
+              break;
+            }
+            case ROCEMU_EVENT_SRQ_ERR:
+            case ROCEMU_EVENT_SRQ_LIMIT_REACHED: {
+              auto it = ctx->srqs.find(e.element);
+              known = it != ctx->srqs.end();
+              if (known) out.element.srq = it->second;
+              break;
+            }
+            case ROCEMU_EVENT_DEVICE_FATAL:
+            case ROCEMU_EVENT_PORT_ACTIVE:
+            case ROCEMU_EVENT_PORT_ERR:
+            case ROCEMU_EVENT_LID_CHANGE:
+            case ROCEMU_EVENT_PKEY_CHANGE:
+            case ROCEMU_EVENT_SM_CHANGE:
+            case ROCEMU_EVENT_CLIENT_REREGISTER:
+            case ROCEMU_EVENT_GID_CHANGE:
+              out.element.port_num = static_cast<int>(e.element);
+              break;
+            default: {
+              auto it = ctx->qps.find(e.element);
+              known = it != ctx->qps.end();
+              if (known) out.element.qp = it->second;
+              break;
+            }
+          }
+        }
+        if (!known) continue;  // its object was destroyed meanwhile
+        // More waiting: keep the fd readable for an application that
+        // polls it before each call.
+        if (ctx->async_ring.ConsumerSlot() != nullptr) {
+          const uint64_t one = 1;
+          (void)!write(ctx->async_fd, &one, sizeof(one));
+        }
+        *event = out;
+        return 0;
+      }
+      if (ctx->async_ring.last_result() == RingResult::kCorrupt) return EIO;
+    }
+    pollfd p{ctx->async_fd, POLLIN, 0};
+    const int n = poll(&p, 1, timeout_ms);
+    if (n == 0) return ETIMEDOUT;
+    if (n < 0 && errno != EINTR) return errno;
+  }
+}
+
+void rocemu_ack_async_event(rocemu_async_event* event) {
+  // Destroy calls do not wait for acknowledgements (events about a
+  // destroyed object are skipped instead), so there is nothing to count.
+  (void)event;
+}
+
+const char* rocemu_event_type_str(int event_type) {
+  if (event_type < 0 || event_type > ROCEMU_EVENT_GID_CHANGE) return "unknown";
+  return rocemu::nic::AsyncEventName(
+      static_cast<rocemu::nic::AsyncEventType>(event_type));
 }
 
 const char* rocemu_wc_status_str(int status) {

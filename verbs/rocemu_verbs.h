@@ -9,8 +9,10 @@
  * pointer return NULL and set errno) so that a libibverbs provider can map
  * ibv_* calls one to one onto these.
  *
- * Memory (first cut): a region must lie in a buffer from rocemu_alloc_buf,
- * shared with the daemon. See docs/verbs.md for arbitrary memory.
+ * Memory: rocemu_reg_mr takes any memory of the process. A region inside
+ * a buffer from rocemu_alloc_buf is shared with the daemon (memfd); any
+ * other range (malloc'd, stack, mmap'd) is reached by the daemon with
+ * process_vm_readv/writev. See docs/verbs.md.
  *
  * Threads: control calls may come from any thread. Posting to one QP and
  * polling one CQ must each be done by one thread at a time (the rings are
@@ -26,8 +28,10 @@
 extern "C" {
 #endif
 
+struct rocemu_device;
 struct rocemu_context;
 struct rocemu_pd;
+struct rocemu_srq;
 struct rocemu_cq;
 struct rocemu_qp;
 struct rocemu_ah;
@@ -214,6 +218,7 @@ struct rocemu_qp_init_attr {
   void* qp_context;
   struct rocemu_cq* send_cq;
   struct rocemu_cq* recv_cq;
+  struct rocemu_srq* srq; /* NULL: the QP has its own receive queue */
   struct rocemu_qp_cap cap;
   int qp_type; /* enum rocemu_qp_type */
   int sq_sig_all;
@@ -254,19 +259,150 @@ struct rocemu_qp_attr {
   uint8_t rnr_retry;
 };
 
-struct rocemu_port_attr {
-  int state;      /* IBV_PORT_* value */
-  int active_mtu; /* enum rocemu_mtu */
-  uint8_t gid[16];
-  uint8_t mac[6];
+enum rocemu_port_state {
+  ROCEMU_PORT_NOP = 0,
+  ROCEMU_PORT_DOWN = 1,
+  ROCEMU_PORT_INIT = 2,
+  ROCEMU_PORT_ARMED = 3,
+  ROCEMU_PORT_ACTIVE = 4,
+  ROCEMU_PORT_ACTIVE_DEFER = 5,
 };
 
-/* --- device --- */
+enum { ROCEMU_LINK_LAYER_ETHERNET = 2 };
+
+struct rocemu_port_attr {
+  int state;       /* enum rocemu_port_state */
+  int active_mtu;  /* enum rocemu_mtu */
+  uint8_t gid[16]; /* GID index 0 */
+  uint8_t mac[6];
+  int max_mtu; /* enum rocemu_mtu */
+  int gid_tbl_len;
+  uint32_t port_cap_flags;
+  uint32_t max_msg_sz;
+  uint32_t bad_pkey_cntr;
+  uint32_t qkey_viol_cntr;
+  uint16_t pkey_tbl_len;
+  uint8_t max_vl_num;
+  uint8_t active_width;
+  uint8_t active_speed;
+  uint8_t phys_state;
+  uint8_t link_layer; /* ROCEMU_LINK_LAYER_ETHERNET */
+};
+
+enum rocemu_atomic_cap {
+  ROCEMU_ATOMIC_NONE = 0,
+  ROCEMU_ATOMIC_HCA = 1,
+  ROCEMU_ATOMIC_GLOB = 2,
+};
+
+/* ibv_device_attr's fields that mean something on RoCE. */
+struct rocemu_device_attr {
+  char fw_ver[64];
+  uint64_t node_guid;
+  uint64_t sys_image_guid;
+  uint64_t max_mr_size;
+  uint64_t page_size_cap;
+  uint32_t vendor_id;
+  uint32_t vendor_part_id;
+  uint32_t hw_ver;
+  int max_qp;
+  int max_qp_wr;
+  unsigned int device_cap_flags;
+  int max_sge;
+  int max_sge_rd;
+  int max_cq;
+  int max_cqe;
+  int max_mr;
+  int max_pd;
+  int max_qp_rd_atom;
+  int max_res_rd_atom;
+  int max_qp_init_rd_atom;
+  int atomic_cap; /* enum rocemu_atomic_cap */
+  int max_ah;
+  int max_srq;
+  int max_srq_wr;
+  int max_srq_sge;
+  uint16_t max_pkeys;
+  uint8_t local_ca_ack_delay;
+  uint8_t phys_port_cnt;
+  uint32_t max_inline_data; /* not in ibv_device_attr: the QP inline cap */
+  uint32_t max_msg_sz;
+};
+
+struct rocemu_srq_attr {
+  uint32_t max_wr;
+  uint32_t max_sge;
+  uint32_t srq_limit;
+};
+
+struct rocemu_srq_init_attr {
+  void* srq_context;
+  struct rocemu_srq_attr attr;
+};
+
+enum rocemu_srq_attr_mask {
+  ROCEMU_SRQ_MAX_WR = 1 << 0,
+  ROCEMU_SRQ_LIMIT = 1 << 1,
+};
+
+/* ibv_event_type, same values. */
+enum rocemu_event_type {
+  ROCEMU_EVENT_CQ_ERR = 0,
+  ROCEMU_EVENT_QP_FATAL = 1,
+  ROCEMU_EVENT_QP_REQ_ERR = 2,
+  ROCEMU_EVENT_QP_ACCESS_ERR = 3,
+  ROCEMU_EVENT_COMM_EST = 4,
+  ROCEMU_EVENT_SQ_DRAINED = 5,
+  ROCEMU_EVENT_PATH_MIG = 6,
+  ROCEMU_EVENT_PATH_MIG_ERR = 7,
+  ROCEMU_EVENT_DEVICE_FATAL = 8,
+  ROCEMU_EVENT_PORT_ACTIVE = 9,
+  ROCEMU_EVENT_PORT_ERR = 10,
+  ROCEMU_EVENT_LID_CHANGE = 11,
+  ROCEMU_EVENT_PKEY_CHANGE = 12,
+  ROCEMU_EVENT_SM_CHANGE = 13,
+  ROCEMU_EVENT_SRQ_ERR = 14,
+  ROCEMU_EVENT_SRQ_LIMIT_REACHED = 15,
+  ROCEMU_EVENT_QP_LAST_WQE_REACHED = 16,
+  ROCEMU_EVENT_CLIENT_REREGISTER = 17,
+  ROCEMU_EVENT_GID_CHANGE = 18,
+};
+
+struct rocemu_async_event {
+  union {
+    struct rocemu_cq* cq;
+    struct rocemu_qp* qp;
+    struct rocemu_srq* srq;
+    int port_num;
+  } element;
+  int event_type; /* enum rocemu_event_type */
+};
+
+/* --- devices --- */
+/* The daemons' sockets: $ROCEMU_VERBS_SOCKET alone when set, else every
+ * socket in $ROCEMU_VERBS_DIR (default /run/rocemu/) that a daemon
+ * answers on (each is asked its device name). NULL-terminated; NULL and
+ * errno on error. */
+struct rocemu_device** rocemu_get_device_list(int* num_devices);
+void rocemu_free_device_list(struct rocemu_device** list);
+const char* rocemu_get_device_name(const struct rocemu_device* device);
+const char* rocemu_get_device_path(const struct rocemu_device* device);
+/* ibv_open_device. */
+struct rocemu_context* rocemu_open_device_from(
+    const struct rocemu_device* device);
 /* socket_path NULL: $ROCEMU_VERBS_SOCKET, else /run/rocemu/verbs.sock. */
 struct rocemu_context* rocemu_open_device(const char* socket_path);
 int rocemu_close_device(struct rocemu_context* ctx);
+int rocemu_query_device(struct rocemu_context* ctx,
+                        struct rocemu_device_attr* attr);
 int rocemu_query_port(struct rocemu_context* ctx, uint8_t port_num,
                       struct rocemu_port_attr* attr);
+/* An empty GID table entry reads as all zeros; EINVAL beyond the table. */
+int rocemu_query_gid(struct rocemu_context* ctx, uint8_t port_num, int index,
+                     uint8_t gid[16]);
+/* *pkey in network byte order, as ibv_query_pkey. */
+int rocemu_query_pkey(struct rocemu_context* ctx, uint8_t port_num, int index,
+                      uint16_t* pkey);
 /* The id the daemon gave this connection (for logs and tools). */
 uint32_t rocemu_client_id(const struct rocemu_context* ctx);
 /* The daemon's device name (e.g. "rocemu_p0"), as ibv_get_device_name. */
@@ -278,8 +414,12 @@ int rocemu_dealloc_pd(struct rocemu_pd* pd);
 /* A zeroed buffer shared with the daemon (a sealed memfd). */
 struct rocemu_buf* rocemu_alloc_buf(struct rocemu_context* ctx, size_t length);
 int rocemu_free_buf(struct rocemu_buf* buf);
-/* [addr, addr + length) must lie in one rocemu_alloc_buf buffer of the
- * same context (EINVAL otherwise). */
+/* Any [addr, addr + length) of this process. Inside one rocemu_alloc_buf
+ * buffer the daemon maps it; elsewhere the daemon reaches it with
+ * process_vm_readv/writev (it needs ptrace permission over this process:
+ * same uid and kernel.yama.ptrace_scope <= 1, or CAP_SYS_PTRACE; EACCES
+ * otherwise). Pages are not pinned: memory unmapped while registered makes
+ * the work requests touching it complete in error (as with ODP). */
 struct rocemu_mr* rocemu_reg_mr(struct rocemu_pd* pd, void* addr, size_t length,
                                 int access);
 int rocemu_dereg_mr(struct rocemu_mr* mr);
@@ -321,6 +461,31 @@ int rocemu_post_recv(struct rocemu_qp* qp, struct rocemu_recv_wr* wr,
                      struct rocemu_recv_wr** bad_wr);
 struct rocemu_ah* rocemu_create_ah(struct rocemu_pd* pd,
                                    struct rocemu_ah_attr* attr);
+int rocemu_destroy_ah(struct rocemu_ah* ah);
+
+/* --- shared receive queues --- */
+struct rocemu_srq* rocemu_create_srq(struct rocemu_pd* pd,
+                                     struct rocemu_srq_init_attr* attr);
+/* ROCEMU_SRQ_LIMIT arms the limit event (0 disarms); ROCEMU_SRQ_MAX_WR
+ * (resize) is not supported: EINVAL. */
+int rocemu_modify_srq(struct rocemu_srq* srq, struct rocemu_srq_attr* attr,
+                      int attr_mask);
+int rocemu_query_srq(struct rocemu_srq* srq, struct rocemu_srq_attr* attr);
+/* EBUSY while QPs use it. */
+int rocemu_destroy_srq(struct rocemu_srq* srq);
+/* Through a shared-memory ring, like rocemu_post_recv: no syscall. */
+int rocemu_post_srq_recv(struct rocemu_srq* srq, struct rocemu_recv_wr* wr,
+                         struct rocemu_recv_wr** bad_wr);
+
+/* --- asynchronous events --- */
+/* Readable (poll/epoll) while events wait. */
+int rocemu_async_fd(const struct rocemu_context* ctx);
+/* ibv_get_async_event: the next event (timeout_ms < 0: wait for ever;
+ * ETIMEDOUT otherwise). Events about objects destroyed since are skipped. */
+int rocemu_get_async_event(struct rocemu_context* ctx,
+                           struct rocemu_async_event* event, int timeout_ms);
+void rocemu_ack_async_event(struct rocemu_async_event* event);
+const char* rocemu_event_type_str(int event_type);
 
 const char* rocemu_wc_status_str(int status);
 

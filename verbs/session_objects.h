@@ -20,6 +20,10 @@ struct SessionServer::Client {
   bool hello = false;
   bool dead = false;
   std::string name;
+  // Async events (open_async): the ring the daemon writes, the client's
+  // eventfd it signals after each event.
+  ShmRing async_ring;
+  EventFd async_fd;
 };
 
 struct SessionServer::Cq {
@@ -31,14 +35,23 @@ struct SessionServer::Cq {
   uint32_t users = 0;  // QPs bound to it
 };
 
+struct SessionServer::Srq {
+  nic::ClientId owner = 0;
+  nic::SrqHandle handle = 0;
+  nic::PdHandle pd = 0;
+  ShmRing ring;
+  uint32_t users = 0;  // QPs bound to it
+};
+
 struct SessionServer::Qp {
   nic::ClientId owner = 0;
   uint32_t qpn = 0;
   nic::PdHandle pd = 0;
   ShmRing sq;
-  ShmRing rq;
+  ShmRing rq;  // unused (one slot) when the QP takes receives from an SRQ
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
+  Srq* srq = nullptr;
 };
 
 struct SessionServer::Mr {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "nic/access.h"
 #include "nic/qp_attr.h"
+#include "verbs/rnic_ops.h"
 #include "verbs/session_objects.h"
 
 namespace rocemu::verbs {
@@ -24,6 +25,9 @@ namespace {
 constexpr int kMaxFds = 4;
 constexpr int kMessagesPerPoll = 16;  // per client, for fairness
 constexpr uint64_t kListenTag = 0;
+// Async events a client may leave unread before further ones are dropped
+// (and counted): they are rare, a slow reader must not stall the daemon.
+constexpr uint32_t kAsyncEvents = 256;
 
 int ErrnoOf(const absl::Status& s) {
   switch (s.code()) {
@@ -288,7 +292,9 @@ void SessionServer::PollData() {
     DrainSq(*qp);
     DrainRq(*qp);
   }
+  for (auto& [h, srq] : srqs_) DrainSrq(*srq);
   for (auto& [h, cq] : cqs_) DrainCq(*cq);
+  DeliverAsyncEvents();
 }
 
 void SessionServer::Accept() {
@@ -448,26 +454,57 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       break;
     }
     case wire::MsgType::kQueryDevice: {
-      const nic::DeviceAttr& a = rnic_.device_attr();
-      wire::QueryDeviceResp r{a.node_guid,       a.max_mr_size,    a.max_qp,
-                              a.max_qp_wr,       a.max_sge,        a.max_cq,
-                              a.max_cqe,         a.max_mr,         a.max_pd,
-                              a.max_inline_data, a.max_qp_rd_atom, a.max_srq};
+      wire::QueryDeviceResp r{};
+      st = OnQueryDevice(&r);
       Reply(c, type, seq, st, &r, sizeof(r), {});
       break;
     }
     case wire::MsgType::kQueryPort: {
-      const auto req = wire::BodyAs<wire::QueryPortReq>(body);
       wire::QueryPortResp r{};
-      if (req.port_num != 1) {
-        st = absl::InvalidArgumentError("no such port");
-      } else {
-        std::memcpy(r.gid, rnic_.config().gid.data(), sizeof(r.gid));
-        std::memcpy(r.mac, rnic_.config().mac.data(), sizeof(r.mac));
-        r.active_mtu = static_cast<uint8_t>(rnic_.port_attr().active_mtu);
-        r.state = static_cast<uint8_t>(rnic_.port_attr().state);
-      }
+      st = OnQueryPort(wire::BodyAs<wire::QueryPortReq>(body), &r);
       Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kQueryGid: {
+      wire::QueryGidResp r{};
+      st = OnQueryGid(wire::BodyAs<wire::TableQueryReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kQueryPkey: {
+      wire::QueryPkeyResp r{};
+      st = OnQueryPkey(wire::BodyAs<wire::TableQueryReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kCreateSrq: {
+      wire::CreateSrqResp r{};
+      int ring_fd = -1;
+      st = OnCreateSrq(c, wire::BodyAs<wire::CreateSrqReq>(body), &r, &ring_fd);
+      Reply(c, type, seq, st, &r, sizeof(r), {&ring_fd, st.ok() ? 1u : 0u});
+      if (st.ok()) srqs_.at(r.srq)->ring.CloseFd();
+      break;
+    }
+    case wire::MsgType::kModifySrq:
+      st = OnModifySrq(c, wire::BodyAs<wire::ModifySrqReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kQuerySrq: {
+      wire::QuerySrqResp r{};
+      st = OnQuerySrq(c, wire::BodyAs<wire::HandleReq>(body).handle, &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kDestroySrq:
+      st = OnDestroySrq(c, wire::BodyAs<wire::HandleReq>(body).handle);
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kOpenAsync: {
+      wire::OpenAsyncResp r{};
+      int ring_fd = -1;
+      st = OnOpenAsync(c, fds.Take(0), &r, &ring_fd);
+      Reply(c, type, seq, st, &r, sizeof(r), {&ring_fd, st.ok() ? 1u : 0u});
+      if (st.ok()) c.async_ring.CloseFd();
       break;
     }
     case wire::MsgType::kAllocPd: {
@@ -482,7 +519,8 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       break;
     case wire::MsgType::kRegMr: {
       wire::RegMrResp r{};
-      st = OnRegMr(c, wire::BodyAs<wire::RegMrReq>(body), fds.fd[0], &r);
+      st = OnRegMr(c, wire::BodyAs<wire::RegMrReq>(body),
+                   fds.n == 1 ? fds.fd[0] : -1, &r);
       Reply(c, type, seq, st, &r, sizeof(r), {});
       break;
     }
@@ -541,8 +579,7 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       break;
     }
     case wire::MsgType::kDestroyAh:
-      st = absl::UnimplementedError(
-          "the RNIC cannot destroy address handles yet");
+      st = OnDestroyAh(c, wire::BodyAs<wire::HandleReq>(body).handle);
       Reply(c, type, seq, st, nullptr, 0, {});
       break;
     case wire::MsgType::kInvalid:
@@ -565,7 +602,9 @@ absl::Status SessionServer::OnHello(Client& c, const wire::HelloReq& r,
   c.name.assign(r.client_name, strnlen(r.client_name, sizeof(r.client_name)));
   out->version = wire::kVersion;
   out->client_id = c.id;
-  out->capabilities = wire::kCapShmBuffers | wire::kCapCompChannel;
+  out->capabilities = wire::kCapShmBuffers | wire::kCapCompChannel |
+                      wire::kCapProcessMemory | wire::kCapSrq |
+                      wire::kCapAsyncEvents;
   out->pid = static_cast<uint32_t>(c.cred.pid);
   out->uid = c.cred.uid;
   out->gid = c.cred.gid;
@@ -603,8 +642,14 @@ absl::Status SessionServer::OnDeallocPd(Client& c, uint32_t pd) {
   for (const auto& [k, qp] : qps_) {
     if (qp->pd == pd) return absl::UnavailableError("PD has queue pairs");
   }
+  for (const auto& [k, srq] : srqs_) {
+    if (srq->pd == pd) return absl::UnavailableError("PD has SRQs");
+  }
+  for (const auto& [k, ah] : ahs_) {
+    if (ah.pd == pd) return absl::UnavailableError("PD has address handles");
+  }
   pds_.erase(it);
-  free_pds_.push_back(pd);
+  ReleaseNicPd(pd);
   return absl::OkStatus();
 }
 
@@ -616,6 +661,28 @@ absl::Status SessionServer::OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
   }
   if (!nic::AccessFlagsConsistent(r.access)) {
     return absl::InvalidArgumentError("inconsistent access flags");
+  }
+  if (fd < 0) {
+    // Arbitrary memory of the client process itself: the pid is the one
+    // the kernel vouched for at accept (SO_PEERCRED), never one the client
+    // names.
+    if (r.offset != 0 || r.length == 0) {
+      return absl::InvalidArgumentError("process region: offset 0, length > 0");
+    }
+    absl::StatusOr<uint32_t> key =
+        rnic_ops::RegisterProcess(rnic_.mr_table(), nic::kKernelClient, r.pd,
+                                  c.cred.pid, r.iova, r.length, r.access);
+    if (!key.ok()) return key.status();
+    auto mr = std::make_unique<Mr>();
+    mr->owner = c.id;
+    mr->pd = r.pd;
+    mr->iova = r.iova;
+    mr->length = r.length;
+    mr->access = r.access;
+    mr->process = true;
+    mrs_[*key] = std::move(mr);
+    out->lkey = out->rkey = *key;
+    return absl::OkStatus();
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -666,11 +733,14 @@ absl::Status SessionServer::OnDeregMr(Client& c, uint32_t key) {
   if (it == mrs_.end() || it->second->owner != c.id) {
     return absl::NotFoundError("no such memory region");
   }
-  absl::Status st = rnic_.mr_table().Deregister(nic::kKernelClient, key);
-  if (!st.ok()) return st;
-  munmap(it->second->map, it->second->map_len);
+  ReleaseMr(key, *it->second);
   mrs_.erase(it);
   return absl::OkStatus();
+}
+
+void SessionServer::ReleaseMr(uint32_t key, Mr& mr) {
+  (void)rnic_.mr_table().Deregister(nic::kKernelClient, key);
+  if (mr.map != nullptr) munmap(mr.map, mr.map_len);
 }
 
 absl::StatusOr<nic::CqHandle> SessionServer::TakeNicCq(uint32_t cqe) {
@@ -683,11 +753,30 @@ absl::StatusOr<nic::CqHandle> SessionServer::TakeNicCq(uint32_t cqe) {
   return rnic_.CreateCq(cqe);
 }
 
-void SessionServer::ReturnNicCq(nic::CqHandle cq, uint32_t cqe) {
+void SessionServer::ReleaseNicCq(nic::CqHandle cq, uint32_t cqe) {
+  if (rnic_ops::DestroyCq(rnic_, cq).code() !=
+      absl::StatusCode::kUnimplemented) {
+    return;
+  }
+  // An RNIC without DestroyCq: kept, emptied, for the next CQ of that size.
   nic::WorkCompletion wc[16];
   while (rnic_.PollCq(cq, wc) != 0) {
   }
   free_cqs_[cqe].push_back(cq);
+}
+
+void SessionServer::ReleaseNicPd(nic::PdHandle pd) {
+  if (rnic_ops::DeallocPd(rnic_, pd).code() ==
+      absl::StatusCode::kUnimplemented) {
+    free_pds_.push_back(pd);
+  }
+}
+
+void SessionServer::ReleaseNicAh(nic::AhHandle ah) {
+  if (rnic_ops::DestroyAh(rnic_, ah).code() ==
+      absl::StatusCode::kUnimplemented) {
+    ++counters_.leaked_ahs;
+  }
 }
 
 absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
@@ -730,7 +819,7 @@ absl::Status SessionServer::OnDestroyCq(Client& c, uint32_t h) {
     return absl::NotFoundError("no such CQ");
   }
   if (it->second->users != 0) return absl::UnavailableError("CQ in use");
-  ReturnNicCq(h, it->second->cqe);
+  ReleaseNicCq(h, it->second->cqe);
   cqs_.erase(it);
   return absl::OkStatus();
 }
@@ -752,22 +841,39 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   if (!QpTypeFromWire(r.qp_type, &init.qp_type)) {
     return absl::InvalidArgumentError("QP type not supported");
   }
+  Srq* srq = nullptr;
+  if ((r.flags & wire::kCreateQpWithSrq) != 0) {
+    auto it = srqs_.find(r.srq);
+    if (it == srqs_.end() || it->second->owner != c.id) {
+      return absl::NotFoundError("no such SRQ");
+    }
+    srq = it->second.get();
+    init.srq = r.srq;
+    init.has_srq = true;
+  } else if (r.flags != 0) {
+    return absl::InvalidArgumentError("unknown create_qp flags");
+  }
   init.send_cq = r.send_cq;
   init.recv_cq = r.recv_cq;
   init.cap = CapFromWire(r.cap);
+  // With an SRQ the receive capabilities are the SRQ's (ibv_create_qp
+  // ignores max_recv_wr/max_recv_sge then); the QP's own ring keeps one
+  // slot so that the ring layout stays the same.
+  if (srq != nullptr) init.cap.max_recv_wr = init.cap.max_recv_sge = 0;
   init.sq_sig_all = r.sq_sig_all != 0;
   // The rings are made first: the RNIC checks the capabilities, and a ring
   // failure must not leave a QP behind.
   const uint32_t max_wr = rnic_.device_attr().max_qp_wr;
   if (init.cap.max_send_wr == 0 || init.cap.max_send_wr > max_wr ||
-      init.cap.max_recv_wr == 0 || init.cap.max_recv_wr > max_wr) {
+      (srq == nullptr &&
+       (init.cap.max_recv_wr == 0 || init.cap.max_recv_wr > max_wr))) {
     return absl::InvalidArgumentError("QP capabilities outside the device's");
   }
   absl::StatusOr<ShmRing> sq =
       ShmRing::Create("rocemu-sq", sizeof(SqSlot), init.cap.max_send_wr);
   if (!sq.ok()) return sq.status();
-  absl::StatusOr<ShmRing> rq =
-      ShmRing::Create("rocemu-rq", sizeof(RqSlot), init.cap.max_recv_wr);
+  absl::StatusOr<ShmRing> rq = ShmRing::Create(
+      "rocemu-rq", sizeof(RqSlot), std::max(init.cap.max_recv_wr, 1u));
   if (!rq.ok()) return rq.status();
   absl::StatusOr<uint32_t> qpn = rnic_.CreateQp(r.pd, init);
   if (!qpn.ok()) return qpn.status();
@@ -779,12 +885,14 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   qp->rq = *std::move(rq);
   qp->send_cq = scq->second.get();
   qp->recv_cq = rcq->second.get();
+  qp->srq = srq;
   ++qp->send_cq->users;
   ++qp->recv_cq->users;
+  if (srq != nullptr) ++srq->users;
   ring_fds[0] = qp->sq.fd();
   ring_fds[1] = qp->rq.fd();
   out->qpn = *qpn;
-  out->cap = r.cap;
+  out->cap = CapToWire(init.cap);
   qps_[*qpn] = std::move(qp);
   return absl::OkStatus();
 }
@@ -819,6 +927,7 @@ absl::Status SessionServer::OnQueryQp(Client& c, uint32_t qpn,
 void SessionServer::ReleaseQp(Qp& qp) {
   --qp.send_cq->users;
   --qp.recv_cq->users;
+  if (qp.srq != nullptr) --qp.srq->users;
   (void)rnic_.DestroyQp(qp.qpn);
 }
 
@@ -852,7 +961,7 @@ absl::Status SessionServer::OnCreateAh(Client& c, const wire::CreateAhReq& r,
   if (!st.ok()) return st;
   absl::StatusOr<nic::AhHandle> ah = rnic_.CreateAh(r.pd, a, dmac);
   if (!ah.ok()) return ah.status();
-  ahs_[*ah] = c.id;
+  ahs_[*ah] = {c.id, r.pd};
   out->handle = *ah;
   return absl::OkStatus();
 }
@@ -869,6 +978,205 @@ absl::Status SessionServer::ResolveDmac(const nic::Gid& dgid,
                               " not resolved yet");
   }
   *dmac = *mac;
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnDestroyAh(Client& c, uint32_t ah) {
+  auto it = ahs_.find(ah);
+  if (it == ahs_.end() || it->second.owner != c.id) {
+    return absl::NotFoundError("no such address handle");
+  }
+  ReleaseNicAh(ah);
+  ahs_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnQueryDevice(wire::QueryDeviceResp* out) {
+  const nic::DeviceAttr& a = rnic_.device_attr();
+  std::strncpy(out->fw_ver, a.fw_ver.c_str(), sizeof(out->fw_ver) - 1);
+  out->node_guid = a.node_guid;
+  out->sys_image_guid = a.sys_image_guid;
+  out->max_mr_size = a.max_mr_size;
+  out->page_size_cap = a.page_size_cap;
+  out->vendor_id = a.vendor_id;
+  out->vendor_part_id = a.vendor_part_id;
+  out->hw_ver = a.hw_ver;
+  out->max_qp = a.max_qp;
+  out->max_qp_wr = a.max_qp_wr;
+  out->device_cap_flags = a.device_cap_flags;
+  out->max_sge = a.max_sge;
+  out->max_sge_rd = a.max_sge_rd;
+  out->max_cq = a.max_cq;
+  out->max_cqe = a.max_cqe;
+  out->max_mr = a.max_mr;
+  out->max_pd = a.max_pd;
+  out->max_qp_rd_atom = a.max_qp_rd_atom;
+  out->max_res_rd_atom = a.max_res_rd_atom;
+  out->max_qp_init_rd_atom = a.max_qp_init_rd_atom;
+  out->atomic_cap = static_cast<uint32_t>(a.atomic_cap);
+  out->max_ah = a.max_ah;
+  out->max_srq = a.max_srq;
+  out->max_srq_wr = a.max_srq_wr;
+  out->max_srq_sge = a.max_srq_sge;
+  out->max_inline_data = a.max_inline_data;
+  out->max_msg_sz = a.max_msg_sz;
+  out->max_pkeys = static_cast<uint16_t>(a.max_pkeys);
+  out->local_ca_ack_delay = a.local_ca_ack_delay;
+  out->phys_port_cnt = a.phys_port_cnt;
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnQueryPort(const wire::QueryPortReq& r,
+                                        wire::QueryPortResp* out) {
+  if (r.port_num != 1) return absl::InvalidArgumentError("no such port");
+  const nic::PortAttr& p = rnic_.port_attr();
+  const nic::DeviceCounters k = rnic_.QueryCounters();
+  std::memcpy(out->gid, rnic_.config().gid.data(), sizeof(out->gid));
+  std::memcpy(out->mac, rnic_.config().mac.data(), sizeof(out->mac));
+  out->active_mtu = static_cast<uint8_t>(p.active_mtu);
+  out->state = static_cast<uint8_t>(p.state);
+  out->max_mtu = static_cast<uint8_t>(p.max_mtu);
+  out->link_layer = p.link_layer;
+  out->active_width = p.active_width;
+  out->active_speed = p.active_speed;
+  out->phys_state = p.phys_state;
+  out->max_vl_num = p.max_vl_num;
+  out->pkey_tbl_len = rnic_.pkey_table().capacity();
+  out->gid_tbl_len = static_cast<int32_t>(rnic_.gid_table().capacity());
+  out->port_cap_flags = p.port_cap_flags;
+  out->max_msg_sz = p.max_msg_sz;
+  out->bad_pkey_cntr =
+      static_cast<uint32_t>(std::min<uint64_t>(k.bad_pkey_cntr, UINT32_MAX));
+  out->qkey_viol_cntr =
+      static_cast<uint32_t>(std::min<uint64_t>(k.qkey_viol_cntr, UINT32_MAX));
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnQueryGid(const wire::TableQueryReq& r,
+                                       wire::QueryGidResp* out) {
+  if (r.port_num != 1) return absl::InvalidArgumentError("no such port");
+  if (r.index >= rnic_.gid_table().capacity()) {
+    return absl::InvalidArgumentError("GID index beyond the table");
+  }
+  // An empty entry reads as the zero GID, as ibv_query_gid reports it.
+  const std::optional<nic::Gid> g = rnic_.gid_table().Get(r.index);
+  if (g.has_value()) std::memcpy(out->gid, g->data(), sizeof(out->gid));
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnQueryPkey(const wire::TableQueryReq& r,
+                                        wire::QueryPkeyResp* out) {
+  if (r.port_num != 1) return absl::InvalidArgumentError("no such port");
+  if (r.index >= rnic_.pkey_table().capacity()) {
+    return absl::InvalidArgumentError("P_Key index beyond the table");
+  }
+  out->pkey = rnic_.pkey_table().Get(static_cast<uint16_t>(r.index));
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnCreateSrq(Client& c, const wire::CreateSrqReq& r,
+                                        wire::CreateSrqResp* out,
+                                        int* ring_fd) {
+  auto pd = pds_.find(r.pd);
+  if (pd == pds_.end() || pd->second != c.id) {
+    return absl::NotFoundError("no such PD");
+  }
+  const nic::DeviceAttr& dev = rnic_.device_attr();
+  if (r.attr.max_wr == 0 || r.attr.max_wr > dev.max_srq_wr ||
+      r.attr.max_sge == 0 || r.attr.max_sge > dev.max_srq_sge) {
+    return absl::InvalidArgumentError("SRQ sizes outside the device's");
+  }
+  // The ring first: an SRQ the RNIC made must not outlive a ring failure.
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Create("rocemu-srq", sizeof(RqSlot), r.attr.max_wr);
+  if (!ring.ok()) return ring.status();
+  const nic::SrqAttr attr{r.attr.max_wr, r.attr.max_sge, r.attr.srq_limit};
+  absl::StatusOr<nic::SrqHandle> h = rnic_.CreateSrq(r.pd, attr);
+  if (!h.ok()) return h.status();
+  auto srq = std::make_unique<Srq>();
+  srq->owner = c.id;
+  srq->handle = *h;
+  srq->pd = r.pd;
+  srq->ring = *std::move(ring);
+  *ring_fd = srq->ring.fd();
+  out->srq = *h;
+  out->attr = r.attr;
+  srqs_[*h] = std::move(srq);
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnModifySrq(Client& c,
+                                        const wire::ModifySrqReq& r) {
+  auto it = srqs_.find(r.srq);
+  if (it == srqs_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such SRQ");
+  }
+  // The ring was sized at creation: resizing would need a new ring under a
+  // live producer (the device does not claim IBV_DEVICE_SRQ_RESIZE).
+  if ((r.attr_mask & nic::srq_attr_mask::kMaxWr) != 0) {
+    return absl::InvalidArgumentError("SRQ resize is not supported");
+  }
+  if ((r.attr_mask & ~nic::srq_attr_mask::kLimit) != 0) {
+    return absl::InvalidArgumentError("unknown SRQ attribute mask bits");
+  }
+  // Work requests still in the ring count towards the limit once moved:
+  // move them first so that the limit is armed against the real count.
+  DrainSrq(*it->second);
+  const nic::SrqAttr attr{0, 0, r.attr.srq_limit};
+  return rnic_ops::ModifySrq(rnic_, r.srq, attr, r.attr_mask);
+}
+
+absl::Status SessionServer::OnQuerySrq(Client& c, uint32_t h,
+                                       wire::QuerySrqResp* out) {
+  auto it = srqs_.find(h);
+  if (it == srqs_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such SRQ");
+  }
+  absl::StatusOr<nic::SrqAttr> a = rnic_ops::QuerySrq(rnic_, h);
+  if (!a.ok()) return a.status();
+  out->attr = {a->max_wr, a->max_sge, a->srq_limit};
+  return absl::OkStatus();
+}
+
+void SessionServer::ReleaseSrq(Srq& srq) {
+  if (rnic_ops::DestroySrq(rnic_, srq.handle).code() ==
+      absl::StatusCode::kUnimplemented) {
+    ++counters_.leaked_srqs;
+  }
+}
+
+absl::Status SessionServer::OnDestroySrq(Client& c, uint32_t h) {
+  auto it = srqs_.find(h);
+  if (it == srqs_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such SRQ");
+  }
+  if (it->second->users != 0) return absl::UnavailableError("SRQ in use");
+  ReleaseSrq(*it->second);
+  srqs_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnOpenAsync(Client& c, int fd,
+                                        wire::OpenAsyncResp* out,
+                                        int* ring_fd) {
+  EventFd channel(fd);
+  if (c.async_ring.valid()) {
+    return absl::FailedPreconditionError("async events already open");
+  }
+  if (!IsEventFd(fd)) {
+    return absl::InvalidArgumentError("async event fd is not an eventfd");
+  }
+  const int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+    return absl::ErrnoToStatus(errno, "async event fd flags");
+  }
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Create("rocemu-async", sizeof(AsyncEventSlot), kAsyncEvents);
+  if (!ring.ok()) return ring.status();
+  c.async_ring = *std::move(ring);
+  c.async_fd = std::move(channel);
+  *ring_fd = c.async_ring.fd();
+  out->capacity = c.async_ring.capacity();
   return absl::OkStatus();
 }
 
@@ -893,26 +1201,31 @@ void SessionServer::Disconnect(nic::ClientId id) {
   for (auto it = mrs_.begin(); it != mrs_.end();) {
     auto cur = it++;
     if (cur->second->owner != id) continue;
-    (void)rnic_.mr_table().Deregister(nic::kKernelClient, cur->first);
-    munmap(cur->second->map, cur->second->map_len);
+    ReleaseMr(cur->first, *cur->second);
     mrs_.erase(cur);
+  }
+  for (auto it = srqs_.begin(); it != srqs_.end();) {
+    auto cur = it++;
+    if (cur->second->owner != id) continue;
+    ReleaseSrq(*cur->second);
+    srqs_.erase(cur);
   }
   for (auto it = cqs_.begin(); it != cqs_.end();) {
     auto cur = it++;
     if (cur->second->owner != id) continue;
-    ReturnNicCq(cur->first, cur->second->cqe);
+    ReleaseNicCq(cur->first, cur->second->cqe);
     cqs_.erase(cur);
   }
   for (auto it = ahs_.begin(); it != ahs_.end();) {
     auto cur = it++;
-    if (cur->second != id) continue;
-    ++counters_.leaked_ahs;
+    if (cur->second.owner != id) continue;
+    ReleaseNicAh(cur->first);
     ahs_.erase(cur);
   }
   for (auto it = pds_.begin(); it != pds_.end();) {
     auto cur = it++;
     if (cur->second != id) continue;
-    free_pds_.push_back(cur->first);
+    ReleaseNicPd(cur->first);
     pds_.erase(cur);
   }
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, cit->second->fd, nullptr);
@@ -957,16 +1270,7 @@ void SessionServer::DrainSq(Qp& qp) {
       FailWqe(qp, true, sq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
       continue;
     }
-    if (!send_wr_.is_inline() && !OwnsKeys(qp.owner, send_wr_.sg_list)) {
-      ++counters_.lkey_violations;
-      for (uint32_t k = 0; k < send_wr_.sg_list.size(); ++k) {
-        nic::Sge& g = send_wr_.sg_list[k];
-        auto it = mrs_.find(g.lkey);
-        if (it == mrs_.end() || it->second->owner != qp.owner) {
-          g.lkey = kRefusedKey;
-        }
-      }
-    }
+    if (!send_wr_.is_inline()) RefuseForeignKeys(qp.owner, &send_wr_.sg_list);
     const absl::Status st = rnic_.PostSend(qp.qpn, send_wr_);
     if (st.code() == absl::StatusCode::kResourceExhausted) return;  // retry
     qp.sq.Release();
@@ -995,16 +1299,7 @@ void SessionServer::DrainRq(Qp& qp) {
       FailWqe(qp, false, rq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
       continue;
     }
-    if (!OwnsKeys(qp.owner, recv_wr_.sg_list)) {
-      ++counters_.lkey_violations;
-      for (uint32_t k = 0; k < recv_wr_.sg_list.size(); ++k) {
-        nic::Sge& g = recv_wr_.sg_list[k];
-        auto it = mrs_.find(g.lkey);
-        if (it == mrs_.end() || it->second->owner != qp.owner) {
-          g.lkey = kRefusedKey;
-        }
-      }
-    }
+    RefuseForeignKeys(qp.owner, &recv_wr_.sg_list);
     const absl::Status st = rnic_.PostRecv(qp.qpn, recv_wr_);
     if (st.code() == absl::StatusCode::kResourceExhausted) return;
     qp.rq.Release();
@@ -1014,6 +1309,94 @@ void SessionServer::DrainRq(Qp& qp) {
       FailWqe(qp, false, recv_wr_.wr_id, nic::WcStatus::kLocQpOpErr);
     }
   }
+}
+
+bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl) {
+  if (OwnsKeys(client, *sgl)) return false;
+  ++counters_.lkey_violations;
+  for (uint32_t k = 0; k < sgl->size(); ++k) {
+    nic::Sge& g = (*sgl)[k];
+    auto it = mrs_.find(g.lkey);
+    if (it == mrs_.end() || it->second->owner != client) g.lkey = kRefusedKey;
+  }
+  return true;
+}
+
+void SessionServer::DrainSrq(Srq& srq) {
+  for (uint32_t i = 0; i < options_.post_budget; ++i) {
+    const void* s = srq.ring.ConsumerSlot();
+    if (s == nullptr) {
+      if (srq.ring.last_result() == RingResult::kCorrupt) {
+        ++counters_.ring_corruptions;
+        clients_.at(srq.owner)->dead = true;
+      }
+      return;
+    }
+    std::memcpy(&rq_slot_, s, sizeof(rq_slot_));
+    if (!RqSlotToRecvWr(rq_slot_, &recv_wr_)) {
+      // No QP to fail: an SRQ entry belongs to whichever QP takes it. The
+      // entry is dropped and counted (ibv_post_srq_recv checked it first).
+      srq.ring.Release();
+      ++counters_.bad_wqes;
+      continue;
+    }
+    RefuseForeignKeys(srq.owner, &recv_wr_.sg_list);
+    const absl::Status st = rnic_.PostSrqRecv(srq.handle, recv_wr_);
+    if (st.code() == absl::StatusCode::kResourceExhausted) return;
+    srq.ring.Release();
+    ++counters_.srq_wqes;
+    if (!st.ok()) ++counters_.bad_wqes;
+  }
+}
+
+void SessionServer::DeliverAsyncEvents() {
+  nic::AsyncEvent e;
+  while (rnic_.async_events().Pop(&e)) {
+    nic::ClientId owner = 0;
+    switch (e.type) {
+      case nic::AsyncEventType::kCqErr: {
+        auto it = cqs_.find(e.element);
+        if (it != cqs_.end()) owner = it->second->owner;
+        break;
+      }
+      case nic::AsyncEventType::kSrqErr:
+      case nic::AsyncEventType::kSrqLimitReached: {
+        auto it = srqs_.find(e.element);
+        if (it != srqs_.end()) owner = it->second->owner;
+        break;
+      }
+      case nic::AsyncEventType::kDeviceFatal:
+      case nic::AsyncEventType::kPortActive:
+      case nic::AsyncEventType::kPortErr:
+      case nic::AsyncEventType::kLidChange:
+      case nic::AsyncEventType::kPkeyChange:
+      case nic::AsyncEventType::kSmChange:
+      case nic::AsyncEventType::kClientReregister:
+      case nic::AsyncEventType::kGidChange:
+        // Unaffiliated: every client hears it.
+        for (auto& [id, c] : clients_) PushAsyncEvent(*c, e);
+        continue;
+      default: {  // QP events
+        auto it = qps_.find(e.element);
+        if (it != qps_.end()) owner = it->second->owner;
+        break;
+      }
+    }
+    if (owner == 0) continue;  // an object no client holds (any more)
+    auto c = clients_.find(owner);
+    if (c != clients_.end()) PushAsyncEvent(*c->second, e);
+  }
+}
+
+void SessionServer::PushAsyncEvent(Client& c, const nic::AsyncEvent& e) {
+  if (!c.async_ring.valid()) return;
+  async_slot_ = {static_cast<uint32_t>(e.type), e.element};
+  if (c.async_ring.Push(async_slot_) != RingResult::kOk) {
+    ++counters_.async_events_dropped;
+    return;
+  }
+  ++counters_.async_events;
+  c.async_fd.Signal();
 }
 
 void SessionServer::DrainCq(Cq& cq) {
@@ -1031,11 +1414,10 @@ void SessionServer::DrainCq(Cq& cq) {
       if (slot == nullptr) break;  // cannot happen: FreeSlots said so
       CqeFromCompletion(wc[i], static_cast<CqeSlot*>(slot));
       cq.ring.Publish();
-      // The RNIC's completions do not say which receives were solicited:
-      // a solicited-only arm wakes on every receive or error (a superset,
-      // never a lost wake-up).
-      wake_solicited |= wc[i].status != nic::WcStatus::kSuccess ||
-                        nic::IsRecvOpcode(wc[i].opcode);
+      // A solicited-only arm fires on a solicited receive or an error
+      // completion (IBTA 11.4.2.2).
+      wake_solicited |=
+          wc[i].status != nic::WcStatus::kSuccess || rnic_ops::Solicited(wc[i]);
     }
     counters_.cqes += n;
     pushed = true;
@@ -1091,7 +1473,8 @@ SessionServer::Holdings SessionServer::HoldingsOf(nic::ClientId client) const {
   for (const auto& [k, v] : mrs_) h.mrs += v->owner == client;
   for (const auto& [k, v] : cqs_) h.cqs += v->owner == client;
   for (const auto& [k, v] : qps_) h.qps += v->owner == client;
-  for (const auto& [k, v] : ahs_) h.ahs += v == client;
+  for (const auto& [k, v] : ahs_) h.ahs += v.owner == client;
+  for (const auto& [k, v] : srqs_) h.srqs += v->owner == client;
   return h;
 }
 

@@ -97,6 +97,7 @@ struct SessionCounters {
   uint64_t qps_flushed = 0;           // moved to ERR because their client left
   uint64_t dmac_pending = 0;          // address vectors answered EAGAIN
   uint64_t leaked_ahs = 0;            // AHs the RNIC cannot destroy yet
+  uint64_t leaked_srqs = 0;           // SRQs the RNIC cannot destroy yet
 };
 
 class SessionServer {
@@ -132,7 +133,7 @@ class SessionServer {
   std::optional<PeerCredentials> Credentials(nic::ClientId client) const;
   // Objects a client holds: PDs, MRs, CQs, QPs.
   struct Holdings {
-    size_t pds = 0, mrs = 0, cqs = 0, qps = 0, ahs = 0;
+    size_t pds = 0, mrs = 0, cqs = 0, qps = 0, ahs = 0, srqs = 0;
   };
   Holdings HoldingsOf(nic::ClientId client) const;
 
@@ -141,6 +142,7 @@ class SessionServer {
   struct Cq;
   struct Qp;
   struct Mr;
+  struct Srq;
   // A request's fds, owned until the handler keeps them.
   struct Fds;
 
@@ -175,11 +177,34 @@ class SessionServer {
   absl::Status OnDeallocPd(Client& c, uint32_t pd);
   absl::Status OnCreateAh(Client& c, const wire::CreateAhReq& r,
                           wire::HandleResp* out);
+  absl::Status OnDestroyAh(Client& c, uint32_t ah);
+  absl::Status OnQueryDevice(wire::QueryDeviceResp* out);
+  absl::Status OnQueryPort(const wire::QueryPortReq& r,
+                           wire::QueryPortResp* out);
+  absl::Status OnQueryGid(const wire::TableQueryReq& r,
+                          wire::QueryGidResp* out);
+  absl::Status OnQueryPkey(const wire::TableQueryReq& r,
+                           wire::QueryPkeyResp* out);
+  absl::Status OnCreateSrq(Client& c, const wire::CreateSrqReq& r,
+                           wire::CreateSrqResp* out, int* ring_fd);
+  absl::Status OnModifySrq(Client& c, const wire::ModifySrqReq& r);
+  absl::Status OnQuerySrq(Client& c, uint32_t srq, wire::QuerySrqResp* out);
+  absl::Status OnDestroySrq(Client& c, uint32_t srq);
+  absl::Status OnOpenAsync(Client& c, int fd, wire::OpenAsyncResp* out,
+                           int* ring_fd);
 
   // Data path.
   void DrainSq(Qp& qp);
   void DrainRq(Qp& qp);
   void DrainCq(Cq& cq);
+  void DrainSrq(Srq& srq);
+  // Moves the RNIC's async events to the rings of the clients owning
+  // their elements (port events to every client).
+  void DeliverAsyncEvents();
+  void PushAsyncEvent(Client& c, const nic::AsyncEvent& e);
+  // Rewrites the L_Keys of `sgl` that `client` does not own to a key the
+  // RNIC never issues; true when it had to.
+  bool RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl);
   // Ends `qp` with an error completion for `wr_id` (after what the RNIC
   // already completed on that CQ) and moves it to ERR.
   void FailWqe(Qp& qp, bool send, uint64_t wr_id, nic::WcStatus status);
@@ -187,7 +212,11 @@ class SessionServer {
   // A nic CQ of exactly `cqe` entries: reused from clients that left (the
   // Rnic has no DestroyCq yet) or created.
   absl::StatusOr<nic::CqHandle> TakeNicCq(uint32_t cqe);
-  void ReturnNicCq(nic::CqHandle cq, uint32_t cqe);
+  void ReleaseNicCq(nic::CqHandle cq, uint32_t cqe);
+  void ReleaseNicPd(nic::PdHandle pd);
+  void ReleaseNicAh(nic::AhHandle ah);
+  void ReleaseSrq(Srq& srq);
+  void ReleaseMr(uint32_t key, Mr& mr);
 
   nic::Rnic& rnic_;
   SessionServerOptions options_;
@@ -201,7 +230,12 @@ class SessionServer {
   absl::flat_hash_map<uint32_t, std::unique_ptr<Cq>> cqs_;  // by handle
   absl::flat_hash_map<uint32_t, std::unique_ptr<Mr>> mrs_;  // by key
   absl::flat_hash_map<uint32_t, nic::ClientId> pds_;        // by handle
-  absl::flat_hash_map<uint32_t, nic::ClientId> ahs_;        // by handle
+  struct AhRec {
+    nic::ClientId owner = 0;
+    nic::PdHandle pd = 0;
+  };
+  absl::flat_hash_map<uint32_t, AhRec> ahs_;                  // by handle
+  absl::flat_hash_map<uint32_t, std::unique_ptr<Srq>> srqs_;  // by handle
   // Released nic objects kept for reuse (the Rnic cannot destroy them).
   std::vector<uint32_t> free_pds_;
   absl::flat_hash_map<uint32_t, std::vector<nic::CqHandle>> free_cqs_;
@@ -210,6 +244,7 @@ class SessionServer {
   nic::RecvWr recv_wr_;
   SqSlot sq_slot_;
   RqSlot rq_slot_;
+  AsyncEventSlot async_slot_;
   std::array<nic::WorkCompletion, 32> wc_;
   std::vector<nic::ClientId> dead_;
 };

@@ -1,7 +1,10 @@
 // SessionServer::AppendStateJson: what rocemu-ctl and the daemon's control
 // socket show about application sessions. Control path only.
+#include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "nic/qp_attr.h"
@@ -65,20 +68,34 @@ void SessionServer::AppendStateJson(std::string* out) const {
   out->append(",\"device\":");
   AppendJsonString(options_.device_name, out);
   const SessionCounters& k = counters_;
-  absl::StrAppendFormat(
-      out,
-      ",\"counters\":{\"clients_accepted\":%u,\"clients_refused\":%u,"
-      "\"clients_closed\":%u,\"requests\":%u,\"bad_requests\":%u,"
-      "\"failed_requests\":%u,\"sq_wqes\":%u,\"rq_wqes\":%u,"
-      "\"srq_wqes\":%u,\"lkey_violations\":%u,\"bad_wqes\":%u,\"cqes\":%u,"
-      "\"cq_events\":%u,\"async_events\":%u,\"async_events_dropped\":%u,"
-      "\"ring_corruptions\":%u,\"qps_flushed\":%u,\"dmac_pending\":%u,"
-      "\"leaked_ahs\":%u}",
-      k.clients_accepted, k.clients_refused, k.clients_closed, k.requests,
-      k.bad_requests, k.failed_requests, k.sq_wqes, k.rq_wqes, k.srq_wqes,
-      k.lkey_violations, k.bad_wqes, k.cqes, k.cq_events, k.async_events,
-      k.async_events_dropped, k.ring_corruptions, k.qps_flushed, k.dmac_pending,
-      k.leaked_ahs);
+  const std::pair<const char*, uint64_t> counters[] = {
+      {"clients_accepted", k.clients_accepted},
+      {"clients_refused", k.clients_refused},
+      {"clients_closed", k.clients_closed},
+      {"requests", k.requests},
+      {"bad_requests", k.bad_requests},
+      {"failed_requests", k.failed_requests},
+      {"sq_wqes", k.sq_wqes},
+      {"rq_wqes", k.rq_wqes},
+      {"srq_wqes", k.srq_wqes},
+      {"lkey_violations", k.lkey_violations},
+      {"bad_wqes", k.bad_wqes},
+      {"cqes", k.cqes},
+      {"cq_events", k.cq_events},
+      {"async_events", k.async_events},
+      {"async_events_dropped", k.async_events_dropped},
+      {"ring_corruptions", k.ring_corruptions},
+      {"qps_flushed", k.qps_flushed},
+      {"dmac_pending", k.dmac_pending},
+      {"leaked_ahs", k.leaked_ahs},
+      {"leaked_srqs", k.leaked_srqs},
+  };
+  out->append(",\"counters\":{");
+  for (size_t i = 0; i < std::size(counters); ++i) {
+    absl::StrAppendFormat(out, "%s\"%s\":%u", i == 0 ? "" : ",",
+                          counters[i].first, counters[i].second);
+  }
+  out->append("}");
   out->append(",");
   {
     JsonList clients(out, "clients");
@@ -135,8 +152,8 @@ void SessionServer::AppendStateJson(std::string* out) const {
       o->append(",");
       {
         JsonList l(o, "ahs");
-        for (const auto& [h, owner] : ahs_) {
-          if (owner == id) absl::StrAppendFormat(l.Next(), "%u", h);
+        for (const auto& [h, ah] : ahs_) {
+          if (ah.owner == id) absl::StrAppendFormat(l.Next(), "%u", h);
         }
       }
       o->append("}");

@@ -45,6 +45,20 @@ const char* MsgTypeName(MsgType t) {
       return "create_ah";
     case MsgType::kDestroyAh:
       return "destroy_ah";
+    case MsgType::kQueryGid:
+      return "query_gid";
+    case MsgType::kQueryPkey:
+      return "query_pkey";
+    case MsgType::kCreateSrq:
+      return "create_srq";
+    case MsgType::kModifySrq:
+      return "modify_srq";
+    case MsgType::kQuerySrq:
+      return "query_srq";
+    case MsgType::kDestroySrq:
+      return "destroy_srq";
+    case MsgType::kOpenAsync:
+      return "open_async";
   }
   return "unknown";
 }
@@ -61,7 +75,7 @@ MsgLayout LayoutOf(MsgType t) {
     case MsgType::kAllocPd:
       return {0, sizeof(HandleResp), 0, 0, 0};
     case MsgType::kRegMr:
-      return {sizeof(RegMrReq), sizeof(RegMrResp), 1, 1, 0};
+      return {sizeof(RegMrReq), sizeof(RegMrResp), 0, 1, 0};
     case MsgType::kCreateCq:
       return {sizeof(CreateCqReq), sizeof(CreateCqResp), 0, 1, 1};
     case MsgType::kCreateQp:
@@ -72,6 +86,19 @@ MsgLayout LayoutOf(MsgType t) {
       return {kH, sizeof(QueryQpResp), 0, 0, 0};
     case MsgType::kCreateAh:
       return {sizeof(CreateAhReq), sizeof(HandleResp), 0, 0, 0};
+    case MsgType::kQueryGid:
+      return {sizeof(TableQueryReq), sizeof(QueryGidResp), 0, 0, 0};
+    case MsgType::kQueryPkey:
+      return {sizeof(TableQueryReq), sizeof(QueryPkeyResp), 0, 0, 0};
+    case MsgType::kCreateSrq:
+      return {sizeof(CreateSrqReq), sizeof(CreateSrqResp), 0, 0, 1};
+    case MsgType::kModifySrq:
+      return {sizeof(ModifySrqReq), 0, 0, 0, 0};
+    case MsgType::kQuerySrq:
+      return {kH, sizeof(QuerySrqResp), 0, 0, 0};
+    case MsgType::kOpenAsync:
+      return {0, sizeof(OpenAsyncResp), 1, 1, 1};
+    case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:
     case MsgType::kDeregMr:
     case MsgType::kDestroyCq:

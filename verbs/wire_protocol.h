@@ -33,6 +33,9 @@ inline constexpr uint16_t kReplyFlag = 0x8000;
 // Capability bits exchanged in Hello.
 inline constexpr uint64_t kCapShmBuffers = 1u << 0;  // MRs over memfd
 inline constexpr uint64_t kCapCompChannel = 1u << 1;
+inline constexpr uint64_t kCapProcessMemory = 1u << 2;  // MRs without an fd
+inline constexpr uint64_t kCapSrq = 1u << 3;
+inline constexpr uint64_t kCapAsyncEvents = 1u << 4;
 
 enum class MsgType : uint16_t {
   kInvalid = 0,
@@ -51,8 +54,15 @@ enum class MsgType : uint16_t {
   kDestroyQp = 13,
   kCreateAh = 14,
   kDestroyAh = 15,
+  kQueryGid = 16,
+  kQueryPkey = 17,
+  kCreateSrq = 18,
+  kModifySrq = 19,
+  kQuerySrq = 20,
+  kDestroySrq = 21,
+  kOpenAsync = 22,
 };
-inline constexpr uint16_t kMaxMsgType = 15;
+inline constexpr uint16_t kMaxMsgType = 22;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -98,19 +108,39 @@ struct HelloResp {
 
 struct Empty {};
 
+// ibv_device_attr's fields that mean something on RoCE.
 struct QueryDeviceResp {
+  char fw_ver[64];  // NUL-terminated
   uint64_t node_guid;
+  uint64_t sys_image_guid;
   uint64_t max_mr_size;
+  uint64_t page_size_cap;
+  uint32_t vendor_id;
+  uint32_t vendor_part_id;
+  uint32_t hw_ver;
   uint32_t max_qp;
   uint32_t max_qp_wr;
+  uint32_t device_cap_flags;
   uint32_t max_sge;
+  uint32_t max_sge_rd;
   uint32_t max_cq;
   uint32_t max_cqe;
   uint32_t max_mr;
   uint32_t max_pd;
-  uint32_t max_inline_data;
   uint32_t max_qp_rd_atom;
+  uint32_t max_res_rd_atom;
+  uint32_t max_qp_init_rd_atom;
+  uint32_t atomic_cap;
+  uint32_t max_ah;
   uint32_t max_srq;
+  uint32_t max_srq_wr;
+  uint32_t max_srq_sge;
+  uint32_t max_inline_data;
+  uint32_t max_msg_sz;
+  uint16_t max_pkeys;
+  uint8_t local_ca_ack_delay;
+  uint8_t phys_port_cnt;
+  uint32_t reserved;
 };
 
 struct QueryPortReq {
@@ -122,6 +152,32 @@ struct QueryPortResp {
   uint8_t mac[6];
   uint8_t active_mtu;  // IBV_MTU_* code
   uint8_t state;       // IBV_PORT_* value
+  uint8_t max_mtu;
+  uint8_t link_layer;  // IBV_LINK_LAYER_ETHERNET
+  uint8_t active_width;
+  uint8_t active_speed;
+  uint8_t phys_state;
+  uint8_t max_vl_num;
+  uint16_t pkey_tbl_len;
+  int32_t gid_tbl_len;
+  uint32_t port_cap_flags;
+  uint32_t max_msg_sz;
+  uint32_t bad_pkey_cntr;
+  uint32_t qkey_viol_cntr;
+};
+
+// query_gid and query_pkey.
+struct TableQueryReq {
+  uint8_t port_num;
+  uint8_t reserved[3];
+  uint32_t index;
+};
+struct QueryGidResp {
+  uint8_t gid[16];  // all zero for an empty entry, as ibv_query_gid
+};
+struct QueryPkeyResp {
+  uint16_t pkey;  // host order
+  uint16_t reserved[3];
 };
 
 struct HandleReq {  // dealloc_pd, dereg_mr, destroy_cq, destroy_qp, ...
@@ -133,9 +189,11 @@ struct HandleResp {  // alloc_pd, create_ah
   uint32_t reserved;
 };
 
-// The buffer travels as an fd (a sealed memfd from rocemu_alloc_buf);
-// [offset, offset + length) of it is the region, seen by the application
-// at iova.
+// With an fd (a sealed memfd from rocemu_alloc_buf): [offset, offset +
+// length) of it is the region, seen by the application at iova. Without
+// one: [iova, iova + length) of the client process's own address space
+// (malloc'd, stack, file-backed), which the RNIC reaches with
+// process_vm_readv/writev; offset must be 0.
 struct RegMrReq {
   uint32_t pd;
   uint32_t access;
@@ -166,14 +224,16 @@ struct WireQpCap {
   uint32_t max_inline_data;
 };
 
+inline constexpr uint16_t kCreateQpWithSrq = 1u << 0;
 struct CreateQpReq {
   uint32_t pd;
   uint8_t qp_type;  // IBV_QPT_RC = 2, IBV_QPT_UC = 3, IBV_QPT_UD = 4
   uint8_t sq_sig_all;
-  uint16_t reserved;
+  uint16_t flags;  // kCreateQpWithSrq
   uint32_t send_cq;
   uint32_t recv_cq;
   WireQpCap cap;
+  uint32_t srq;  // with kCreateQpWithSrq: receives come from this SRQ
 };
 struct CreateQpResp {  // + the SQ and RQ rings' fds
   uint32_t qpn;
@@ -231,12 +291,44 @@ struct CreateAhReq {
   WireAhAttr attr;
 };
 
+struct WireSrqAttr {
+  uint32_t max_wr;
+  uint32_t max_sge;
+  uint32_t srq_limit;
+};
+struct CreateSrqReq {
+  uint32_t pd;
+  WireSrqAttr attr;
+};
+struct CreateSrqResp {  // + the SRQ ring's fd
+  uint32_t srq;
+  WireSrqAttr attr;  // actual sizes
+};
+struct ModifySrqReq {
+  uint32_t srq;
+  uint32_t attr_mask;  // IBV_SRQ_MAX_WR = 1, IBV_SRQ_LIMIT = 2
+  WireSrqAttr attr;
+};
+struct QuerySrqResp {
+  WireSrqAttr attr;
+};
+
+// open_async: the client's eventfd goes with the request; the reply brings
+// the ring of AsyncEventSlot (ring_slots.h) the daemon writes events into.
+struct OpenAsyncResp {
+  uint32_t capacity;
+  uint32_t reserved;
+};
+
+static_assert(sizeof(QueryDeviceResp) == 192);
+static_assert(sizeof(QueryPortResp) == 52);
+static_assert(sizeof(TableQueryReq) == 8);
+static_assert(sizeof(CreateSrqReq) == 16);
+static_assert(sizeof(ModifySrqReq) == 20);
 static_assert(sizeof(HelloReq) == 48);
 static_assert(sizeof(HelloResp) == 80);
-static_assert(sizeof(QueryDeviceResp) == 56);
-static_assert(sizeof(QueryPortResp) == 24);
 static_assert(sizeof(RegMrReq) == 32);
-static_assert(sizeof(CreateQpReq) == 36);
+static_assert(sizeof(CreateQpReq) == 40);
 static_assert(sizeof(WireAhAttr) == 32);
 static_assert(sizeof(WireQpAttr) == 88);
 static_assert(sizeof(ModifyQpReq) == 96);
