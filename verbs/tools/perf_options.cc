@@ -76,6 +76,7 @@ enum LongOnly {
   kOptJson,
   kOptSeed,
   kOptTimeout,
+  kOptYield,
 };
 
 }  // namespace
@@ -111,7 +112,9 @@ std::string PerfUsage(const char* argv0) {
       "      --memory=shm|malloc library buffers or malloc'd memory\n"
       "      --json              one JSON object per result line\n"
       "      --seed=N            payload pattern seed (1)\n"
-      "      --timeout=SECONDS   bound on waits for the peer (30)\n");
+      "      --timeout=SECONDS   bound on waits for the peer (30)\n"
+      "      --yield             sched_yield() on an empty poll (when the\n"
+      "                          daemons and tools outnumber the cores)\n");
 }
 
 absl::StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
@@ -137,6 +140,7 @@ absl::StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
       {"json", no_argument, nullptr, kOptJson},
       {"seed", required_argument, nullptr, kOptSeed},
       {"timeout", required_argument, nullptr, kOptTimeout},
+      {"yield", no_argument, nullptr, kOptYield},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -248,6 +252,9 @@ absl::StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
           return bad("--timeout", optarg);
         }
         o.timeout_s = static_cast<uint32_t>(v);
+        break;
+      case kOptYield:
+        o.yield = true;
         break;
       case 'h':
         return absl::CancelledError("help");

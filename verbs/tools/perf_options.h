@@ -35,6 +35,8 @@ struct PerfOptions {
   std::string server_ip;  // empty: server
   bool verify = false;
   bool json = false;
+  // sched_yield() after an empty poll instead of spinning on.
+  bool yield = false;
   uint64_t seed = 1;
   // Seconds the client keeps trying to reach the server, and the bound on
   // every wait for the peer.

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -485,6 +486,7 @@ absl::Status PerfRunner::WaitSendCompletion(uint64_t size) {
       if (absl::Status s = OnSendWc(wcs_[j], size); !s.ok()) return s;
     }
     if (k > 0) return absl::OkStatus();
+    Idle();
     if (idle % kIdleCheck == kIdleCheck - 1 && NowNs() > deadline) {
       return absl::DeadlineExceededError("no send completion");
     }
@@ -558,6 +560,7 @@ absl::Status PerfRunner::ClientBw(uint64_t size) {
     const int k = rocemu_poll_cq(send_cq_.get(), 32, wcs_);
     if (k < 0) return absl::DataLossError("send CQ ring corrupted");
     if (k == 0) {
+      Idle();
       if (++idle % kIdleCheck == 0) {
         const int64_t now = NowNs();
         if (now - last_progress > int64_t{timeout_ms()} * 1000000) {
@@ -596,6 +599,7 @@ absl::Status PerfRunner::WaitArrival(uint64_t i, uint64_t size) {
     const uint8_t want = Marker(i);
     for (uint32_t spin = 0;
          __atomic_load_n(&rx[size - 1], __ATOMIC_ACQUIRE) != want; ++spin) {
+      Idle();
       if (spin % kIdleCheck == kIdleCheck - 1 && NowNs() > deadline) {
         return absl::DeadlineExceededError(
             absl::StrFormat("message %u did not arrive", i));
@@ -619,6 +623,7 @@ absl::Status PerfRunner::WaitArrival(uint64_t i, uint64_t size) {
     const int k = rocemu_poll_cq(recv_cq_.get(), 1, wcs_);
     if (k < 0) return absl::DataLossError("receive CQ ring corrupted");
     if (k == 0) {
+      Idle();
       if (spin % kIdleCheck == kIdleCheck - 1 && NowNs() > deadline) {
         return absl::DeadlineExceededError(
             absl::StrFormat("message %u did not arrive", i));
@@ -712,6 +717,7 @@ absl::Status PerfRunner::ClientLat(uint64_t size) {
       int k;
       for (uint32_t spin = 0;
            (k = rocemu_poll_cq(send_cq_.get(), 1, wcs_)) == 0; ++spin) {
+        Idle();
         if (spin % kIdleCheck == kIdleCheck - 1 && NowNs() > deadline) {
           return absl::DeadlineExceededError(
               absl::StrFormat("message %u did not complete", i));
@@ -750,6 +756,7 @@ absl::Status PerfRunner::ServerSendBw(uint64_t size, uint64_t* received) {
     const int k = rocemu_poll_cq(recv_cq_.get(), 32, wcs_);
     if (k < 0) return absl::DataLossError("receive CQ ring corrupted");
     if (k == 0) {
+      Idle();
       if (++idle % kIdleCheck == 0) {
         if (NowNs() - last_progress > int64_t{timeout_ms()} * 1000000) {
           return absl::DeadlineExceededError(

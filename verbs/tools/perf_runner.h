@@ -14,6 +14,8 @@
 #ifndef ROCEMU_VERBS_TOOLS_PERF_RUNNER_H_
 #define ROCEMU_VERBS_TOOLS_PERF_RUNNER_H_
 
+#include <sched.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -95,6 +97,11 @@ class PerfRunner {
 
   absl::Status SyncSend(SyncKind kind, uint64_t value, const absl::Status& s,
                         int64_t bad_offset = -1);
+  // An empty poll: with --yield, give the core to the daemon (hosts with
+  // fewer cores than polling threads); else keep spinning as perftest.
+  void Idle() {
+    if (options_.yield) sched_yield();
+  }
   int timeout_ms() const { return static_cast<int>(options_.timeout_s) * 1000; }
 
   PerfOptions options_;

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""rocemu-perf between two rocemud daemons (one per side), each serving the
+verbs library on its own socket, over memif or a veth pair (the same links
+net_rdma_test.py builds). Every test runs with --verify (every byte of every
+message, every atomic result checked by the tool) at a one-packet and a
+multi-packet size: write_bw, read_bw, send_bw, atomic_bw (fetch-and-add and
+compare-and-swap), write_lat, read_lat, send_lat, atomic_lat (both ops).
+Asserts exit codes, the --json lines of both sides (iterations completed ==
+asked, bytes, bandwidth/latency figures present and positive) and that the
+daemons' error counters stayed at zero. The two rocemu-perf processes talk
+TCP over the loopback of a namespace this test creates; RoCE goes through
+the daemons. Bounded in time; always cleans up.
+Usage: net_perf_test.py ROCEMUD ROCEMU_PERF veth|memif
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import netns_util
+from netns_util import control
+
+SIZES = (64, 64 * 1024)
+BW_ITERS = 200
+LAT_ITERS = 100
+RUN_TIMEOUT = 40
+
+# Counters that must not move on a clean link (mlx5/rxe names). Flushes at
+# teardown, frames for QPs already destroyed and ACK timing are not errors.
+RNIC_ERRORS = (
+    "retry_exceeded_err", "retry_rnr_exceeded_err", "req_cqe_error",
+    "resp_cqe_error", "req_remote_access_errors",
+    "req_remote_invalid_request", "resp_local_length_error",
+    "resp_remote_access_errors", "rx_icrc_encapsulated", "rx_malformed",
+    "rx_bad_opcode", "bad_pkey_cntr", "mr_access_faults",
+    "local_ack_timeout_err", "out_of_sequence", "packet_seq_err",
+    "implied_nak_seq_err")
+PORT_ERRORS = ("rx_errors", "tx_errors", "rx_bad_checksum")
+# Not bad_requests: the session server counts a client's EOF read before
+# its hang-up is reported as an empty (bad) request, a race at every exit
+# that is not the tool's doing (reported to the verbs owner).
+SESSION_ERRORS = ("lkey_violations", "bad_wqes", "ring_corruptions")
+
+
+def sh(*cmd, ns=None, check=True, timeout=30):
+    return netns_util.sh(*cmd, ns=ns, check=check, timeout=timeout)
+
+
+class Daemon:
+    def __init__(self, name, sock, verbs_sock, proc):
+        self.name, self.sock, self.verbs_sock, self.proc = (
+            name, sock, verbs_sock, proc)
+
+    def counters(self):
+        r = control(self.sock, {"cmd": "counters"}, timeout=10)
+        if "error" in r:
+            raise AssertionError(f"{self.name}: counters: {r['error']}")
+        return r
+
+
+class Run:
+    def __init__(self, rocemud, perf):
+        self.rocemud, self.perf = rocemud, perf
+        self.pid = os.getpid()
+        self.tmp = tempfile.mkdtemp(prefix="rocemu-perf-")
+        self.namespaces, self.procs, self.failures = [], [], []
+        self.port = 18515
+
+    def check(self, cond, msg):
+        print(("ok   " if cond else "FAIL ") + msg, flush=True)
+        if not cond:
+            self.failures.append(msg)
+
+    def netns(self, name):
+        name = f"{name}-{self.pid}"
+        sh("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        sh("ip", "link", "set", "lo", "up", ns=name)
+        return name
+
+    def start(self, ns, name, devargs, mac, ip):
+        sock = os.path.join(self.tmp, f"{name}.sock")
+        verbs_sock = os.path.join(self.tmp, f"{name}-verbs.sock")
+        cfg = os.path.join(self.tmp, f"{name}.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"""eal: {{file_prefix: rocemu-perf-{name}-{self.pid}, idle_sleep_us: 50}}
+ports:
+  - name: p0
+    devargs: {devargs}
+    mac: "{mac}"
+    mtu: 4200
+    addresses: [{ip}/24]
+control: {{socket: {sock}}}
+verbs: {{socket: {verbs_sock}}}
+logging: {{file: {self.tmp}/{name}.log}}
+""")
+        p = subprocess.Popen(["ip", "netns", "exec", ns, self.rocemud,
+                              "--config", cfg], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        deadline = time.monotonic() + 10
+        while not (os.path.exists(sock) and os.path.exists(verbs_sock)):
+            if p.poll() is not None:
+                raise AssertionError(
+                    f"{name} exited: {p.stdout.read().decode()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name}: no control/verbs socket")
+            time.sleep(0.05)
+        return Daemon(name, sock, verbs_sock, p)
+
+    def stop(self, d):
+        d.proc.send_signal(signal.SIGTERM)
+        rc = d.proc.wait(timeout=15)
+        self.procs.remove(d.proc)
+        self.check(rc == 0, f"{d.name}: clean exit on SIGTERM (status {rc})")
+
+    def cleanup(self):
+        for p in self.procs:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for ns in self.namespaces:
+            sh("ip", "netns", "del", ns, check=False)
+
+    def run_perf(self, ns, a, b, test, args):
+        """Server on daemon A, client on daemon B; returns both sides'
+        exit codes and JSON lines."""
+        self.port += 1
+        # --yield: two daemons and two tools share the 2 cores.
+        common = [test, "-p", str(self.port), "--json", "--verify", "--yield",
+                  "--timeout", "20"] + args
+        srv = subprocess.Popen(
+            ["ip", "netns", "exec", ns, self.perf, *common, "-d",
+             a.verbs_sock], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        self.procs.append(srv)
+        try:
+            cli = subprocess.run(
+                ["ip", "netns", "exec", ns, self.perf, *common, "-d",
+                 b.verbs_sock, "127.0.0.1"], capture_output=True, text=True,
+                timeout=RUN_TIMEOUT)
+            sout, serr = srv.communicate(timeout=RUN_TIMEOUT)
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.wait()
+            self.procs.remove(srv)
+        return (cli.returncode, cli.stdout, cli.stderr, srv.returncode, sout,
+                serr)
+
+
+def json_lines(out):
+    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+
+def run_case(r, ns, a, b, test, size, extra=()):
+    lat = test.endswith("_lat")
+    iters = LAT_ITERS if lat else BW_ITERS
+    args = ["-n", str(iters)] + list(extra)
+    if not test.startswith("atomic"):
+        args += ["-s", str(size)]
+    label = f"{test} {size} B {' '.join(extra)}".strip()
+    t0 = time.monotonic()
+    crc, cout, cerr, src, sout, serr = r.run_perf(ns, a, b, test, args)
+    el = time.monotonic() - t0
+    r.check(crc == 0 and src == 0,
+            f"{label}: exit codes client {crc} server {src} ({el:.1f} s)"
+            + (f"\n     client: {cerr.strip()}\n     server: {serr.strip()}"
+               if crc or src else ""))
+    cl, sl = json_lines(cout), json_lines(sout)
+    r.check(len(cl) == 1 and len(sl) == 1,
+            f"{label}: one JSON line per side ({len(cl)}, {len(sl)})")
+    if len(cl) != 1 or len(sl) != 1:
+        return
+    c, s = cl[0], sl[0]
+    print("     " + json.dumps(c), flush=True)
+    r.check(c["test"] == test and c["bytes"] == size and
+            c["iterations"] == iters and c["iterations_asked"] == iters,
+            f"{label}: client completed {c['iterations']} of {iters} "
+            f"x {c['bytes']} B")
+    r.check(c["verify"] and c["verified"] and c["peer_iterations"] == iters,
+            f"{label}: verified, peer confirms {c['peer_iterations']}")
+    r.check(s["role"] == "server" and s["test"] == test and
+            s["bytes"] == size and s["iterations"] == iters,
+            f"{label}: server counted {s['iterations']} of {iters}")
+    if lat:
+        r.check(0 < c["t_min_us"] <= c["p50_us"] <= c["p99_us"] <=
+                c["t_max_us"],
+                f"{label}: latency figures ordered (p50 {c['p50_us']} us, "
+                f"p99 {c['p99_us']} us)")
+    else:
+        r.check(c["bw_avg_gbps"] > 0 and c["msg_rate_mpps"] > 0 and
+                c["bw_peak_gbps"] >= c["bw_avg_gbps"],
+                f"{label}: bandwidth {c['bw_avg_gbps']} Gb/s, "
+                f"{c['msg_rate_mpps']} Mpps")
+
+
+def check_counters(r, a, b, written):
+    for d in (a, b):
+        c = d.counters()
+        port = c["ports"]["p0"]
+        rnic = port["rnic"]
+        bad = {k: rnic[k] for k in RNIC_ERRORS if rnic.get(k, 0) != 0}
+        bad.update({k: port[k] for k in PORT_ERRORS if port.get(k, 0) != 0})
+        verbs = port.get("verbs") or c.get("verbs") or {}
+        sess = verbs.get("counters", verbs)
+        bad.update({k: sess[k] for k in SESSION_ERRORS
+                    if sess.get(k, 0) != 0})
+        r.check(rnic["sent_pkts"] > 0 and rnic["rcvd_pkts"] > 0,
+                f"{d.name}: RoCE packets sent {rnic['sent_pkts']} "
+                f"received {rnic['rcvd_pkts']}")
+        # The RNIC's byte counters are per QP and go with the QPs the tools
+        # destroy; the port's survive: B sent A at least every WRITE/SEND
+        # payload byte of the run (headers come on top).
+        if d is a:
+            r.check(port["rx_bytes"] >= written,
+                    f"{d.name}: port received {port['rx_bytes']} bytes "
+                    f"(>= {written} B of WRITE/SEND payload sent to it)")
+        r.check(sess.get("clients_accepted", 0) >= 17 and
+                "bad_requests" in sess,
+                f"{d.name}: verbs session served "
+                f"{sess.get('clients_accepted')} clients")
+        r.check(not bad, f"{d.name}: no error counters moved {bad or ''}")
+
+
+def setup(r, link):
+    if link == "veth":
+        na, nb = r.netns("rocemu-pa"), r.netns("rocemu-pb")
+        va, vb = f"pa{r.pid % 100000}", f"pb{r.pid % 100000}"
+        sh("ip", "link", "add", va, "netns", na, "type", "veth", "peer",
+           "name", vb, "netns", nb)
+        for ns, dev in ((na, va), (nb, vb)):
+            sh("ip", "link", "set", dev, "mtu", "9000", ns=ns)
+            sh("ip", "link", "set", dev, "up", ns=ns)
+        opts = "framesz=8192,blocksz=8192"
+        a = r.start(na, "a", f"net_af_packet0,iface={va},{opts}",
+                    "02:00:00:79:01:01", "10.79.1.1")
+        b = r.start(nb, "b", f"net_af_packet0,iface={vb},{opts}",
+                    "02:00:00:79:01:02", "10.79.1.2")
+        # The tools only need a loopback for their TCP exchange; the verbs
+        # sockets are files, reachable from any namespace.
+        return na, a, b
+    ns = r.netns("rocemu-pm")
+    sock = f"rocemu-perf-{r.pid}"
+    a = r.start(ns, "a", f"net_memif0,role=server,socket={sock},bsize=8192",
+                "02:00:00:79:02:01", "10.79.2.1")
+    b = r.start(ns, "b", f"net_memif0,role=client,socket={sock},bsize=8192",
+                "02:00:00:79:02:02", "10.79.2.2")
+    return ns, a, b
+
+
+def main():
+    rocemud, perf, link = (os.path.abspath(sys.argv[1]),
+                           os.path.abspath(sys.argv[2]), sys.argv[3])
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root")
+        return 1
+    r = Run(rocemud, perf)
+    start = time.monotonic()
+    try:
+        ns, a, b = setup(r, link)
+        for test in ("write_bw", "read_bw", "send_bw", "write_lat",
+                     "read_lat", "send_lat"):
+            for size in SIZES:
+                run_case(r, ns, a, b, test, size)
+        for test in ("atomic_bw", "atomic_lat"):
+            run_case(r, ns, a, b, test, 8)
+            run_case(r, ns, a, b, test, 8, ("-A", "CMP_AND_SWAP"))
+        # Several QPs, work spread round-robin, one multi-packet size.
+        run_case(r, ns, a, b, "write_bw", 16 * 1024, ("-q", "3", "-t", "8"))
+        # WRITE and SEND payload the client side put into A: bandwidth
+        # tests, the pings of the latency tests, the multi-QP run.
+        written = (2 * BW_ITERS * sum(SIZES) + 2 * LAT_ITERS * sum(SIZES) +
+                   BW_ITERS * 16 * 1024)
+        check_counters(r, a, b, written)
+        time.sleep(0.2)
+        r.stop(b)
+        time.sleep(0.5)
+        r.stop(a)
+    except (AssertionError, subprocess.SubprocessError, OSError, KeyError,
+            ValueError) as e:
+        r.failures.append(repr(e))
+        print("FAIL", repr(e))
+    finally:
+        r.cleanup()
+    print(f"{'FAILED' if r.failures else 'PASSED'}: "
+          f"{len(r.failures)} failure(s) in {time.monotonic() - start:.1f} s")
+    return 1 if r.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
