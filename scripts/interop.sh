@@ -1,29 +1,34 @@
 #!/bin/bash
 # Interop with Linux Soft-RoCE: rocemu-pingpong (on a rocemud attached to the
 # peer harness' bridge) against rdma-core's ibv_rc_pingpong/ibv_ud_pingpong
-# running on rdma_rxe in ONE qemu guest (../shared/peer), rocemu as client
-# and as server, RC at 64 B and 4096 B (-m 1024: SEND_FIRST/MIDDLE/LAST),
-# UD at 64 B and 1024 B (a UD message is one packet: 1024 B is the most rxe's
-# 1024-byte active MTU carries). Every case's bridge capture must pass
-# ../shared/oracle/check_pcap.py --strict and show the announced PSNs,
-# opcodes, payload sizes and Q_Key (tests/interop/pingpong_wire.py).
+# running on rdma_rxe in a qemu guest (../shared/peer), rocemu as client
+# and as server:
+#   standard frames (rxe's active MTU 1024, rocemud's too): RC at 64 B and
+#   4096 B (-m 1024: SEND_FIRST/MIDDLE/LAST), UD at 64 B and 1024 B (a UD
+#   message is one packet: 1024 B is the most a 1024-byte MTU carries);
+#   jumbo frames (both sides' active MTU 4096): UD at 4096 B.
+# Each phase boots ONE guest that runs its cases in order. Every case's
+# bridge capture must pass ../shared/oracle/check_pcap.py --strict and show
+# the announced PSNs, opcodes, payload sizes and Q_Key
+# (tests/interop/pingpong_wire.py).
 #
 #   scripts/interop.sh [CASE...]      (root; default: every case)
 #   cases: rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
 #          rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
+#          ud4096_rxe_server ud4096_rxe_client            (jumbo phase)
 #
 # Environment: ROCEMU_BUILD_DIR (default build/; or ROCEMUD and
 # ROCEMU_PINGPONG naming the binaries), ROCEMU_PEER_DIR (default
 # ../shared/peer), ITERS (default 10), INTEROP_OUT (kept results, default
-# /var/tmp/rocemu-interop). Prints "RESULT <case>: PASS|FAIL" and
-# "N passed, M failed"; exit 1 on any failure. See docs/interop.md.
+# /var/tmp/rocemu-interop), KEEP=1 keeps the scratch directory. Prints
+# "RESULT <case>: PASS|FAIL" and "N passed, M failed"; exit 1 on any
+# failure. See docs/interop.md.
 #
 # Layout, inside the harness' netns (rxepeer): guest A (10.99.0.1, tap0,
 # rdma_rxe) and a veth whose bridge end is enslaved to rxebr0 and whose
 # other end is rocemud's af_packet port (10.99.0.10, GID index 0). The TCP
 # exchange runs between the guest and the netns' kernel (10.99.0.254); the
-# RDMA traffic between rxe and rocemud. The guest boots once and runs the
-# cases in order, handshaking through its 9p share.
+# RDMA traffic between rxe and rocemud.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEER_DIR=${ROCEMU_PEER_DIR:-$ROOT/../shared/peer}
@@ -45,7 +50,9 @@ VETH_BR=rppint-br    # bridge end
 VETH_D=rppint-d      # rocemud's end
 
 ALL_CASES="rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
-rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client"
+rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
+ud4096_rxe_server ud4096_rxe_client"
+# shellcheck disable=SC2086
 [ $# -gt 0 ] && CASES="$*" || CASES=$(echo $ALL_CASES)
 
 [ "$(id -u)" = 0 ] || { echo "interop.sh: needs root (netns, qemu taps)" >&2; exit 2; }
@@ -53,6 +60,7 @@ for f in "$ROCEMUD" "$PINGPONG"; do
     [ -x "$f" ] || { echo "interop.sh: $f missing: build first (ninja -C $BLD)" >&2; exit 2; }
 done
 for c in $CASES; do
+    # shellcheck disable=SC2086
     case " $(echo $ALL_CASES) " in *" $c "*) ;; *) echo "interop.sh: unknown case $c" >&2; exit 2;; esac
 done
 
@@ -60,84 +68,66 @@ T0=$SECONDS
 "$PEER_DIR/build-guest.sh" >/dev/null
 ns_up
 RUN=$(mktemp -d /tmp/rocemu-interop.XXXXXX)
-SHARE=$RUN/share
-mkdir -p "$SHARE" "$OUT"
+mkdir -p "$OUT"
 DAEMON_PID="" GUEST_PID="" CAP_PID="" SERVER_PID=""
 
+stop_daemon() {
+    [ -n "$DAEMON_PID" ] || return 0
+    kill -TERM "$DAEMON_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$DAEMON_PID" 2>/dev/null || true
+    wait "$DAEMON_PID" 2>/dev/null || true
+    DAEMON_PID=""
+}
 cleanup() {
     set +e
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
     [ -n "$CAP_PID" ] && cap_stop "$CAP_PID"
     [ -n "$GUEST_PID" ] && kill "$GUEST_PID" 2>/dev/null
-    if [ -n "$DAEMON_PID" ]; then
-        kill -TERM "$DAEMON_PID" 2>/dev/null
-        for _ in $(seq 1 50); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$DAEMON_PID" 2>/dev/null
-    fi
+    stop_daemon
     ip -n "$NS" link del "$VETH_BR" 2>/dev/null
-    [ -n "${KEEP:-}" ] && echo "kept $RUN" || rm -rf "$RUN"
+    ip -n "$NS" link set tap0 mtu 1500 2>/dev/null
+    if [ -n "${KEEP:-}" ]; then echo "kept $RUN"; else rm -rf "$RUN"; fi
 }
 trap cleanup EXIT
 
 # --- rocemud on a veth into the bridge -----------------------------------
 ip -n "$NS" link del "$VETH_BR" 2>/dev/null || true
 ip -n "$NS" link add "$VETH_BR" type veth peer name "$VETH_D"
+ip -n "$NS" link set "$VETH_BR" mtu 9000
+ip -n "$NS" link set "$VETH_D" mtu 9000
 ip -n "$NS" link set "$VETH_BR" master "$BR" up
 ip -n "$NS" link set "$VETH_D" up
-cat > "$RUN/rocemud.yaml" <<EOF
+
+start_daemon() {  # start_daemon PORT_MTU  (1500: active MTU 1024, as rxe's)
+    rm -f "$RUN/verbs.sock"
+    cat > "$RUN/rocemud.yaml" <<EOF
 eal: {file_prefix: rocemu-interop-$$, idle_sleep_us: 50}
 ports:
   - name: p0
-    devargs: net_af_packet0,iface=$VETH_D
+    devargs: net_af_packet0,iface=$VETH_D,framesz=8192,blocksz=8192
     mac: "$ROCEMU_MAC"
-    mtu: 1500
+    mtu: $1
     addresses: [$ROCEMU_IP/24]
 control: {socket: $RUN/ctl.sock}
 verbs: {socket: $RUN/verbs.sock}
 logging: {file: $RUN/rocemud.log}
 EOF
-ip netns exec "$NS" "$ROCEMUD" --config "$RUN/rocemud.yaml" >"$RUN/rocemud.out" 2>&1 &
-DAEMON_PID=$!
-for _ in $(seq 1 150); do
-    [ -S "$RUN/verbs.sock" ] && break
-    kill -0 "$DAEMON_PID" 2>/dev/null || break
-    sleep 0.1
-done
-[ -S "$RUN/verbs.sock" ] || { echo "interop.sh: rocemud did not start:"; cat "$RUN/rocemud.out" "$RUN/rocemud.log" 2>/dev/null; exit 1; }
+    ip netns exec "$NS" "$ROCEMUD" --config "$RUN/rocemud.yaml" >>"$RUN/rocemud.out" 2>&1 &
+    DAEMON_PID=$!
+    for _ in $(seq 1 150); do
+        [ -S "$RUN/verbs.sock" ] && break
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -S "$RUN/verbs.sock" ] || { echo "interop.sh: rocemud did not start:"; cat "$RUN/rocemud.out" "$RUN/rocemud.log" 2>/dev/null; exit 1; }
+}
 
-# --- the guest's job: every case in order, handshaking via the share -----
 case_tool()  { case $1 in rc*) echo rc;; ud*) echo ud;; esac; }
 case_size()  { local s=${1%%_*}; echo "${s#??}"; }
 case_rxe_server() { case $1 in *_rxe_server) return 0;; *) return 1;; esac; }
-mtu_args()   { [ "$(case_tool "$1")" = rc ] && echo "-m 1024" || true; }
-
-{
-    cat <<'EOF'
-tcp_listening() {
-    p=$(printf "%04X" "$1")
-    grep -qE "^ *[0-9]+: [0-9A-F]+:$p [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-wait_file() { n=0; until [ -e "$1" ]; do sleep 0.05; n=$((n+1)); [ $n -gt 1200 ] && return 1; done; return 0; }
-EOF
-    i=0
-    for c in $CASES; do
-        i=$((i + 1))
-        cmd="ibv_$(case_tool "$c")_pingpong -d rxe0 -g \$GIDX -s $(case_size "$c") -n $ITERS $(mtu_args "$c")"
-        echo "echo \"### case $i $c\""
-        echo "wait_file \$SHARE/go.$i || { echo 'no go for case $i'; exit 1; }"
-        if case_rxe_server "$c"; then
-            echo "$cmd > \$SHARE/rxe.$i.out 2>&1 &"
-            echo 'P=$!; n=0; until tcp_listening 18515; do sleep 0.05; n=$((n+1)); [ $n -gt 400 ] && break; done'
-            echo "touch \$SHARE/ready.$i"
-            echo "wait \$P; echo \$? > \$SHARE/rc.$i"
-        else
-            echo "$cmd $HOST_IP > \$SHARE/rxe.$i.out 2>&1; echo \$? > \$SHARE/rc.$i"
-        fi
-    done
-} > "$SHARE/A.sh"
-
-echo "=== interop: rocemu-pingpong ($ROCEMU_IP, $ROCEMU_MAC) vs rdma_rxe in guest A ($GUEST_IP), $ITERS iterations per case"
-GUEST_PID=$(start_guest 1 "$SHARE" "$RUN/A.console.log")
+case_jumbo() { [ "$(case_tool "$1")" = ud ] && [ "$(case_size "$1")" -gt 1024 ]; }
+mtu_args()   { if [ "$(case_tool "$1")" = rc ]; then echo "-m 1024"; fi; }
 
 wait_path() {  # wait_path FILE TIMEOUT_S
     local end=$((SECONDS + $2))
@@ -160,18 +150,49 @@ cap_start_now() {
     echo "$pid"
 }
 
-pass=0 fail=0 i=0
-for c in $CASES; do
-    i=$((i + 1))
+# The guest's job for the given cases: each waits for go.N (we are ready),
+# runs the rdma-core tool (server: signals ready.N once it listens) and
+# leaves its exit status in rc.N.
+guest_job() {
+    cat <<'EOF'
+tcp_listening() {
+    p=$(printf "%04X" "$1")
+    grep -qE "^ *[0-9]+: [0-9A-F]+:$p [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+wait_file() { n=0; until [ -e "$1" ]; do sleep 0.05; n=$((n+1)); [ $n -gt 1200 ] && return 1; done; return 0; }
+EOF
+    local i=0 c cmd
+    for c in "$@"; do
+        i=$((i + 1))
+        cmd="ibv_$(case_tool "$c")_pingpong -d rxe0 -g \$GIDX -s $(case_size "$c") -n $ITERS $(mtu_args "$c")"
+        echo "echo \"### case $i $c\""
+        echo "wait_file \$SHARE/go.$i || { echo 'no go for case $i'; exit 1; }"
+        if case_rxe_server "$c"; then
+            echo "$cmd > \$SHARE/rxe.$i.out 2>&1 &"
+            echo 'P=$!; n=0; until tcp_listening 18515; do sleep 0.05; n=$((n+1)); [ $n -gt 400 ] && break; done'
+            echo "touch \$SHARE/ready.$i"
+            echo "wait \$P; echo \$? > \$SHARE/rc.$i"
+        else
+            echo "$cmd $HOST_IP > \$SHARE/rxe.$i.out 2>&1; echo \$? > \$SHARE/rc.$i"
+        fi
+    done
+}
+
+pass=0 fail=0
+
+# run_one N CASE SHARE : our side of case N of the running guest.
+run_one() {
+    local i=$1 c=$2 share=$3
+    local tool size pcap rocemu_out rxe_out server_out client_out t0 ok rxe_rc
     tool=$(case_tool "$c") size=$(case_size "$c")
-    pcap=$RUN/$c.pcap rocemu_out=$RUN/$c.rocemu.out rxe_out=$SHARE/rxe.$i.out
-    args=("$tool" -d "$RUN/verbs.sock" -g 0 -s "$size" -n "$ITERS" --verify --timeout=60)
-    [ "$tool" = rc ] && args+=(-m 1024)
+    pcap=$RUN/$c.pcap rocemu_out=$RUN/$c.rocemu.out rxe_out=$share/rxe.$i.out
+    local args=("$tool" -d "$RUN/verbs.sock" -g 0 -s "$size" -n "$ITERS" --verify --timeout=60)
+    if [ "$tool" = rc ]; then args+=(-m 1024); fi
     t0=$SECONDS ok=1
     CAP_PID=$(cap_start_now "$pcap")
     if case_rxe_server "$c"; then
-        touch "$SHARE/go.$i"
-        if wait_path "$SHARE/ready.$i" 90; then
+        touch "$share/go.$i"
+        if wait_path "$share/ready.$i" 90; then
             ip netns exec "$NS" timeout 90 "$PINGPONG" "${args[@]}" "$GUEST_IP" >"$rocemu_out" 2>&1 || ok=0
         else
             echo "guest never got its server up" >"$rocemu_out"; ok=0
@@ -181,14 +202,14 @@ for c in $CASES; do
         ip netns exec "$NS" timeout 90 "$PINGPONG" "${args[@]}" >"$rocemu_out" 2>&1 &
         SERVER_PID=$!
         for _ in $(seq 1 100); do listening && break; sleep 0.05; done
-        touch "$SHARE/go.$i"
+        touch "$share/go.$i"
         wait "$SERVER_PID" || ok=0
         SERVER_PID=""
         server_out=$rocemu_out client_out=$rxe_out
     fi
-    wait_path "$SHARE/rc.$i" 90 || true
+    wait_path "$share/rc.$i" 90 || true
     cap_stop "$CAP_PID"; CAP_PID=""
-    rxe_rc=$(cat "$SHARE/rc.$i" 2>/dev/null || echo none)
+    rxe_rc=$(cat "$share/rc.$i" 2>/dev/null || echo none)
     echo "--- $c: rocemu-pingpong exit $([ $ok = 1 ] && echo 0 || echo '!= 0'), ibv_${tool}_pingpong exit $rxe_rc, $((SECONDS - t0)) s"
     [ "$rxe_rc" = 0 ] || ok=0
     # (the path MTU argument only matters for RC; UD messages are one packet)
@@ -202,10 +223,38 @@ for c in $CASES; do
     cp "$rxe_out" "$OUT/$c.rxe.out" 2>/dev/null || true
     if [ $ok = 1 ]; then echo "RESULT $c: PASS"; pass=$((pass + 1));
     else echo "RESULT $c: FAIL"; fail=$((fail + 1)); fi
-done
+}
 
-wait_pids 60 "$GUEST_PID" || echo "[interop] guest did not power off" >&2
-GUEST_PID=""
-cp "$RUN/A.console.log" "$OUT/A.console.log" 2>/dev/null || true
+# run_phase NAME GUEST_MTU PORT_MTU CASE... : one daemon, one guest boot.
+run_phase() {
+    local phase=$1 guest_mtu=$2 port_mtu=$3; shift 3
+    local share=$RUN/$phase i=0 c
+    mkdir -p "$share"
+    ip -n "$NS" link set tap0 mtu "$guest_mtu"
+    start_daemon "$port_mtu"
+    guest_job "$@" > "$share/A.sh"
+    echo "=== interop ($phase): rocemu-pingpong ($ROCEMU_IP, $ROCEMU_MAC, port MTU $port_mtu) vs rdma_rxe in guest A ($GUEST_IP, eth0 MTU $guest_mtu), $ITERS iterations per case"
+    GUEST_PID=$(start_guest 1 "$share" "$RUN/$phase.console.log" "rxe.mtu=$guest_mtu")
+    for c in "$@"; do
+        i=$((i + 1))
+        run_one "$i" "$c" "$share"
+    done
+    wait_pids 60 "$GUEST_PID" || echo "[interop] guest did not power off" >&2
+    GUEST_PID=""
+    cp "$RUN/$phase.console.log" "$OUT/" 2>/dev/null || true
+    stop_daemon
+}
+
+standard="" jumbo=""
+for c in $CASES; do
+    if case_jumbo "$c"; then jumbo="$jumbo $c"; else standard="$standard $c"; fi
+done
+# shellcheck disable=SC2086
+if [ -n "$standard" ]; then run_phase mtu1500 1500 1500 $standard; fi
+# UD carries one packet per message: 4096 B needs a 4096-byte active MTU on
+# both sides, i.e. jumbo frames (rxe: netdev MTU >= 4096 + its 80 bytes of
+# headers; rocemud: port MTU 4200).
+# shellcheck disable=SC2086
+if [ -n "$jumbo" ]; then run_phase mtu9000 9000 4200 $jumbo; fi
 echo "$pass passed, $fail failed ($((SECONDS - T0)) s; captures and outputs in $OUT)"
 [ "$fail" = 0 ]

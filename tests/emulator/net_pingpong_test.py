@@ -4,7 +4,8 @@ on both ends, in network namespaces this test creates), each tool attached
 to its own daemon through the daemon's verbs socket:
   rc and ud, 64 B and 4096 B (rc with -m 1024: SEND_FIRST/MIDDLE/LAST),
   server on either daemon, busy polling and -e (completion channel),
-  --verify on both sides (every byte of every message).
+  -o (malloc'd memory registered as process memory), --verify on both
+  sides (every byte of every message).
 Checked: both sides exit 0, print the ibv_*_pingpong lines with each
 other's QPN/PSN/GID and size * iters * 2 bytes, verify reports every
 message byte-exact; the daemons' tx/rx captures pass
@@ -204,7 +205,10 @@ def main():
         cases = [("rc", 64, [], a, b), ("rc", 4096, [], b, a),
                  ("rc", 4096, ["-e"], a, b), ("ud", 64, [], b, a),
                  ("ud", 4096, [], a, b), ("ud", 4096, ["-e", "-r", "4"], b, a),
-                 ("rc", 64, ["-c", "-r", "2"], b, a)]
+                 ("rc", 64, ["-c", "-r", "2"], b, a),
+                 # -o: malloc'd buffers, reached by the daemon with
+                 # process_vm_readv/writev instead of shared memory.
+                 ("rc", 4096, ["-o"], a, b)]
         runs = []
         for i, (tr, size, extra, srv, cli) in enumerate(cases):
             runs.append(run_case(t, na, srv, cli, tr, size, extra, 18515 + i))

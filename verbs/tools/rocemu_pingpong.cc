@@ -107,7 +107,7 @@ class Pingpong {
   verbs::Mr mr_;
   verbs::Cq cq_;
   verbs::Qp qp_;
-  rocemu_ah* ah_ = nullptr;
+  std::unique_ptr<rocemu_ah, verbs::Deleter<rocemu_ah, rocemu_destroy_ah>> ah_;
 
   uint8_t* base_ = nullptr;  // [send buffer | receive buffer]
   size_t recv_offset_ = 0;
@@ -284,7 +284,7 @@ int Pingpong::PostSend() {
   wr.opcode = ROCEMU_WR_SEND;
   wr.send_flags = send_flags_;
   if (ud_) {
-    wr.wr.ud.ah = ah_;
+    wr.wr.ud.ah = ah_.get();
     wr.wr.ud.remote_qpn = remote_.qpn;
     wr.wr.ud.remote_qkey = kUdQkey;
   }
@@ -317,7 +317,7 @@ absl::Status Pingpong::Connect(const Dest& remote) {
     if (int err = rocemu_modify_qp(qp_.get(), &attr,
                                    ROCEMU_QP_STATE | ROCEMU_QP_SQ_PSN))
       return absl::ErrnoToStatus(err, "Failed to modify QP to RTS");
-    ah_ = rocemu_create_ah(pd_.get(), &av);
+    ah_.reset(rocemu_create_ah(pd_.get(), &av));
     if (ah_ == nullptr)
       return absl::ErrnoToStatus(errno, "Failed to create AH");
     return absl::OkStatus();
@@ -472,15 +472,11 @@ int Pingpong::Run() {
   }
   mine_.lid = 0;  // Ethernet link layer: no LID
   if (o_.gid_index >= 0) {
-    // TODO(pingpong): rocemu_query_gid once the library has it; until then
-    // index 0 is the port's GID as rocemu_query_port reports it.
-    rocemu_port_attr port{};
-    if (o_.gid_index != 0 ||
-        rocemu_query_port(ctx_.get(), o_.ib_port, &port) != 0) {
+    if (rocemu_query_gid(ctx_.get(), o_.ib_port, o_.gid_index,
+                         mine_.gid.data()) != 0) {
       fprintf(stderr, "can't read sgid of index %d\n", o_.gid_index);
       return 1;
     }
-    std::memcpy(mine_.gid.data(), port.gid, mine_.gid.size());
     gid_index_used_ = o_.gid_index;
   }
   mine_.qpn = rocemu_qp_num(qp_.get());
