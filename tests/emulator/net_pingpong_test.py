@@ -53,7 +53,10 @@ class Test:
         return name
 
     def start_daemon(self, ns, name, iface, mac, ip):
-        sock = os.path.join(self.tmp, f"{name}.verbs.sock")
+        # One directory per daemon: a device name (both are "rocemu_p0")
+        # is then looked up among one daemon's sockets.
+        os.makedirs(os.path.join(self.tmp, name))
+        sock = os.path.join(self.tmp, name, "verbs.sock")
         ctl = os.path.join(self.tmp, f"{name}.ctl.sock")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
         with open(cfg, "w") as f:
@@ -107,13 +110,26 @@ logging: {{file: {self.tmp}/{name}.log}}
         else:
             netns_util.sh("rm", "-rf", self.tmp, check=False)
 
-    def tool(self, ns, daemon, args, server=None):
-        cmd = ["ip", "netns", "exec", ns, self.pingpong, *args, "-d",
-               daemon["sock"], "--timeout=20"]
+    def tool(self, ns, daemon, args, server=None, device="path"):
+        """-d as a socket path, -d as the device name (found among the
+        sockets of $ROCEMU_VERBS_DIR), or no -d (the first device:
+        $ROCEMU_VERBS_SOCKET)."""
+        env = dict(os.environ)
+        env.pop("ROCEMU_VERBS_SOCKET", None)
+        dev = []
+        if device == "path":
+            dev = ["-d", daemon["sock"]]
+        elif device == "name":
+            dev = ["-d", "rocemu_p0"]
+            env["ROCEMU_VERBS_DIR"] = os.path.dirname(daemon["sock"])
+        else:
+            env["ROCEMU_VERBS_SOCKET"] = daemon["sock"]
+        cmd = ["ip", "netns", "exec", ns, self.pingpong, *args, *dev,
+               "--timeout=20"]
         if server:
             cmd.append(server)
         return subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, env=env)
 
 
 def listening(ns, port):
@@ -122,16 +138,16 @@ def listening(ns, port):
     return str(port) in out
 
 
-def run_case(t, ns, srv, cli, transport, size, extra, port):
-    """One server/client run; returns (server output, client output)."""
+def run_case(t, ns, srv, cli, transport, size, extra, port, device="path"):
+    """One server/client run; returns what the wire check needs."""
     args = [transport, "-g", "0", "-s", str(size), "-n", str(ITERS), "-p",
             str(port), "--verify", *extra]
     if transport == "rc":
         args += ["-m", "1024"]
-    ps = t.tool(ns, srv, args)
+    ps = t.tool(ns, srv, args, device=device)
     netns_util.wait_for(f"server listening on {port}",
                         lambda: listening(ns, port) or ps.poll() is not None)
-    pc = t.tool(ns, cli, args, server="127.0.0.1")
+    pc = t.tool(ns, cli, args, server="127.0.0.1", device=device)
     outs = []
     for p in (ps, pc):
         try:
@@ -141,7 +157,8 @@ def run_case(t, ns, srv, cli, transport, size, extra, port):
             out, err = p.communicate()
         outs.append((p.returncode, out, err))
     label = (f"{transport} {size} B {' '.join(extra) or 'poll'} "
-             f"({srv['name']} server, {cli['name']} client)")
+             f"({srv['name']} server, {cli['name']} client, device by "
+             f"{device})")
     ok = t.check(outs[0][0] == 0 and outs[1][0] == 0,
                  f"{label}: both sides exit 0 (server {outs[0][0]}, "
                  f"client {outs[1][0]})")
@@ -182,6 +199,10 @@ def bad_input(t, ns, a, b):
     t.check(p.returncode == 1 and
             "Requested size larger than port MTU (4096)" in err,
             f"ud -s 8192 on a 4096 MTU port refused: {err.strip()}")
+    p = t.tool(ns, a, ["rc", "-d", "rocemu_nope", "-n", "1"], device="none")
+    out, err = p.communicate(timeout=30)
+    t.check(p.returncode == 1 and "IB device rocemu_nope not found" in err,
+            f"an unknown device name refused: {err.strip()}")
 
 
 def main():
@@ -202,16 +223,19 @@ def main():
         b = t.start_daemon(nb, "b", vb, "02:00:00:78:03:02", "10.78.3.2")
         # Both tools run in namespace A and exchange addresses over its
         # loopback; their RDMA traffic goes through the daemons and the veth.
-        cases = [("rc", 64, [], a, b), ("rc", 4096, [], b, a),
-                 ("rc", 4096, ["-e"], a, b), ("ud", 64, [], b, a),
-                 ("ud", 4096, [], a, b), ("ud", 4096, ["-e", "-r", "4"], b, a),
-                 ("rc", 64, ["-c", "-r", "2"], b, a),
+        cases = [("rc", 64, [], a, b, "path"), ("rc", 4096, [], b, a, "name"),
+                 ("rc", 4096, ["-e"], a, b, "default"),
+                 ("ud", 64, [], b, a, "name"),
+                 ("ud", 4096, [], a, b, "path"),
+                 ("ud", 4096, ["-e", "-r", "4"], b, a, "default"),
+                 ("rc", 64, ["-c", "-r", "2"], b, a, "path"),
                  # -o: malloc'd buffers, reached by the daemon with
                  # process_vm_readv/writev instead of shared memory.
-                 ("rc", 4096, ["-o"], a, b)]
+                 ("rc", 4096, ["-o"], a, b, "path")]
         runs = []
-        for i, (tr, size, extra, srv, cli) in enumerate(cases):
-            runs.append(run_case(t, na, srv, cli, tr, size, extra, 18515 + i))
+        for i, (tr, size, extra, srv, cli, dev) in enumerate(cases):
+            runs.append(run_case(t, na, srv, cli, tr, size, extra, 18515 + i,
+                                 dev))
         bad_input(t, na, a, b)
         time.sleep(0.2)
         t.stop_daemon(b)

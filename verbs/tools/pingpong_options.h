@@ -1,8 +1,9 @@
 // Command line of rocemu-pingpong: `rocemu-pingpong rc|ud [options]
 // [SERVER]`, with the options of ibv_rc_pingpong (rc) and ibv_ud_pingpong
 // (ud), same letters, long names and defaults, so scripts written for the
-// rdma-core tools run unchanged. -d names the daemon's verbs socket (the
-// "device"); --verify and --timeout are rocemu's additions.
+// rdma-core tools run unchanged. -d takes a device name (as ibv's) or a
+// daemon's verbs socket path; --verify and --timeout are rocemu's
+// additions.
 #ifndef ROCEMU_VERBS_TOOLS_PINGPONG_OPTIONS_H_
 #define ROCEMU_VERBS_TOOLS_PINGPONG_OPTIONS_H_
 
@@ -17,7 +18,7 @@ enum class Transport : uint8_t { kRc, kUd };
 
 struct Options {
   Transport transport = Transport::kRc;
-  std::string device;         // -d: verbs socket path; "" = library default
+  std::string device;         // -d: device name or verbs socket path; "": first
   uint16_t tcp_port = 18515;  // -p
   uint8_t ib_port = 1;        // -i
   uint32_t size = 4096;       // -s (ud: 1024)

@@ -76,6 +76,7 @@ class Pingpong {
   int Run();
 
  private:
+  int OpenDevice();
   int Init();
   int PostRecvs(uint32_t n);
   int PostSend();
@@ -120,6 +121,48 @@ class Pingpong {
   uint32_t verify_errors_ = 0;
 };
 
+// -d names a daemon's verbs socket (a path) or its device name; without
+// it the first device found is used, as the rdma-core tools do.
+int Pingpong::OpenDevice() {
+  if (o_.device.find('/') != std::string::npos) {
+    auto ctx = verbs::OpenDevice(o_.device.c_str());
+    if (!ctx.ok()) {
+      fprintf(stderr, "Couldn't get context for %s: %s\n", o_.device.c_str(),
+              ctx.status().ToString().c_str());
+      return 1;
+    }
+    ctx_ = std::move(*ctx);
+    return 0;
+  }
+  int num = 0;
+  rocemu_device** list = rocemu_get_device_list(&num);
+  if (list == nullptr) {
+    perror("Failed to get IB devices list");
+    return 1;
+  }
+  const rocemu_device* dev = nullptr;
+  for (int i = 0; i < num && dev == nullptr; ++i)
+    if (o_.device.empty() || o_.device == rocemu_get_device_name(list[i]))
+      dev = list[i];
+  int rc = 0;
+  if (dev == nullptr) {
+    if (o_.device.empty())
+      fprintf(stderr, "No IB devices found\n");
+    else
+      fprintf(stderr, "IB device %s not found\n", o_.device.c_str());
+    rc = 1;
+  } else {
+    ctx_.reset(rocemu_open_device_from(dev));
+    if (ctx_ == nullptr) {
+      fprintf(stderr, "Couldn't get context for %s: %s\n",
+              rocemu_get_device_name(dev), strerror(errno));
+      rc = 1;
+    }
+  }
+  rocemu_free_device_list(list);
+  return rc;
+}
+
 int Pingpong::Init() {
   if (o_.timestamps) {
     fprintf(stderr, "The device isn't completion timestamp capable\n");
@@ -139,15 +182,7 @@ int Pingpong::Init() {
             "library\n");
     return 1;
   }
-  const char* path = o_.device.empty() ? nullptr : o_.device.c_str();
-  auto ctx = verbs::OpenDevice(path);
-  if (!ctx.ok()) {
-    fprintf(stderr, "Couldn't get context for %s: %s\n",
-            path != nullptr ? path : "the default verbs socket",
-            ctx.status().ToString().c_str());
-    return 1;
-  }
-  ctx_ = std::move(*ctx);
+  if (int rc = OpenDevice(); rc != 0) return rc;
 
   rocemu_port_attr port{};
   if (int err = rocemu_query_port(ctx_.get(), o_.ib_port, &port); err != 0) {
