@@ -4,6 +4,9 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -23,6 +26,10 @@ constexpr nic::TimeNs kFastPeriod = 1'000'000;      // control sockets
 constexpr nic::TimeNs kSlowPeriod = 1'000'000'000;  // stats, neighbours
 constexpr nic::TimeNs kReorderWait = 1'000'000;     // if no frame follows
 constexpr uint64_t kIdleLoops = 10000;  // empty polls before idle sleeping
+// Verbs control messages (create_qp, modify_qp, ...) are answered within
+// this much loop time: interactive for applications, one epoll_wait per
+// period.
+constexpr nic::TimeNs kSessionControlPeriod = 150'000;
 
 uint64_t WallNs() {
   timespec ts;
@@ -76,6 +83,43 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
   f("tx_fault_duplicated", tx.fault_duplicated);
   f("tx_fault_corrupted", tx.fault_corrupted);
   f("tx_fault_delayed", tx.fault_delayed);
+}
+
+// Readies a verbs socket path: its directory exists (0755 when created),
+// and no live daemon listens there (a stale socket is left for the session
+// server to replace).
+absl::Status PrepareSessionSocket(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::string dir = path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+    }
+  }
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    return absl::OkStatus();
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(),
+              std::min(path.size(), sizeof(addr.sun_path) - 1));
+  int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr),
+                                    sizeof(addr)) == 0;
+  if (probe >= 0) close(probe);
+  if (live) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("another daemon is listening on ", path));
+  }
+  return absl::OkStatus();
+}
+
+// Everything the session server has moved so far; a change means the rings
+// carried work since the last look.
+uint64_t SessionWork(const verbs::SessionCounters& c) {
+  return c.sq_wqes + c.rq_wqes + c.srq_wqes + c.cqes + c.bad_wqes;
 }
 
 }  // namespace
@@ -438,7 +482,76 @@ absl::Status Daemon::AttachRnics() {
         "control.test_hooks is on: any client of %s can drive the RNIC",
         config_.control.socket_path);
   }
+  return StartSessions();
+}
+
+absl::Status Daemon::StartSessions() {
+  sessions_.resize(ports_.size());
+  for (unsigned i = 0; i < ports_.size() && i < rnics_.size(); ++i) {
+    const std::string path = config_.VerbsSocketPath(i);
+    if (path.empty()) continue;
+    if (absl::Status s = PrepareSessionSocket(path); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("verbs socket of port ",
+                                 ports_[i]->config.name, ": ", s.message()));
+    }
+    verbs::SessionServerOptions o;
+    o.socket_path = path;
+    o.socket_mode = static_cast<mode_t>(config_.verbs.socket_mode);
+    o.allowed_uids.assign(config_.verbs.allowed_uids.begin(),
+                          config_.verbs.allowed_uids.end());
+    o.post_budget = config_.verbs.post_budget;
+    o.device_name = "rocemu_" + ports_[i]->config.name;
+    // GIDs are IPv4-mapped or IPv6 addresses, the form the neighbour cache
+    // keys on: a destination GID is its own next-hop IP on the link.
+    o.resolve_dmac =
+        [this, i](const nic::Gid& gid) -> std::optional<protocol::MacAddr> {
+      return ResolveNeighbour(i, gid);
+    };
+    absl::StatusOr<std::unique_ptr<verbs::SessionServer>> server =
+        verbs::SessionServer::Create(rnics_[i]->rnic(), o);
+    if (!server.ok()) {
+      return absl::Status(
+          server.status().code(),
+          absl::StrCat("verbs socket of port ", ports_[i]->config.name, ": ",
+                       server.status().message()));
+    }
+    sessions_[i] = std::move(*server);
+    ROCEMU_LOG_INFO("port %s: device %s, verbs socket %s (mode %04o)",
+                    ports_[i]->config.name, o.device_name, path,
+                    config_.verbs.socket_mode);
+  }
   return absl::OkStatus();
+}
+
+bool Daemon::PollSessionData() {
+  uint64_t work = 0;
+  for (unsigned i = 0; i < sessions_.size(); ++i) {
+    verbs::SessionServer* s = sessions_[i].get();
+    if (s == nullptr) continue;
+    const uint64_t before = SessionWork(s->counters());
+    s->PollData();
+    const uint64_t after = SessionWork(s->counters());
+    // Posted work must go out in this pass, not when the RNIC's last
+    // reported event time comes round.
+    if (after != before) ports_[i]->next_event = 0;
+    work += after;
+  }
+  const bool moved = work != session_work_;
+  session_work_ = work;
+  return moved;
+}
+
+std::optional<int64_t> Daemon::QpOwnerPid(unsigned port, uint32_t qpn) const {
+  if (port >= sessions_.size() || sessions_[port] == nullptr) {
+    return std::nullopt;
+  }
+  std::optional<nic::ClientId> client = sessions_[port]->QpOwner(qpn);
+  if (!client.has_value()) return std::nullopt;
+  std::optional<verbs::PeerCredentials> cred =
+      sessions_[port]->Credentials(*client);
+  if (!cred.has_value()) return std::nullopt;
+  return static_cast<int64_t>(cred->pid);
 }
 
 std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
@@ -482,7 +595,9 @@ void Daemon::Run(DaemonSignals* signals) {
       static_cast<nic::TimeNs>(config_.eal.idle_sleep_us) * 1000;
   while (!signals->stop) {
     nic::TimeNs now = clock_->Now();
-    bool busy = false;
+    // Applications post without syscalls: their rings are read every pass
+    // (and so at least every idle_sleep_us while idle).
+    bool busy = !sessions_.empty() && PollSessionData();
     for (unsigned i = 0; i < ports_.size(); ++i) {
       busy |= PollPort(i, now);
     }
@@ -492,10 +607,20 @@ void Daemon::Run(DaemonSignals* signals) {
     // Optional idle back-off (eal.idle_sleep_us): after a quiet spell,
     // sleep briefly unless a timer of the endpoint is due sooner. Never
     // taken while frames flow, so it costs no syscall per packet.
-    if (idle_sleep_ns > 0 && idle_loops_ > kIdleLoops &&
-        next_event > now + idle_sleep_ns) {
+    const bool idle = idle_loops_ > kIdleLoops;
+    if (idle_sleep_ns > 0 && idle && next_event > now + idle_sleep_ns) {
       timespec ts{0, static_cast<long>(idle_sleep_ns)};
       nanosleep(&ts, nullptr);
+    }
+    // Verbs control messages: often enough to be interactive, and every
+    // pass once idle (a sleeping loop is slow anyway).
+    if (!sessions_.empty() &&
+        ((idle && idle_sleep_ns > 0) || now >= next_session_control_)) {
+      next_session_control_ = now + kSessionControlPeriod;
+      for (auto& s : sessions_) {
+        if (s != nullptr) s->PollControl();
+      }
+      RefreshNextEvents();  // modify_qp and friends may have made work due
     }
     if (now >= next_fast_) {
       next_fast_ = now + kFastPeriod;
@@ -527,6 +652,15 @@ void Daemon::Run(DaemonSignals* signals) {
 }
 
 void Daemon::Shutdown() {
+  // Applications first: their QPs go to ERR and are destroyed, their
+  // sockets are removed.
+  for (auto& s : sessions_) {
+    if (s == nullptr) continue;
+    ROCEMU_LOG_INFO("%s: closing %s with %zu client(s)", s->device_name(),
+                    s->socket_path(), s->num_clients());
+    s.reset();
+  }
+  sessions_.clear();
   // QPs go to ERR first: every outstanding work request completes with
   // WR_FLUSH_ERR, and nothing more is sent while the ports stop.
   for (size_t i = 0; i < rnics_.size(); ++i) {
@@ -586,11 +720,126 @@ std::string Daemon::CountersJson() const {
     if (index < rnics_.size()) {
       absl::StrAppend(&out, ",\"rnic\":");
       rnics_[index]->AppendCountersJson(&out);
+      absl::StrAppend(&out, ",\"pfc\":");
+      rnics_[index]->AppendPfcJson(clock_->Now(), &out);
+      absl::StrAppend(&out, ",\"dcqcn\":");
+      rnics_[index]->AppendDcqcnJson(&out);
+    }
+    absl::StrAppend(&out, ",\"verbs\":");
+    if (index < sessions_.size() && sessions_[index] != nullptr) {
+      sessions_[index]->AppendStateJson(&out);
+    } else {
+      absl::StrAppend(&out, "null");
     }
     absl::StrAppend(&out, "}");
   }
   absl::StrAppend(&out, "}}");
   return out;
+}
+
+// The views below are lists with one entry per port, each naming the port
+// and its device, so rocemu-ctl can print them as tables.
+namespace {
+
+template <typename F>
+std::string PerPort(const char* key, size_t n, F f) {
+  std::string out = absl::StrCat("{\"", key, "\":[");
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) out += ',';
+    f(i, &out);
+  }
+  absl::StrAppend(&out, "]}");
+  return out;
+}
+
+}  // namespace
+
+std::string Daemon::DevicesJson() const {
+  return PerPort("devices", rnics_.size(), [&](size_t i, std::string* out) {
+    const Port& p = *ports_[i];
+    const bool verbs = i < sessions_.size() && sessions_[i] != nullptr;
+    absl::StrAppend(out, "{\"device\":\"rocemu_", JsonEscape(p.config.name),
+                    "\",\"port\":\"", JsonEscape(p.config.name),
+                    "\",\"devargs\":\"", JsonEscape(p.config.devargs),
+                    "\",\"verbs_socket\":");
+    if (verbs) {
+      absl::StrAppend(out, "\"", JsonEscape(sessions_[i]->socket_path()),
+                      "\",\"clients\":", sessions_[i]->num_clients());
+    } else {
+      absl::StrAppend(out, "null,\"clients\":0");
+    }
+    absl::StrAppend(out, ",\"attr\":");
+    rnics_[i]->AppendDeviceJson(out);
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::PortsJson() const {
+  return PerPort("ports", ports_.size(), [&](size_t i, std::string* out) {
+    const Port& p = *ports_[i];
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(p.config.name),
+                    "\",\"device\":\"rocemu_", JsonEscape(p.config.name),
+                    "\",\"mac\":\"", config::FormatMac(p.dev->mac()),
+                    "\",\"link_mtu\":", p.config.mtu, ",\"addresses\":[");
+    for (size_t a = 0; a < p.config.addresses.size(); ++a) {
+      const config::IpPrefix& pre = p.config.addresses[a];
+      absl::StrAppend(out, a == 0 ? "" : ",", "\"",
+                      config::FormatIp(pre.addr, pre.ipv6), "/", pre.prefix_len,
+                      "\"");
+    }
+    absl::StrAppend(out, "],\"neighbours\":", p.neighbours.size(),
+                    ",\"rx_packets\":", p.counters.rx_packets,
+                    ",\"tx_packets\":", p.counters.tx_packets, ",\"attr\":");
+    if (i < rnics_.size()) {
+      rnics_[i]->AppendPortJson(out);
+    } else {
+      absl::StrAppend(out, "null");
+    }
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::QpsJson() const {
+  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"device\":\"rocemu_",
+                    JsonEscape(ports_[i]->config.name), "\",\"qps\":");
+    const unsigned port = static_cast<unsigned>(i);
+    rnics_[i]->AppendQpsJson(
+        [this, port](uint32_t qpn) { return QpOwnerPid(port, qpn); }, out);
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::SessionsJson() const {
+  return PerPort("ports", ports_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"verbs\":");
+    if (i < sessions_.size() && sessions_[i] != nullptr) {
+      sessions_[i]->AppendStateJson(out);
+    } else {
+      absl::StrAppend(out, "null");
+    }
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::PfcJson() const {
+  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"pfc\":");
+    rnics_[i]->AppendPfcJson(clock_->Now(), out);
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::DcqcnJson() const {
+  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"dcqcn\":");
+    rnics_[i]->AppendDcqcnJson(out);
+    absl::StrAppend(out, "}");
+  });
 }
 
 std::string Daemon::PrometheusText() const {
@@ -604,6 +853,35 @@ std::string Daemon::PrometheusText() const {
     const size_t index = static_cast<size_t>(&p - ports_.data());
     if (index < rnics_.size()) {
       rnics_[index]->AppendPrometheus(p->config.name, &out);
+      rnics_[index]->AppendCongestionPrometheus(p->config.name, clock_->Now(),
+                                                &out);
+    }
+    if (index < sessions_.size() && sessions_[index] != nullptr) {
+      const verbs::SessionCounters& c = sessions_[index]->counters();
+      for (const auto& [name, v] :
+           {std::pair<const char*, uint64_t>{"clients",
+                                             sessions_[index]->num_clients()},
+            {"clients_accepted", c.clients_accepted},
+            {"clients_refused", c.clients_refused},
+            {"clients_closed", c.clients_closed},
+            {"requests", c.requests},
+            {"bad_requests", c.bad_requests},
+            {"failed_requests", c.failed_requests},
+            {"sq_wqes", c.sq_wqes},
+            {"rq_wqes", c.rq_wqes},
+            {"srq_wqes", c.srq_wqes},
+            {"lkey_violations", c.lkey_violations},
+            {"bad_wqes", c.bad_wqes},
+            {"cqes", c.cqes},
+            {"cq_events", c.cq_events},
+            {"async_events", c.async_events},
+            {"async_events_dropped", c.async_events_dropped},
+            {"ring_corruptions", c.ring_corruptions},
+            {"qps_flushed", c.qps_flushed},
+            {"dmac_pending", c.dmac_pending}}) {
+        absl::StrAppend(&out, "rocemu_verbs_", name, "{port=\"", p->config.name,
+                        "\"} ", v, "\n");
+      }
     }
   }
   return out;
@@ -617,6 +895,13 @@ std::string Daemon::HandleControl(std::string_view request) {
     while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
   }
   if (cmd == "counters") return CountersJson();
+  if (cmd == "devices") return DevicesJson();
+  if (cmd == "ports") return PortsJson();
+  if (cmd == "qps") return QpsJson();
+  // MRs belong to sessions: one view serves both listings.
+  if (cmd == "clients" || cmd == "mrs") return SessionsJson();
+  if (cmd == "pfc") return PfcJson();
+  if (cmd == "dcqcn") return DcqcnJson();
   if (hooks_ != nullptr && TestHooks::Handles(cmd)) {
     return hooks_->Handle(cmd, request);
   }
@@ -660,7 +945,8 @@ std::string Daemon::HandleControl(std::string_view request) {
         "{\"ok\":true,\"capture\":", capture_on_ ? "true" : "false", "}");
   }
   return absl::StrCat("{\"error\":\"unknown command '", JsonEscape(cmd),
-                      "' (counters, capture, resolve, ping",
+                      "' (counters, devices, ports, qps, clients, mrs, pfc, "
+                      "dcqcn, capture, resolve, ping",
                       hooks_ != nullptr ? ", test hooks" : "", ")\"}");
 }
 

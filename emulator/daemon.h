@@ -28,6 +28,7 @@
 #include "emulator/test_hooks.h"
 #include "emulator/tsc_clock.h"
 #include "nic/frame_io.h"
+#include "verbs/session_server.h"
 
 namespace rocemu::emulator {
 
@@ -78,6 +79,12 @@ class Daemon {
   RnicPort* rnic(unsigned port) {
     return port < rnics_.size() ? rnics_[port].get() : nullptr;
   }
+  // The verbs session server applications attach to on `port` (created by
+  // AttachRnics for every port config::Config::VerbsSocketPath names), or
+  // nullptr.
+  verbs::SessionServer* session(unsigned port) {
+    return port < sessions_.size() ? sessions_[port].get() : nullptr;
+  }
   // After Init: the MAC the port answers for (the RNIC must source frames
   // from it) and its validated settings (addresses -> GIDs, P_Keys, TCs).
   size_t port_count() const { return ports_.size(); }
@@ -92,8 +99,16 @@ class Daemon {
   // one is due, is queued on the port).
   std::optional<MacAddr> ResolveNeighbour(unsigned port, const IpAddr& ip);
 
-  // Control-plane views (also served on the control socket).
+  // Control-plane views (also served on the control socket; rocemu-ctl
+  // renders them).
   std::string CountersJson() const;
+  std::string DevicesJson() const;
+  std::string PortsJson() const;
+  std::string QpsJson() const;
+  // Application sessions: clients and their PDs, MRs, CQs, QPs per port.
+  std::string SessionsJson() const;
+  std::string PfcJson() const;
+  std::string DcqcnJson() const;
   std::string PrometheusText() const;
   std::string HandleControl(std::string_view request);
   absl::Status SetCapture(bool enabled);
@@ -141,6 +156,14 @@ class Daemon {
   // Returns how many frames went to the PMD.
   uint16_t FlushTx(Port& port, nic::TimeNs now);
   void Slow(nic::TimeNs now);
+  // One session server per port with a verbs socket (AttachRnics).
+  absl::Status StartSessions();
+  // Moves posted work requests into the RNICs and completions out to the
+  // rings; returns whether anything moved. Ports with new work are made due
+  // for transmission in this very pass.
+  bool PollSessionData();
+  // The pid of the application owning QP `qpn` on `port`.
+  std::optional<int64_t> QpOwnerPid(unsigned port, uint32_t qpn) const;
   void Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
                nic::TimeNs now);
   absl::Status OpenCaptures();
@@ -153,10 +176,16 @@ class Daemon {
   std::vector<std::unique_ptr<Port>> ports_;
   std::vector<std::unique_ptr<RnicPort>> rnics_;
   std::unique_ptr<TestHooks> hooks_;
+  // Indexed by port; nullptr for ports without a verbs socket. Declared
+  // after rnics_ so that it is destroyed first (clients' QPs flushed while
+  // their RNIC still exists).
+  std::vector<std::unique_ptr<verbs::SessionServer>> sessions_;
+  // Work moved by the session servers at the last look (cheap busy test).
+  uint64_t session_work_ = 0;
   bool capture_on_ = false;
   ControlServer control_;
   MetricsServer metrics_;
-  nic::TimeNs next_fast_ = 0, next_slow_ = 0;
+  nic::TimeNs next_fast_ = 0, next_slow_ = 0, next_session_control_ = 0;
   uint64_t loops_ = 0;
   uint64_t idle_loops_ = 0;
 };

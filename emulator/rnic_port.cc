@@ -21,32 +21,6 @@ const char* QpTypeName(nic::QpType t) {
   return "?";
 }
 
-// Per-QP counters under the rxe/mlx5 names the nic uses for them.
-template <typename F>
-void ForEachQpCounter(const nic::QpCounters& c, F f) {
-  f("sent_pkts", c.sent_pkts);
-  f("rcvd_pkts", c.rcvd_pkts);
-  f("sent_bytes", c.sent_bytes);
-  f("rcvd_bytes", c.rcvd_bytes);
-  f("duplicate_request", c.duplicate_request);
-  f("out_of_sequence", c.out_of_sequence);
-  f("rcvd_rnr_err", c.rcvd_rnr_err);
-  f("send_rnr_err", c.send_rnr_err);
-  f("rcvd_seq_err", c.rcvd_seq_err);
-  f("retry_exceeded_err", c.retry_exceeded_err);
-  f("retry_rnr_exceeded_err", c.retry_rnr_exceeded_err);
-  f("completer_retry_err", c.completer_retry_err);
-  f("local_ack_timeout_err", c.local_ack_timeout_err);
-  f("implied_nak_seq_err", c.implied_nak_seq_err);
-  f("ghost_ack", c.ghost_ack);
-  f("rx_dropped", c.rx_dropped);
-  f("out_of_buffer", c.out_of_buffer);
-  f("rnr_naks_sent", c.rnr_naks_sent);
-  f("naks_sent", c.naks_sent);
-  f("acks_sent", c.acks_sent);
-  f("cnp_received", c.cnp_received);
-}
-
 }  // namespace
 
 absl::StatusOr<nic::RnicConfig> MakeRnicConfig(const config::Config& config,
@@ -150,7 +124,9 @@ void RnicPort::UntrackQp(uint32_t qpn) {
 
 size_t RnicPort::FlushAll() {
   size_t moved = 0;
-  for (uint32_t qpn : qpns_) {
+  std::vector<uint32_t> all;
+  rnic_->ForEachQp([&](const nic::Qp& qp) { all.push_back(qp.qpn()); });
+  for (uint32_t qpn : all) {
     const nic::Qp* qp = rnic_->GetQp(qpn);
     if (qp == nullptr || qp->state() == nic::QpState::kReset ||
         qp->state() == nic::QpState::kErr) {
@@ -172,10 +148,9 @@ void RnicPort::AppendCountersJson(std::string* out) const {
   });
   absl::StrAppend(out, ",\"qps\":{");
   first = true;
-  for (uint32_t qpn : qpns_) {
-    const nic::Qp* qp = rnic_->GetQp(qpn);
-    if (qp == nullptr) continue;
-    absl::StrAppend(out, first ? "" : ",", "\"", qpn, "\":{\"type\":\"",
+  rnic_->ForEachQp([&](const nic::Qp& q) {
+    const nic::Qp* qp = &q;
+    absl::StrAppend(out, first ? "" : ",", "\"", qp->qpn(), "\":{\"type\":\"",
                     QpTypeName(qp->type()), "\",\"state\":\"",
                     nic::QpStateName(qp->state()),
                     "\",\"sq_outstanding\":", qp->sq_outstanding(),
@@ -185,7 +160,7 @@ void RnicPort::AppendCountersJson(std::string* out) const {
       absl::StrAppend(out, ",\"", name, "\":", v);
     });
     absl::StrAppend(out, "}");
-  }
+  });
   absl::StrAppend(out, "}}");
 }
 
@@ -195,14 +170,12 @@ void RnicPort::AppendPrometheus(const std::string& port_name,
     absl::StrAppend(out, "rocemu_rnic_", std::string(name), "{port=\"",
                     port_name, "\"} ", v, "\n");
   });
-  for (uint32_t qpn : qpns_) {
-    const nic::Qp* qp = rnic_->GetQp(qpn);
-    if (qp == nullptr) continue;
-    ForEachQpCounter(qp->counters(), [&](const char* name, uint64_t v) {
+  rnic_->ForEachQp([&](const nic::Qp& qp) {
+    ForEachQpCounter(qp.counters(), [&](const char* name, uint64_t v) {
       absl::StrAppend(out, "rocemu_qp_", name, "{port=\"", port_name,
-                      "\",qpn=\"", qpn, "\"} ", v, "\n");
+                      "\",qpn=\"", qp.qpn(), "\"} ", v, "\n");
     });
-  }
+  });
 }
 
 }  // namespace rocemu::emulator
