@@ -1,0 +1,481 @@
+// rocemu-ctl: asks a running rocemud about its devices, ports, QPs, MRs,
+// application clients, counters and PFC/DCQCN state over the control
+// socket, and prints it the way ibv_devinfo, `rdma resource show` and
+// `rdma statistic` do (or the daemon's JSON with --json).
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "emulator/tools/json_value.h"
+
+ABSL_FLAG(std::string, socket, "/run/rocemu/rocemud.sock",
+          "the daemon's control socket (control.socket)");
+ABSL_FLAG(bool, json, false, "print the daemon's JSON reply instead of text");
+ABSL_FLAG(int, timeout_ms, 5000, "how long to wait for the daemon's answer");
+
+namespace rocemu::tools {
+namespace {
+
+constexpr char kUsage[] =
+    "rocemu-ctl [--socket PATH] [--json] COMMAND\n"
+    "  devices        RDMA devices (ibv_devinfo)\n"
+    "  ports          ports: state, MAC, MTUs, GID and P_Key tables\n"
+    "  qps            queue pairs (rdma resource show qp)\n"
+    "  mrs            memory regions of attached applications\n"
+    "  clients        attached applications and what they hold\n"
+    "  counters       port, RNIC, PFC, DCQCN and verbs counters\n"
+    "  pfc            PFC priorities, pause state and pause counters\n"
+    "  dcqcn          DCQCN parameters, counters and per-QP rates\n"
+    "  capture on|off switch pcap capture";
+
+// One request line, one reply line (emulator/control_server.h).
+absl::StatusOr<std::string> Ask(const std::string& path,
+                                const std::string& request) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad socket path '", path, "'"));
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "socket");
+  const int ms = std::max(1, absl::GetFlag(FLAGS_timeout_ms));
+  timeval tv{ms / 1000, (ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    absl::Status s = absl::ErrnoToStatus(
+        errno, absl::StrCat("cannot connect to ", path,
+                            " (is rocemud running? --socket)"));
+    close(fd);
+    return s;
+  }
+  std::string line = request + "\n";
+  for (size_t off = 0; off < line.size();) {
+    ssize_t n = send(fd, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) {
+      absl::Status s = absl::ErrnoToStatus(errno, "send");
+      close(fd);
+      return s;
+    }
+    off += static_cast<size_t>(n);
+  }
+  std::string reply;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      reply.append(buf, static_cast<size_t>(n));
+      if (reply.back() == '\n') break;
+      continue;
+    }
+    absl::Status s =
+        n == 0 ? absl::UnavailableError("the daemon closed the connection")
+               : absl::ErrnoToStatus(errno, "no answer from the daemon");
+    close(fd);
+    return s;
+  }
+  close(fd);
+  reply.pop_back();
+  return reply;
+}
+
+absl::StatusOr<JsonValue> Query(const std::string& request, std::string* raw) {
+  absl::StatusOr<std::string> reply = Ask(absl::GetFlag(FLAGS_socket), request);
+  if (!reply.ok()) return reply.status();
+  if (raw != nullptr) *raw = *reply;
+  absl::StatusOr<JsonValue> v = JsonValue::Parse(*reply);
+  if (!v.ok()) return v.status();
+  if (const JsonValue& err = (*v)["error"]; err.is_string()) {
+    return absl::FailedPreconditionError(err.text());
+  }
+  return v;
+}
+
+// Columns padded to their widest cell, two spaces apart, as `rdma -p`
+// style tools print.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) {
+    rows_.push_back(std::move(header));
+  }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  size_t size() const { return rows_.size() - 1; }
+  void Print() const {
+    std::vector<size_t> width;
+    for (const auto& r : rows_) {
+      width.resize(std::max(width.size(), r.size()));
+      for (size_t i = 0; i < r.size(); ++i) {
+        width[i] = std::max(width[i], r[i].size());
+      }
+    }
+    for (const auto& r : rows_) {
+      std::string line;
+      for (size_t i = 0; i < r.size(); ++i) {
+        absl::StrAppend(&line, r[i]);
+        if (i + 1 < r.size()) line.append(width[i] - r[i].size() + 2, ' ');
+      }
+      std::printf("%s\n", line.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string S(const JsonValue& v) { return v.ToString(); }
+
+// "IBV_PORT_ACTIVE" -> "PORT_ACTIVE (4)", as ibv_devinfo prints it.
+std::string PortState(const std::string& name) {
+  static constexpr const char* kStates[] = {"NOP",   "DOWN",   "INIT",
+                                            "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+  std::string s = name.rfind("IBV_", 0) == 0 ? name.substr(4) : name;
+  for (int i = 0; i < 6; ++i) {
+    if (s == absl::StrCat("PORT_", kStates[i])) {
+      return absl::StrCat(s, " (", i, ")");
+    }
+  }
+  return s;
+}
+
+// 1024 -> "1024 (3)": the IB MTU and its enum value.
+std::string Mtu(const JsonValue& v) {
+  const double bytes = v.number();
+  if (bytes < 256) return S(v);
+  return absl::StrCat(S(v), " (", static_cast<int>(std::log2(bytes)) - 7, ")");
+}
+
+int PrintDevices(bool json) {
+  std::string raw;
+  absl::StatusOr<JsonValue> devs = Query("{\"cmd\":\"devices\"}", &raw);
+  if (!devs.ok()) {
+    std::fprintf(stderr, "rocemu-ctl: %s\n", devs.status().ToString().c_str());
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", raw.c_str());
+    return 0;
+  }
+  absl::StatusOr<JsonValue> ports = Query("{\"cmd\":\"ports\"}", nullptr);
+  if (!ports.ok()) {
+    std::fprintf(stderr, "rocemu-ctl: %s\n", ports.status().ToString().c_str());
+    return 1;
+  }
+  for (const JsonValue& d : (*devs)["devices"].items()) {
+    const JsonValue& a = d["attr"];
+    std::printf("hca_id:\t%s\n", S(d["device"]).c_str());
+    std::printf("\ttransport:\t\t\t%s (0)\n", S(a["transport"]).c_str());
+    std::printf("\tfw_ver:\t\t\t\t%s\n", S(a["fw_ver"]).c_str());
+    std::printf("\tnode_guid:\t\t\t%s\n", S(a["node_guid"]).c_str());
+    std::printf("\tsys_image_guid:\t\t\t%s\n", S(a["sys_image_guid"]).c_str());
+    std::printf("\tvendor_id:\t\t\t%s\n", S(a["vendor_id"]).c_str());
+    std::printf("\tvendor_part_id:\t\t\t%s\n", S(a["vendor_part_id"]).c_str());
+    std::printf("\thw_ver:\t\t\t\t%s\n", S(a["hw_ver"]).c_str());
+    std::printf("\tphys_port_cnt:\t\t\t%s\n", S(a["phys_port_cnt"]).c_str());
+    std::printf("\tnet_port:\t\t\t%s (%s)\n", S(d["port"]).c_str(),
+                S(d["devargs"]).c_str());
+    std::printf(
+        "\tverbs_socket:\t\t\t%s (%s client(s))\n",
+        d["verbs_socket"].is_null() ? "none" : S(d["verbs_socket"]).c_str(),
+        S(d["clients"]).c_str());
+    for (const char* k : {"max_qp", "max_qp_wr", "max_sge", "max_cq", "max_cqe",
+                          "max_mr", "max_pd", "max_qp_rd_atom"}) {
+      std::printf("\t%s:%s%s\n", k, std::strlen(k) < 7 ? "\t\t\t\t" : "\t\t\t",
+                  S(a[k]).c_str());
+    }
+    for (const JsonValue& p : (*ports)["ports"].items()) {
+      if (S(p["device"]) != S(d["device"])) continue;
+      const JsonValue& pa = p["attr"];
+      std::printf("\t\tport:\t%s\n", S(pa["port"]).c_str());
+      std::printf("\t\t\tstate:\t\t\t%s\n", PortState(S(pa["state"])).c_str());
+      std::printf("\t\t\tmax_mtu:\t\t%s\n", Mtu(pa["max_mtu"]).c_str());
+      std::printf("\t\t\tactive_mtu:\t\t%s\n", Mtu(pa["active_mtu"]).c_str());
+      std::printf("\t\t\tsm_lid:\t\t\t0\n\t\t\tport_lid:\t\t0\n");
+      std::printf("\t\t\tport_lmc:\t\t0x00\n");
+      std::printf("\t\t\tlink_layer:\t\t%s\n", S(pa["link_layer"]).c_str());
+      for (const JsonValue& g : pa["gids"].items()) {
+        std::printf("\t\t\tGID[%3s]:\t\t%s, %s (%s)\n", S(g["index"]).c_str(),
+                    S(g["gid"]).c_str(), S(g["type"]).c_str(),
+                    S(g["ip"]).c_str());
+      }
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int PrintPorts(const JsonValue& v) {
+  Table t({"PORT", "DEVICE", "STATE", "MAC", "LINK_MTU", "ACTIVE_MTU",
+           "MAX_MTU", "ADDRESSES", "NEIGHBOURS", "RX_PACKETS", "TX_PACKETS"});
+  Table gids({"PORT", "GID_INDEX", "GID", "IP", "TYPE"});
+  Table pkeys({"PORT", "PKEY_INDEX", "PKEY"});
+  for (const JsonValue& p : v["ports"].items()) {
+    const JsonValue& a = p["attr"];
+    std::vector<std::string> addrs;
+    for (const JsonValue& x : p["addresses"].items()) addrs.push_back(S(x));
+    t.Add({S(p["port"]), S(p["device"]), PortState(S(a["state"])), S(p["mac"]),
+           S(p["link_mtu"]), S(a["active_mtu"]), S(a["max_mtu"]),
+           addrs.empty() ? "-" : absl::StrJoin(addrs, ","), S(p["neighbours"]),
+           S(p["rx_packets"]), S(p["tx_packets"])});
+    for (const JsonValue& g : a["gids"].items()) {
+      gids.Add(
+          {S(p["port"]), S(g["index"]), S(g["gid"]), S(g["ip"]), S(g["type"])});
+    }
+    for (const JsonValue& k : a["pkeys"].items()) {
+      pkeys.Add({S(p["port"]), S(k["index"]), S(k["pkey"])});
+    }
+  }
+  t.Print();
+  std::printf("\n");
+  gids.Print();
+  std::printf("\n");
+  pkeys.Print();
+  return 0;
+}
+
+int PrintQps(const JsonValue& v) {
+  Table t({"DEVICE", "PORT", "LQPN", "RQPN", "TYPE", "STATE", "SQ-PSN",
+           "RQ-PSN", "MTU", "SQ", "RQ", "OWNER", "PID", "SENT_PKTS",
+           "RCVD_PKTS"});
+  for (const JsonValue& p : v["ports"].items()) {
+    for (const JsonValue& q : p["qps"].items()) {
+      t.Add({S(p["device"]), S(p["port"]), S(q["qpn"]), S(q["rqpn"]),
+             S(q["type"]), S(q["state"]), S(q["sq_psn"]), S(q["rq_psn"]),
+             S(q["path_mtu"]), S(q["sq_outstanding"]), S(q["rq_outstanding"]),
+             S(q["owner"]), S(q["pid"]), S(q["counters"]["sent_pkts"]),
+             S(q["counters"]["rcvd_pkts"])});
+    }
+  }
+  t.Print();
+  return 0;
+}
+
+int PrintMrs(const JsonValue& v) {
+  Table t({"DEVICE", "CLIENT", "PID", "KEY", "PD", "IOVA", "LENGTH", "ACCESS",
+           "KIND"});
+  for (const JsonValue& p : v["ports"].items()) {
+    const JsonValue& s = p["verbs"];
+    for (const JsonValue& c : s["clients"].items()) {
+      for (const JsonValue& m : c["mrs"].items()) {
+        t.Add(
+            {S(s["device"]), S(c["id"]), S(c["pid"]),
+             absl::StrFormat("0x%x", static_cast<uint64_t>(m["key"].number())),
+             S(m["pd"]),
+             absl::StrFormat("0x%x", static_cast<uint64_t>(m["iova"].number())),
+             S(m["length"]),
+             absl::StrFormat("0x%x",
+                             static_cast<uint64_t>(m["access"].number())),
+             S(m["kind"])});
+      }
+    }
+  }
+  t.Print();
+  return 0;
+}
+
+int PrintClients(const JsonValue& v) {
+  Table t({"DEVICE", "SOCKET", "CLIENT", "PID", "UID", "GID", "NAME", "PDS",
+           "MRS", "CQS", "QPS", "AHS"});
+  for (const JsonValue& p : v["ports"].items()) {
+    const JsonValue& s = p["verbs"];
+    for (const JsonValue& c : s["clients"].items()) {
+      std::vector<std::string> qps;
+      for (const JsonValue& q : c["qps"].items()) qps.push_back(S(q["qpn"]));
+      t.Add({S(s["device"]), S(s["socket"]), S(c["id"]), S(c["pid"]),
+             S(c["uid"]), S(c["gid"]), S(c["name"]),
+             absl::StrCat(c["pds"].items().size()),
+             absl::StrCat(c["mrs"].items().size()),
+             absl::StrCat(c["cqs"].items().size()),
+             qps.empty()
+                 ? "0"
+                 : absl::StrCat(qps.size(), " (", absl::StrJoin(qps, ","), ")"),
+             absl::StrCat(c["ahs"].items().size())});
+    }
+  }
+  t.Print();
+  return 0;
+}
+
+// name value pairs, several to a line, like `rdma statistic show`.
+void PrintPairs(const std::string& title,
+                const std::vector<std::pair<std::string, std::string>>& kv) {
+  std::printf("%s\n", title.c_str());
+  size_t w = 0;
+  for (const auto& [k, val] : kv) w = std::max(w, k.size() + val.size() + 1);
+  constexpr size_t kPerLine = 3;
+  for (size_t i = 0; i < kv.size(); ++i) {
+    std::string cell = absl::StrCat(kv[i].first, " ", kv[i].second);
+    std::printf("  %-*s", static_cast<int>(w), cell.c_str());
+    if (i % kPerLine == kPerLine - 1 || i + 1 == kv.size()) std::printf("\n");
+  }
+}
+
+void Scalars(const JsonValue& obj,
+             std::vector<std::pair<std::string, std::string>>* out) {
+  for (const auto& [k, val] : obj.members()) {
+    if (val.is_number()) out->emplace_back(k, val.text());
+  }
+}
+
+int PrintCounters(const JsonValue& v) {
+  for (const auto& [name, p] : v["ports"].members()) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    Scalars(p, &kv);
+    Scalars(p["rnic"], &kv);
+    Scalars(p["pfc"]["counters"], &kv);
+    kv.emplace_back("cnp_dropped",
+                    p["dcqcn"]["counters"]["cnp_dropped"].ToString());
+    PrintPairs(absl::StrCat("link rocemu_", name, "/1 (port ", name, ", mac ",
+                            S(p["mac"]), ")"),
+               kv);
+    if (p["verbs"].is_object()) {
+      kv.clear();
+      Scalars(p["verbs"]["counters"], &kv);
+      PrintPairs(absl::StrCat("verbs ", S(p["verbs"]["socket"])), kv);
+    }
+    for (const auto& [qpn, q] : p["rnic"]["qps"].members()) {
+      kv.clear();
+      Scalars(q, &kv);
+      PrintPairs(
+          absl::StrCat("qp ", qpn, " ", S(q["type"]), " ", S(q["state"])), kv);
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int PrintPfc(const JsonValue& v) {
+  Table t({"PORT", "PRIO", "PFC", "PAUSED", "RX_PAUSE", "RX_PAUSE_DURATION_US",
+           "TX_PAUSE"});
+  for (const JsonValue& p : v["ports"].items()) {
+    const JsonValue& f = p["pfc"];
+    auto in = [](const JsonValue& list, int prio) {
+      for (const JsonValue& x : list.items()) {
+        if (static_cast<int>(x.number()) == prio) return true;
+      }
+      return false;
+    };
+    for (int prio = 0; prio < 8; ++prio) {
+      const JsonValue& c = f["counters"];
+      t.Add({S(p["port"]), absl::StrCat(prio),
+             in(f["enabled"], prio) ? "on" : "off",
+             in(f["paused"], prio) ? "yes" : "no",
+             S(c[absl::StrCat("rx_prio", prio, "_pause")]),
+             S(c[absl::StrCat("rx_prio", prio, "_pause_duration")]),
+             S(c[absl::StrCat("tx_prio", prio, "_pause")])});
+    }
+    t.Add({S(p["port"]), "global", "-", "-",
+           S(f["counters"]["rx_global_pause"]),
+           S(f["counters"]["rx_global_pause_duration"]),
+           S(f["counters"]["tx_global_pause"])});
+  }
+  t.Print();
+  return 0;
+}
+
+int PrintDcqcn(const JsonValue& v) {
+  for (const JsonValue& p : v["ports"].items()) {
+    const JsonValue& d = p["dcqcn"];
+    std::vector<std::pair<std::string, std::string>> kv;
+    for (const auto& [k, val] : d.members()) {
+      if (val.is_number() || val.is_bool()) kv.emplace_back(k, val.text());
+    }
+    PrintPairs(absl::StrCat("port ", S(p["port"]), " parameters"), kv);
+    kv.clear();
+    Scalars(d["counters"], &kv);
+    PrintPairs(absl::StrCat("port ", S(p["port"]), " counters"), kv);
+    Table t({"QPN", "RP_ACTIVE", "CURRENT_RATE_MBPS", "TARGET_RATE_MBPS",
+             "ALPHA", "RP_CNP_HANDLED", "RP_CNP_IGNORED", "CNP_RECEIVED"});
+    for (const JsonValue& q : d["qps"].items()) {
+      t.Add({S(q["qpn"]), S(q["active"]), S(q["current_rate_mbps"]),
+             S(q["target_rate_mbps"]), S(q["alpha"]), S(q["rp_cnp_handled"]),
+             S(q["rp_cnp_ignored"]), S(q["cnp_received"])});
+    }
+    t.Print();
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int Run(const std::vector<char*>& args) {
+  const bool json = absl::GetFlag(FLAGS_json);
+  if (args.size() < 2) {
+    std::fprintf(stderr, "usage: %s\n", kUsage);
+    return 2;
+  }
+  const std::string cmd = args[1];
+  if (cmd == "devices" && args.size() == 2) return PrintDevices(json);
+  std::string request;
+  int (*print)(const JsonValue&) = nullptr;
+  if (cmd == "capture") {
+    const std::string arg = args.size() == 3 ? args[2] : "";
+    if (arg != "on" && arg != "off") {
+      std::fprintf(stderr, "usage: rocemu-ctl capture on|off\n");
+      return 2;
+    }
+    request = absl::StrCat("{\"cmd\":\"capture\",\"enable\":",
+                           arg == "on" ? "true" : "false", "}");
+  } else if (args.size() != 2) {
+    std::fprintf(stderr, "usage: %s\n", kUsage);
+    return 2;
+  } else if (cmd == "ports") {
+    print = PrintPorts;
+  } else if (cmd == "qps") {
+    print = PrintQps;
+  } else if (cmd == "mrs") {
+    print = PrintMrs;
+  } else if (cmd == "clients") {
+    print = PrintClients;
+  } else if (cmd == "counters") {
+    print = PrintCounters;
+  } else if (cmd == "pfc") {
+    print = PrintPfc;
+  } else if (cmd == "dcqcn") {
+    print = PrintDcqcn;
+  } else {
+    std::fprintf(stderr, "rocemu-ctl: unknown command '%s'\nusage: %s\n",
+                 cmd.c_str(), kUsage);
+    return 2;
+  }
+  if (request.empty()) request = absl::StrCat("{\"cmd\":\"", cmd, "\"}");
+  std::string raw;
+  absl::StatusOr<JsonValue> v = Query(request, &raw);
+  if (!v.ok()) {
+    std::fprintf(stderr, "rocemu-ctl: %s\n", v.status().ToString().c_str());
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", raw.c_str());
+    return 0;
+  }
+  if (print == nullptr) {  // capture
+    std::printf("capture: %s\n", (*v)["capture"].boolean() ? "on" : "off");
+    return 0;
+  }
+  return print(*v);
+}
+
+}  // namespace
+}  // namespace rocemu::tools
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(rocemu::tools::kUsage);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  return rocemu::tools::Run(args);
+}
