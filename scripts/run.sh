@@ -35,6 +35,7 @@ ip netns exec "$ns" ip link set lo up
 # The default configuration, with the control socket and captures moved into
 # this run's scratch directory (the defaults live under /run and /var/lib).
 sed -e "s|/run/rocemu/rocemud.sock|$sock|" \
+    -e "s|/run/rocemu/verbs.sock|$work/verbs.sock|" \
     -e "s|/var/lib/rocemu/|$work/|g" config/rocemu.yaml > "$cfg"
 build/emulator/rocemud --config "$cfg" --check-config
 

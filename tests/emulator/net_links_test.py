@@ -45,6 +45,7 @@ class Run:
                     f"idle_sleep_us: 50}}\n"
                     f"ports:\n{port_yaml}\n"
                     f"control: {{socket: {sock}}}\n"
+                    f"verbs: {{socket: {sock}.verbs}}\n"
                     f"logging: {{file: {self.tmp}/{name}.log}}\n")
         d = subprocess.Popen(["ip", "netns", "exec", ns, self.rocemud,
                               "--config", cfg], stdout=subprocess.PIPE,

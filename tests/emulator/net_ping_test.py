@@ -78,6 +78,7 @@ capture:
   rx_path: {tmp}/{{port}}-rx.pcap
   tx_path: {tmp}/{{port}}-tx.pcap
 control: {{socket: {sock}, socket_mode: "0600", prometheus_port: 9464}}
+verbs: {{socket: {tmp}/verbs.sock}}
 logging: {{level: info, file: {tmp}/rocemud.log}}
 """)
     daemon = None

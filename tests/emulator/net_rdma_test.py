@@ -123,6 +123,7 @@ ports:
   tx_path: {self.tmp}/{name}-{{port}}-tx.pcap
   rotate_mb: 0
 control: {{socket: {sock}, test_hooks: true}}
+verbs: {{socket: {sock}.verbs}}
 logging: {{file: {self.tmp}/{name}.log}}
 """)
         p = subprocess.Popen(["ip", "netns", "exec", ns, self.rocemud,
