@@ -81,12 +81,12 @@ class Run:
         sh("ip", "link", "set", "lo", "up", ns=name)
         return name
 
-    def start(self, ns, name, devargs, mac, ip):
+    def start(self, ns, name, devargs, mac, ip, eal_extra=""):
         sock = os.path.join(self.tmp, f"{name}.sock")
         verbs_sock = os.path.join(self.tmp, f"{name}-verbs.sock")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
         with open(cfg, "w") as f:
-            f.write(f"""eal: {{file_prefix: rocemu-perf-{name}-{self.pid}, idle_sleep_us: 50}}
+            f.write(f"""eal: {{file_prefix: rocemu-perf-{name}-{self.pid}{eal_extra}}}
 ports:
   - name: p0
     devargs: {devargs}
@@ -228,7 +228,7 @@ def check_counters(r, a, b, written):
         r.check(not bad, f"{d.name}: no error counters moved {bad or ''}")
 
 
-def setup(r, link):
+def setup(r, link, eal_a=", idle_sleep_us: 50", eal_b=", idle_sleep_us: 50"):
     if link == "veth":
         na, nb = r.netns("rocemu-pa"), r.netns("rocemu-pb")
         va, vb = f"pa{r.pid % 100000}", f"pb{r.pid % 100000}"
@@ -239,18 +239,18 @@ def setup(r, link):
             sh("ip", "link", "set", dev, "up", ns=ns)
         opts = "framesz=8192,blocksz=8192"
         a = r.start(na, "a", f"net_af_packet0,iface={va},{opts}",
-                    "02:00:00:79:01:01", "10.79.1.1")
+                    "02:00:00:79:01:01", "10.79.1.1", eal_a)
         b = r.start(nb, "b", f"net_af_packet0,iface={vb},{opts}",
-                    "02:00:00:79:01:02", "10.79.1.2")
+                    "02:00:00:79:01:02", "10.79.1.2", eal_b)
         # The tools only need a loopback for their TCP exchange; the verbs
         # sockets are files, reachable from any namespace.
         return na, a, b
     ns = r.netns("rocemu-pm")
     sock = f"rocemu-perf-{r.pid}"
     a = r.start(ns, "a", f"net_memif0,role=server,socket={sock},bsize=8192",
-                "02:00:00:79:02:01", "10.79.2.1")
+                "02:00:00:79:02:01", "10.79.2.1", eal_a)
     b = r.start(ns, "b", f"net_memif0,role=client,socket={sock},bsize=8192",
-                "02:00:00:79:02:02", "10.79.2.2")
+                "02:00:00:79:02:02", "10.79.2.2", eal_b)
     return ns, a, b
 
 
