@@ -16,7 +16,6 @@
 #include "absl/strings/str_format.h"
 #include "nic/access.h"
 #include "nic/qp_attr.h"
-#include "verbs/rnic_ops.h"
 #include "verbs/session_objects.h"
 
 namespace rocemu::verbs {
@@ -617,17 +616,10 @@ absl::Status SessionServer::OnHello(Client& c, const wire::HelloReq& r,
 }
 
 absl::Status SessionServer::OnAllocPd(Client& c, wire::HandleResp* out) {
-  nic::PdHandle pd;
-  if (!free_pds_.empty()) {
-    pd = free_pds_.back();
-    free_pds_.pop_back();
-  } else {
-    absl::StatusOr<nic::PdHandle> h = rnic_.AllocPd();
-    if (!h.ok()) return h.status();
-    pd = *h;
-  }
-  pds_[pd] = c.id;
-  out->handle = pd;
+  absl::StatusOr<nic::PdHandle> pd = rnic_.AllocPd();
+  if (!pd.ok()) return pd.status();
+  pds_[*pd] = c.id;
+  out->handle = *pd;
   return absl::OkStatus();
 }
 
@@ -669,9 +661,8 @@ absl::Status SessionServer::OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
     if (r.offset != 0 || r.length == 0) {
       return absl::InvalidArgumentError("process region: offset 0, length > 0");
     }
-    absl::StatusOr<uint32_t> key =
-        rnic_ops::RegisterProcess(rnic_.mr_table(), nic::kKernelClient, r.pd,
-                                  c.cred.pid, r.iova, r.length, r.access);
+    absl::StatusOr<uint32_t> key = rnic_.mr_table().RegisterProcess(
+        nic::kKernelClient, r.pd, c.cred.pid, r.iova, r.length, r.access);
     if (!key.ok()) return key.status();
     auto mr = std::make_unique<Mr>();
     mr->owner = c.id;
@@ -743,40 +734,19 @@ void SessionServer::ReleaseMr(uint32_t key, Mr& mr) {
   if (mr.map != nullptr) munmap(mr.map, mr.map_len);
 }
 
-absl::StatusOr<nic::CqHandle> SessionServer::TakeNicCq(uint32_t cqe) {
-  auto it = free_cqs_.find(cqe);
-  if (it != free_cqs_.end() && !it->second.empty()) {
-    const nic::CqHandle h = it->second.back();
-    it->second.pop_back();
-    return h;
-  }
-  return rnic_.CreateCq(cqe);
-}
-
-void SessionServer::ReleaseNicCq(nic::CqHandle cq, uint32_t cqe) {
-  if (rnic_ops::DestroyCq(rnic_, cq).code() !=
-      absl::StatusCode::kUnimplemented) {
-    return;
-  }
-  // An RNIC without DestroyCq: kept, emptied, for the next CQ of that size.
-  nic::WorkCompletion wc[16];
-  while (rnic_.PollCq(cq, wc) != 0) {
-  }
-  free_cqs_[cqe].push_back(cq);
+// The RNIC's destroy calls cannot fail here: the server checks ownership
+// and use counts first, so an error would be a server bug, not the
+// client's; it is not reported to the client.
+void SessionServer::ReleaseNicCq(nic::CqHandle cq) {
+  (void)rnic_.DestroyCq(cq);
 }
 
 void SessionServer::ReleaseNicPd(nic::PdHandle pd) {
-  if (rnic_ops::DeallocPd(rnic_, pd).code() ==
-      absl::StatusCode::kUnimplemented) {
-    free_pds_.push_back(pd);
-  }
+  (void)rnic_.DeallocPd(pd);
 }
 
 void SessionServer::ReleaseNicAh(nic::AhHandle ah) {
-  if (rnic_ops::DestroyAh(rnic_, ah).code() ==
-      absl::StatusCode::kUnimplemented) {
-    ++counters_.leaked_ahs;
-  }
+  (void)rnic_.DestroyAh(ah);
 }
 
 absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
@@ -798,7 +768,7 @@ absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
   absl::StatusOr<ShmRing> ring =
       ShmRing::Create("rocemu-cq", sizeof(CqeSlot), r.cqe);
   if (!ring.ok()) return ring.status();
-  absl::StatusOr<nic::CqHandle> h = TakeNicCq(r.cqe);
+  absl::StatusOr<nic::CqHandle> h = rnic_.CreateCq(r.cqe);
   if (!h.ok()) return h.status();
   auto cq = std::make_unique<Cq>();
   cq->owner = c.id;
@@ -819,7 +789,7 @@ absl::Status SessionServer::OnDestroyCq(Client& c, uint32_t h) {
     return absl::NotFoundError("no such CQ");
   }
   if (it->second->users != 0) return absl::UnavailableError("CQ in use");
-  ReleaseNicCq(h, it->second->cqe);
+  ReleaseNicCq(h);
   cqs_.erase(it);
   return absl::OkStatus();
 }
@@ -1123,7 +1093,7 @@ absl::Status SessionServer::OnModifySrq(Client& c,
   // move them first so that the limit is armed against the real count.
   DrainSrq(*it->second);
   const nic::SrqAttr attr{0, 0, r.attr.srq_limit};
-  return rnic_ops::ModifySrq(rnic_, r.srq, attr, r.attr_mask);
+  return rnic_.ModifySrq(r.srq, attr, r.attr_mask);
 }
 
 absl::Status SessionServer::OnQuerySrq(Client& c, uint32_t h,
@@ -1132,18 +1102,13 @@ absl::Status SessionServer::OnQuerySrq(Client& c, uint32_t h,
   if (it == srqs_.end() || it->second->owner != c.id) {
     return absl::NotFoundError("no such SRQ");
   }
-  absl::StatusOr<nic::SrqAttr> a = rnic_ops::QuerySrq(rnic_, h);
+  absl::StatusOr<nic::SrqAttr> a = rnic_.QuerySrq(h);
   if (!a.ok()) return a.status();
   out->attr = {a->max_wr, a->max_sge, a->srq_limit};
   return absl::OkStatus();
 }
 
-void SessionServer::ReleaseSrq(Srq& srq) {
-  if (rnic_ops::DestroySrq(rnic_, srq.handle).code() ==
-      absl::StatusCode::kUnimplemented) {
-    ++counters_.leaked_srqs;
-  }
-}
+void SessionServer::ReleaseSrq(Srq& srq) { (void)rnic_.DestroySrq(srq.handle); }
 
 absl::Status SessionServer::OnDestroySrq(Client& c, uint32_t h) {
   auto it = srqs_.find(h);
@@ -1213,7 +1178,7 @@ void SessionServer::Disconnect(nic::ClientId id) {
   for (auto it = cqs_.begin(); it != cqs_.end();) {
     auto cur = it++;
     if (cur->second->owner != id) continue;
-    ReleaseNicCq(cur->first, cur->second->cqe);
+    ReleaseNicCq(cur->first);
     cqs_.erase(cur);
   }
   for (auto it = ahs_.begin(); it != ahs_.end();) {
@@ -1417,7 +1382,7 @@ void SessionServer::DrainCq(Cq& cq) {
       // A solicited-only arm fires on a solicited receive or an error
       // completion (IBTA 11.4.2.2).
       wake_solicited |=
-          wc[i].status != nic::WcStatus::kSuccess || rnic_ops::Solicited(wc[i]);
+          wc[i].status != nic::WcStatus::kSuccess || wc[i].solicited;
     }
     counters_.cqes += n;
     pushed = true;

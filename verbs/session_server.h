@@ -96,8 +96,6 @@ struct SessionCounters {
   uint64_t ring_corruptions = 0;      // client broke a ring: disconnected
   uint64_t qps_flushed = 0;           // moved to ERR because their client left
   uint64_t dmac_pending = 0;          // address vectors answered EAGAIN
-  uint64_t leaked_ahs = 0;            // AHs the RNIC cannot destroy yet
-  uint64_t leaked_srqs = 0;           // SRQs the RNIC cannot destroy yet
 };
 
 class SessionServer {
@@ -209,10 +207,7 @@ class SessionServer {
   // already completed on that CQ) and moves it to ERR.
   void FailWqe(Qp& qp, bool send, uint64_t wr_id, nic::WcStatus status);
   bool OwnsKeys(nic::ClientId client, const nic::SgList& sgl) const;
-  // A nic CQ of exactly `cqe` entries: reused from clients that left (the
-  // Rnic has no DestroyCq yet) or created.
-  absl::StatusOr<nic::CqHandle> TakeNicCq(uint32_t cqe);
-  void ReleaseNicCq(nic::CqHandle cq, uint32_t cqe);
+  void ReleaseNicCq(nic::CqHandle cq);
   void ReleaseNicPd(nic::PdHandle pd);
   void ReleaseNicAh(nic::AhHandle ah);
   void ReleaseSrq(Srq& srq);
@@ -236,9 +231,6 @@ class SessionServer {
   };
   absl::flat_hash_map<uint32_t, AhRec> ahs_;                  // by handle
   absl::flat_hash_map<uint32_t, std::unique_ptr<Srq>> srqs_;  // by handle
-  // Released nic objects kept for reuse (the Rnic cannot destroy them).
-  std::vector<uint32_t> free_pds_;
-  absl::flat_hash_map<uint32_t, std::vector<nic::CqHandle>> free_cqs_;
   // Data-path scratch, reused so that draining allocates nothing.
   nic::SendWr send_wr_;
   nic::RecvWr recv_wr_;

@@ -87,8 +87,6 @@ void SessionServer::AppendStateJson(std::string* out) const {
       {"ring_corruptions", k.ring_corruptions},
       {"qps_flushed", k.qps_flushed},
       {"dmac_pending", k.dmac_pending},
-      {"leaked_ahs", k.leaked_ahs},
-      {"leaked_srqs", k.leaked_srqs},
   };
   out->append(",\"counters\":{");
   for (size_t i = 0; i < std::size(counters); ++i) {
@@ -148,7 +146,15 @@ void SessionServer::AppendStateJson(std::string* out) const {
         }
       }
       o->append(",");
-      { JsonList l(o, "srqs"); }
+      {
+        JsonList l(o, "srqs");
+        for (const auto& [h, srq] : srqs_) {
+          if (srq->owner != id) continue;
+          absl::StrAppendFormat(
+              l.Next(), "{\"handle\":%u,\"pd\":%u,\"ring\":%u,\"qps\":%u}", h,
+              srq->pd, srq->ring.capacity(), srq->users);
+        }
+      }
       o->append(",");
       {
         JsonList l(o, "ahs");

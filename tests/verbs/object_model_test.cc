@@ -1,8 +1,12 @@
 // The ibverbs object model through the library: device name and state
 // report, neighbour resolution of address vectors, and (below) the
 // discovery, query, SRQ, AH and async-event calls.
+#include <arpa/inet.h>
 #include <errno.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -181,6 +185,225 @@ TEST_F(VerbsSessionTest, UnresolvableNeighbourFailsWithEhostunreach) {
   EXPECT_EQ(err, EHOSTUNREACH);
   EXPECT_EQ(PumpUntilExit(pid), 0);
   EXPECT_GT(server_->counters().dmac_pending, 100u);  // it kept retrying
+  close(from_child);
+  close(to_child);
+}
+
+// The child's checks, each failing with its own exit code.
+#define CHILD_CHECK(cond, code) \
+  do {                          \
+    if (!(cond)) _exit(code);   \
+  } while (0)
+
+TEST_F(VerbsSessionTest, DeviceDiscoveryAndQueries) {
+  SessionServerOptions opts;
+  opts.device_name = "rocemu_q0";
+  StartServer(opts);
+  // A socket no daemon answers on any more, and a file that is no socket:
+  // neither is a device.
+  const std::string stale = dir_ + "/stale.sock";
+  {
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, stale.c_str(), sizeof(a.sun_path) - 1);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    close(fd);
+  }
+  const std::string plain = dir_ + "/notes.txt";
+  FILE* f = fopen(plain.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fclose(f);
+  const std::string path = path_, dir = dir_;
+  const nic::DeviceAttr dev = net_.a().device_attr();
+  const nic::PortAttr port = net_.a().port_attr();
+  const nic::RnicConfig cfg = net_.a().config();
+  const uint32_t gid_cap = net_.a().gid_table().capacity();
+  const uint16_t pkey_cap = net_.a().pkey_table().capacity();
+  const uint16_t pkey0 = net_.a().pkey_table().Get(0);
+  const std::optional<nic::Gid> gid0 = net_.a().gid_table().Get(0);
+  ASSERT_TRUE(gid0.has_value());
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int, int) {
+        unsetenv("ROCEMU_VERBS_SOCKET");
+        setenv("ROCEMU_VERBS_DIR", dir.c_str(), 1);
+        int n = -1;
+        rocemu_device** list = rocemu_get_device_list(&n);
+        CHILD_CHECK(list != nullptr && n == 1 && list[1] == nullptr, 20);
+        CHILD_CHECK(
+            std::strcmp(rocemu_get_device_name(list[0]), "rocemu_q0") == 0, 21);
+        CHILD_CHECK(rocemu_get_device_path(list[0]) == path, 22);
+        rocemu_context* ctx = rocemu_open_device_from(list[0]);
+        rocemu_free_device_list(list);
+        CHILD_CHECK(ctx != nullptr, 23);
+
+        rocemu_device_attr da{};
+        CHILD_CHECK(rocemu_query_device(ctx, &da) == 0, 24);
+        CHILD_CHECK(
+            da.max_qp == static_cast<int>(dev.max_qp) &&
+                da.max_qp_wr == static_cast<int>(dev.max_qp_wr) &&
+                da.max_cqe == static_cast<int>(dev.max_cqe) &&
+                da.max_srq_wr == static_cast<int>(dev.max_srq_wr) &&
+                da.max_sge == static_cast<int>(dev.max_sge) &&
+                da.max_qp_rd_atom == static_cast<int>(dev.max_qp_rd_atom) &&
+                da.atomic_cap == ROCEMU_ATOMIC_HCA &&
+                da.max_pkeys == dev.max_pkeys && da.phys_port_cnt == 1 &&
+                da.vendor_id == dev.vendor_id &&
+                da.node_guid == dev.node_guid && dev.fw_ver == da.fw_ver,
+            25);
+
+        rocemu_port_attr pa{};
+        CHILD_CHECK(rocemu_query_port(ctx, 1, &pa) == 0, 26);
+        CHILD_CHECK(pa.state == ROCEMU_PORT_ACTIVE &&
+                        pa.link_layer == ROCEMU_LINK_LAYER_ETHERNET &&
+                        pa.active_mtu == static_cast<int>(port.active_mtu) &&
+                        pa.max_mtu == static_cast<int>(port.max_mtu) &&
+                        pa.gid_tbl_len == static_cast<int>(gid_cap) &&
+                        pa.pkey_tbl_len == pkey_cap &&
+                        pa.max_msg_sz == port.max_msg_sz &&
+                        std::memcmp(pa.gid, cfg.gid.data(), 16) == 0 &&
+                        std::memcmp(pa.mac, cfg.mac.data(), 6) == 0,
+                    27);
+        CHILD_CHECK(rocemu_query_port(ctx, 2, &pa) == EINVAL, 28);
+
+        uint8_t gid[16];
+        CHILD_CHECK(rocemu_query_gid(ctx, 1, 0, gid) == 0 &&
+                        std::memcmp(gid, gid0->data(), 16) == 0,
+                    29);
+        CHILD_CHECK(
+            rocemu_query_gid(ctx, 1, static_cast<int>(gid_cap), gid) == EINVAL,
+            30);
+        uint16_t pkey = 0;
+        CHILD_CHECK(
+            rocemu_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htons(pkey0),
+            31);
+        CHILD_CHECK(rocemu_query_pkey(ctx, 1, pkey_cap, &pkey) == EINVAL, 32);
+        rocemu_close_device(ctx);
+
+        // One socket named outright; a stale one gives no device.
+        setenv("ROCEMU_VERBS_SOCKET", path.c_str(), 1);
+        list = rocemu_get_device_list(&n);
+        CHILD_CHECK(n == 1 && rocemu_get_device_path(list[0]) == path, 33);
+        rocemu_free_device_list(list);
+        setenv("ROCEMU_VERBS_SOCKET", (dir + "/stale.sock").c_str(), 1);
+        list = rocemu_get_device_list(&n);
+        CHILD_CHECK(list != nullptr && n == 0 && list[0] == nullptr, 34);
+        rocemu_free_device_list(list);
+      },
+      &from_child, &to_child);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  // Each listing probed the live daemon and hung up.
+  EXPECT_EQ(server_->counters().clients_accepted, 3u);
+  EXPECT_EQ(server_->num_clients(), 0u);
+  close(from_child);
+  close(to_child);
+  unlink(stale.c_str());
+  unlink(plain.c_str());
+}
+
+// The first number after `key` in the state JSON (handles of a client).
+uint32_t JsonNumberAfter(const std::string& json, const std::string& key) {
+  const size_t at = json.find(key);
+  if (at == std::string::npos) return 0;
+  return static_cast<uint32_t>(
+      std::strtoul(json.c_str() + at + key.size(), nullptr, 10));
+}
+
+// Objects of one client are invisible to another (ENOENT), whatever the
+// handle; destroy order is enforced (EBUSY).
+TEST_F(VerbsSessionTest, ForeignHandlesAndDestroyOrder) {
+  StartServer();
+  const std::string path = path_;
+  const nic::Gid peer_gid = net_.b().config().gid;
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs a = OpenClient(path, 8192);
+        rocemu_srq_init_attr si{};
+        si.attr = {8, 1, 0};
+        rocemu_srq* srq = rocemu_create_srq(a.pd, &si);
+        CHILD_CHECK(srq != nullptr, 20);
+        rocemu_ah_attr aa{};
+        std::memcpy(aa.dgid, peer_gid.data(), 16);
+        aa.dmac[0] = 2;
+        aa.port_num = 1;
+        aa.hop_limit = 64;
+        rocemu_ah* ah = rocemu_create_ah(a.pd, &aa);
+        CHILD_CHECK(ah != nullptr, 21);
+        char go = 0;
+        WriteAll(up, &go, 1);
+        ReadAll(down, &go, 1);  // the other client tried its luck
+        // EBUSY: the CQ is used by a QP, the PD holds objects.
+        CHILD_CHECK(rocemu_destroy_cq(a.cq) == EBUSY, 25);
+        CHILD_CHECK(rocemu_dealloc_pd(a.pd) == EBUSY, 26);
+        CHILD_CHECK(rocemu_destroy_comp_channel(a.ch) == EBUSY, 27);
+        CHILD_CHECK(rocemu_destroy_ah(ah) == 0, 28);
+        CHILD_CHECK(rocemu_destroy_srq(srq) == 0, 29);
+        CHILD_CHECK(rocemu_destroy_qp(a.qp) == 0, 30);
+        CHILD_CHECK(rocemu_dealloc_pd(a.pd) == EBUSY, 31);  // still the MR
+        CHILD_CHECK(rocemu_dereg_mr(a.mr) == 0, 32);
+        CHILD_CHECK(rocemu_dealloc_pd(a.pd) == 0, 33);
+        CHILD_CHECK(rocemu_destroy_cq(a.cq) == 0, 34);
+        CHILD_CHECK(rocemu_destroy_comp_channel(a.ch) == 0, 35);
+        CHILD_CHECK(rocemu_close_device(a.ctx) == 0, 36);
+      },
+      &from_child, &to_child);
+  char ready;
+  ASSERT_TRUE(PumpRead(from_child, &ready, 1))
+      << "client exited with " << PumpUntilExit(pid);
+  std::string json;
+  server_->AppendStateJson(&json);
+  const uint32_t pd = JsonNumberAfter(json, "\"pds\":[");
+  const uint32_t mr = JsonNumberAfter(json, "\"mrs\":[{\"key\":");
+  const uint32_t cq = JsonNumberAfter(json, "\"cqs\":[{\"handle\":");
+  const uint32_t qpn = JsonNumberAfter(json, "\"qps\":[{\"qpn\":");
+  const uint32_t srq = JsonNumberAfter(json, "\"srqs\":[{\"handle\":");
+  const uint32_t ah = JsonNumberAfter(json, "\"ahs\":[");
+  for (uint32_t h : {pd, mr, cq, qpn, srq, ah}) ASSERT_NE(h, 0u) << json;
+
+  RawClient other(path_);
+  ASSERT_TRUE(other.connected());
+  wire::HelloReq hello{wire::kVersion, wire::kVersion, 0, 0, "other"};
+  ASSERT_EQ(
+      RawCall(other, *server_, wire::MsgType::kHello, 1, &hello, sizeof(hello)),
+      0);
+  uint32_t seq = 2;
+  auto handle_call = [&](wire::MsgType t, uint32_t h) {
+    const wire::HandleReq r{h, 0};
+    return RawCall(other, *server_, t, seq++, &r, sizeof(r));
+  };
+  EXPECT_EQ(handle_call(wire::MsgType::kDeallocPd, pd), ENOENT);
+  EXPECT_EQ(handle_call(wire::MsgType::kDeregMr, mr), ENOENT);
+  EXPECT_EQ(handle_call(wire::MsgType::kDestroyCq, cq), ENOENT);
+  EXPECT_EQ(handle_call(wire::MsgType::kDestroyQp, qpn), ENOENT);
+  EXPECT_EQ(handle_call(wire::MsgType::kQueryQp, qpn), ENOENT);
+  EXPECT_EQ(handle_call(wire::MsgType::kDestroySrq, srq), ENOENT);
+  EXPECT_EQ(handle_call(wire::MsgType::kQuerySrq, srq), ENOENT);
+  EXPECT_EQ(handle_call(wire::MsgType::kDestroyAh, ah), ENOENT);
+  wire::ModifySrqReq ms{srq, 2, {0, 0, 1}};
+  EXPECT_EQ(RawCall(other, *server_, wire::MsgType::kModifySrq, seq++, &ms,
+                    sizeof(ms)),
+            ENOENT);
+  wire::CreateSrqReq cs{pd, {8, 1, 0}};
+  EXPECT_EQ(RawCall(other, *server_, wire::MsgType::kCreateSrq, seq++, &cs,
+                    sizeof(cs)),
+            ENOENT);
+  wire::CreateQpReq cq_req{};
+  cq_req.pd = pd;
+  cq_req.qp_type = 2;
+  cq_req.send_cq = cq_req.recv_cq = cq;
+  cq_req.cap = {4, 4, 1, 1, 0};
+  EXPECT_EQ(RawCall(other, *server_, wire::MsgType::kCreateQp, seq++, &cq_req,
+                    sizeof(cq_req)),
+            ENOENT);
+  // Nothing of the first client was touched.
+  const SessionServer::Holdings h = server_->HoldingsOf(1);
+  EXPECT_EQ(h.pds + h.mrs + h.cqs + h.qps + h.srqs + h.ahs, 6u);
+
+  ASSERT_EQ(write(to_child, "g", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  EXPECT_EQ(net_.a().mr_table().size(), 0u);
   close(from_child);
   close(to_child);
 }

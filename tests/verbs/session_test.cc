@@ -272,57 +272,6 @@ TEST_F(VerbsSessionTest, RaiiLayerDestroysEverythingExplicitly) {
 
 // --- malformed control messages (raw socket, in-process) -----------------
 
-class RawClient {
- public:
-  explicit RawClient(const std::string& path) {
-    fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  }
-  ~RawClient() { close(fd_); }
-  bool connected() const { return connected_; }
-  void Send(const void* p, size_t n, int pass_fd = -1) {
-    iovec iov{const_cast<void*>(p), n};
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    if (pass_fd >= 0) {
-      m.msg_control = control;
-      m.msg_controllen = sizeof(control);
-      cmsghdr* cm = CMSG_FIRSTHDR(&m);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-    }
-    ASSERT_EQ(sendmsg(fd_, &m, 0), static_cast<ssize_t>(n));
-  }
-  // The reply's header and status, after the server had a Poll.
-  bool Receive(wire::MsgHeader* h, wire::ReplyStatus* st,
-               wire::HandleResp* handle = nullptr) {
-    uint8_t buf[wire::kMaxMessage];
-    const ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n < static_cast<ssize_t>(sizeof(*h) + sizeof(*st))) return false;
-    std::memcpy(h, buf, sizeof(*h));
-    std::memcpy(st, buf + sizeof(*h), sizeof(*st));
-    if (handle != nullptr) {
-      if (n !=
-          static_cast<ssize_t>(sizeof(*h) + sizeof(*st) + sizeof(*handle))) {
-        return false;
-      }
-      std::memcpy(handle, buf + sizeof(*h) + sizeof(*st), sizeof(*handle));
-    }
-    return true;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
-
 TEST_F(VerbsSessionTest, MalformedMessagesGetErrorReplies) {
   StartServer();
   RawClient c(path_);
