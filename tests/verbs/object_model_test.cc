@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <string>
 
@@ -404,6 +406,183 @@ TEST_F(VerbsSessionTest, ForeignHandlesAndDestroyOrder) {
   ASSERT_EQ(write(to_child, "g", 1), 1);
   EXPECT_EQ(PumpUntilExit(pid), 0);
   EXPECT_EQ(net_.a().mr_table().size(), 0u);
+  close(from_child);
+  close(to_child);
+}
+
+// B's SEND of `len` pattern bytes to the client's QP.
+void PeerSend(BackToBack& net, Endpoint& eb, uint64_t wr_id, uint32_t len,
+              uint8_t seed, bool solicited) {
+  for (uint32_t i = 0; i < len; ++i) eb.buf[i] = Pattern(i, seed);
+  nic::SendWr send;
+  send.wr_id = wr_id;
+  send.opcode = nic::WrOpcode::kSend;
+  send.send_flags = nic::send_flags::kSignaled |
+                    (solicited ? nic::send_flags::kSolicited : 0u);
+  send.sg_list.PushBack(nic::testing::SgeOf(eb, 0, len));
+  ASSERT_TRUE(net.b().PostSend(eb.qpn, send).ok());
+}
+
+// An SRQ feeding an RC QP through its ring, the SRQ limit, QP access
+// error and last-WQE events through the async ring, and a solicited-only
+// completion channel that wakes for the solicited SEND only.
+TEST_F(VerbsSessionTest, SrqAsyncEventsAndSolicitedOnlyNotification) {
+  StartServer();
+  Endpoint eb = MakePeer();
+  const Peer peer = PeerOf(eb);
+  const std::string path = path_;
+  constexpr uint32_t kLen = 1000;
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs o;
+        o.ctx = rocemu_open_device(path.c_str());
+        CHILD_CHECK(o.ctx != nullptr, kOpen);
+        o.pd = rocemu_alloc_pd(o.ctx);
+        o.buf = rocemu_alloc_buf(o.ctx, 1 << 16);
+        CHILD_CHECK(o.pd != nullptr && o.buf != nullptr, kPd);
+        o.mr = rocemu_reg_mr(
+            o.pd, o.buf->addr, 1 << 16,
+            ROCEMU_ACCESS_LOCAL_WRITE | ROCEMU_ACCESS_REMOTE_WRITE);
+        o.ch = rocemu_create_comp_channel(o.ctx);
+        CHILD_CHECK(o.mr != nullptr && o.ch != nullptr, kMr);
+        o.cq = rocemu_create_cq(o.ctx, 32, &kCqContext, o.ch, 0);
+        CHILD_CHECK(o.cq != nullptr, kCq);
+        int sid = 0;
+        rocemu_srq_init_attr si{&sid, {8, 2, 0}};
+        rocemu_srq* srq = rocemu_create_srq(o.pd, &si);
+        CHILD_CHECK(srq != nullptr, 20);
+        rocemu_srq_attr sa{};
+        CHILD_CHECK(rocemu_query_srq(srq, &sa) == 0 && sa.max_wr == 8 &&
+                        sa.max_sge == 2 && sa.srq_limit == 0,
+                    21);
+        sa.max_wr = 16;
+        CHILD_CHECK(rocemu_modify_srq(srq, &sa, ROCEMU_SRQ_MAX_WR) == EINVAL,
+                    22);
+        rocemu_qp_init_attr init{};
+        init.send_cq = o.cq;
+        init.recv_cq = o.cq;
+        init.srq = srq;
+        init.cap = {8, 0, 1, 0, 0};
+        init.qp_type = ROCEMU_QPT_RC;
+        o.qp = rocemu_create_qp(o.pd, &init);
+        CHILD_CHECK(o.qp != nullptr, kQp);
+        CHILD_CHECK(rocemu_destroy_srq(srq) == EBUSY, 23);
+        // Three receives of kLen bytes each in separate places.
+        auto* base = static_cast<uint8_t*>(o.buf->addr);
+        for (uint64_t i = 0; i < 3; ++i) {
+          rocemu_sge sge{reinterpret_cast<uint64_t>(base + 4096 * i), kLen,
+                         o.mr->lkey};
+          rocemu_recv_wr wr{100 + i, nullptr, &sge, 1};
+          rocemu_recv_wr* bad = nullptr;
+          CHILD_CHECK(rocemu_post_srq_recv(srq, &wr, &bad) == 0, kPostRecv);
+          // The QP's own receive queue is not there.
+          if (i == 0) {
+            CHILD_CHECK(
+                rocemu_post_recv(o.qp, &wr, &bad) == EINVAL && bad == &wr, 24);
+          }
+        }
+        sa.srq_limit = 3;
+        CHILD_CHECK(rocemu_modify_srq(srq, &sa, ROCEMU_SRQ_LIMIT) == 0, 25);
+        CHILD_CHECK(rocemu_query_srq(srq, &sa) == 0 && sa.srq_limit == 3, 26);
+        ConnectClient(o, peer);
+        // Only a solicited receive (or an error) may wake this arm.
+        CHILD_CHECK(rocemu_req_notify_cq(o.cq, 1) == 0, 27);
+        uint32_t qpn = rocemu_qp_num(o.qp);
+        WriteAll(up, &qpn, sizeof(qpn));
+        char step;
+        ReadAll(down, &step, 1);  // an unsolicited SEND has completed
+        rocemu_cq* ev_cq = nullptr;
+        void* ev_ctx = nullptr;
+        CHILD_CHECK(rocemu_get_cq_event(o.ch, &ev_cq, &ev_ctx, 0) == ETIMEDOUT,
+                    28);
+        rocemu_wc wc{};
+        CHILD_CHECK(rocemu_poll_cq(o.cq, 1, &wc) == 1 && wc.wr_id == 100 &&
+                        wc.status == ROCEMU_WC_SUCCESS &&
+                        wc.opcode == ROCEMU_WC_RECV && wc.byte_len == kLen,
+                    29);
+        for (uint32_t i = 0; i < kLen; ++i) {
+          CHILD_CHECK(base[i] == Pattern(i, 1), kRecvBytes);
+        }
+        // Taking that receive left 2 < 3 queued: the limit event.
+        rocemu_async_event ae{};
+        CHILD_CHECK(rocemu_get_async_event(o.ctx, &ae, 10000) == 0, 30);
+        CHILD_CHECK(ae.event_type == ROCEMU_EVENT_SRQ_LIMIT_REACHED &&
+                        ae.element.srq == srq,
+                    31);
+        rocemu_ack_async_event(&ae);
+        WriteAll(up, &step, 1);
+        ReadAll(down, &step, 1);  // a solicited SEND has completed
+        CHILD_CHECK(rocemu_get_cq_event(o.ch, &ev_cq, &ev_ctx, 0) == 0 &&
+                        ev_cq == o.cq && ev_ctx == &kCqContext,
+                    32);
+        rocemu_ack_cq_events(ev_cq, 1);
+        CHILD_CHECK(rocemu_poll_cq(o.cq, 1, &wc) == 1 && wc.wr_id == 101 &&
+                        wc.byte_len == kLen,
+                    33);
+        for (uint32_t i = 0; i < kLen; ++i) {
+          CHILD_CHECK(base[4096 + i] == Pattern(i, 2), kRecvBytes);
+        }
+        WriteAll(up, &step, 1);
+        ReadAll(down, &step, 1);  // B WRITEs with a bad R_Key
+        // The responder's access error: QP_ACCESS_ERR, then, the QP being
+        // on an SRQ and in ERR, LAST_WQE_REACHED. The async fd is pollable.
+        pollfd p{rocemu_async_fd(o.ctx), POLLIN, 0};
+        CHILD_CHECK(poll(&p, 1, 10000) == 1, 34);
+        CHILD_CHECK(rocemu_get_async_event(o.ctx, &ae, 10000) == 0 &&
+                        ae.event_type == ROCEMU_EVENT_QP_ACCESS_ERR &&
+                        ae.element.qp == o.qp,
+                    35);
+        CHILD_CHECK(poll(&p, 1, 0) == 1, 36);  // the next one waits
+        CHILD_CHECK(rocemu_get_async_event(o.ctx, &ae, 10000) == 0 &&
+                        ae.event_type == ROCEMU_EVENT_QP_LAST_WQE_REACHED &&
+                        ae.element.qp == o.qp,
+                    37);
+        CHILD_CHECK(rocemu_get_async_event(o.ctx, &ae, 0) == ETIMEDOUT, 38);
+        CHILD_CHECK(std::strcmp(rocemu_event_type_str(ae.event_type),
+                                "IBV_EVENT_QP_LAST_WQE_REACHED") == 0,
+                    39);
+        CHILD_CHECK(rocemu_destroy_qp(o.qp) == 0, 40);
+        CHILD_CHECK(rocemu_destroy_srq(srq) == 0, 41);
+      },
+      &from_child, &to_child);
+  uint32_t qpn = 0;
+  ASSERT_TRUE(PumpRead(from_child, &qpn, sizeof(qpn)))
+      << "client exited with " << PumpUntilExit(pid);
+  ConnectPeer(eb, qpn);
+  const uint64_t events_before = server_->counters().cq_events;
+  PeerSend(net_, eb, 1, kLen, 1, /*solicited=*/false);
+  const time_t give_up = time(nullptr) + 30;
+  while (server_->counters().cqes < 1 && time(nullptr) < give_up) Pump();
+  ASSERT_EQ(server_->counters().cqes, 1u);
+  EXPECT_EQ(server_->counters().cq_events, events_before);  // not woken
+  ASSERT_EQ(write(to_child, "n", 1), 1);
+  char step;
+  ASSERT_TRUE(PumpRead(from_child, &step, 1))
+      << "client exited with " << PumpUntilExit(pid);
+  PeerSend(net_, eb, 2, kLen, 2, /*solicited=*/true);
+  while (server_->counters().cqes < 2 && time(nullptr) < give_up) Pump();
+  ASSERT_EQ(server_->counters().cqes, 2u);
+  EXPECT_EQ(server_->counters().cq_events, events_before + 1);
+  ASSERT_EQ(write(to_child, "s", 1), 1);
+  ASSERT_TRUE(PumpRead(from_child, &step, 1))
+      << "client exited with " << PumpUntilExit(pid);
+  nic::SendWr w;
+  w.wr_id = 3;
+  w.opcode = nic::WrOpcode::kRdmaWrite;
+  w.send_flags = nic::send_flags::kSignaled;
+  w.rdma.remote_addr = 0x1000;
+  w.rdma.rkey = 0xdead00;
+  w.sg_list.PushBack(nic::testing::SgeOf(eb, 0, 64));
+  ASSERT_TRUE(net_.b().PostSend(eb.qpn, w).ok());
+  ASSERT_EQ(write(to_child, "w", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  EXPECT_EQ(server_->counters().srq_wqes, 3u);
+  EXPECT_EQ(server_->counters().async_events, 3u);
+  const std::vector<nic::WorkCompletion> wcs =
+      nic::testing::Poll(net_.b(), eb.cq);
+  ASSERT_EQ(wcs.size(), 3u);
+  EXPECT_EQ(wcs[2].status, nic::WcStatus::kRemAccessErr);
   close(from_child);
   close(to_child);
 }
