@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "emulator/daemon.h"
 #include "emulator/logging.h"
+#include "emulator/rnic_port.h"
 
 ABSL_FLAG(std::string, config, "/etc/rocemu/rocemu.yaml",
           "YAML configuration file");
@@ -77,6 +78,18 @@ int main(int argc, char** argv) {
       return 2;
     }
     config->logging.level = *l;
+  }
+  // What the YAML loader cannot judge alone (DCQCN/PFC parameters as a
+  // whole, the link MTU against RoCEv2 framing) is checked by building each
+  // port's RNIC settings, with a stand-in MAC: before anything starts.
+  for (unsigned i = 0; i < config->ports.size(); ++i) {
+    absl::StatusOr<rocemu::nic::RnicConfig> rc =
+        rocemu::emulator::MakeRnicConfig(*config, i, {0x02, 0, 0, 0, 0, 1});
+    if (!rc.ok()) {
+      std::fprintf(stderr, "rocemud: %s:0:0: ports[%u]: %s\n", path.c_str(), i,
+                   std::string(rc.status().message()).c_str());
+      return 2;
+    }
   }
   if (absl::GetFlag(FLAGS_check_config)) {
     std::printf("rocemud: %s: OK, %zu port(s)\n", path.c_str(),
