@@ -587,5 +587,81 @@ TEST_F(VerbsSessionTest, SrqAsyncEventsAndSolicitedOnlyNotification) {
   close(to_child);
 }
 
+TEST_F(VerbsSessionTest, RaiiLayerCoversTheNewObjects) {
+  SessionServerOptions opts;
+  opts.device_name = "rocemu_r0";
+  StartServer(opts);
+  const std::string path = path_;
+  const nic::Gid peer_gid = net_.b().config().gid;
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        setenv("ROCEMU_VERBS_SOCKET", path.c_str(), 1);
+        int n = 0;
+        absl::StatusOr<DeviceList> list = GetDeviceList(&n);
+        CHILD_CHECK(list.ok() && n == 1, 20);
+        absl::StatusOr<Context> ctx = OpenDevice((*list)[0]);
+        CHILD_CHECK(ctx.ok(), 21);
+        CHILD_CHECK(
+            std::strcmp(rocemu_device_name(ctx->get()), "rocemu_r0") == 0, 22);
+        absl::StatusOr<rocemu_device_attr> da = QueryDevice(ctx->get());
+        absl::StatusOr<rocemu_port_attr> pa = QueryPort(ctx->get());
+        CHILD_CHECK(da.ok() && da->max_srq > 0 && pa.ok() &&
+                        pa->state == ROCEMU_PORT_ACTIVE &&
+                        QueryPort(ctx->get(), 3).status().code() ==
+                            absl::StatusCode::kInvalidArgument,
+                    23);
+        uint32_t id = rocemu_client_id(ctx->get());
+        {
+          absl::StatusOr<Pd> pd = AllocPd(ctx->get());
+          CHILD_CHECK(pd.ok(), 24);
+          rocemu_srq_init_attr si{nullptr, {4, 1, 0}};
+          absl::StatusOr<Srq> srq = CreateSrq(pd->get(), si);
+          rocemu_ah_attr aa{};
+          std::memcpy(aa.dgid, peer_gid.data(), 16);
+          aa.dmac[0] = 2;
+          aa.port_num = 1;
+          absl::StatusOr<Ah> ah = CreateAh(pd->get(), aa);
+          absl::StatusOr<Cq> cq = CreateCq(ctx->get(), 8);
+          CHILD_CHECK(srq.ok() && ah.ok() && cq.ok(), 25);
+          rocemu_qp_init_attr init{};
+          init.send_cq = init.recv_cq = cq->get();
+          init.srq = srq->get();
+          init.cap = {4, 0, 1, 0, 0};
+          init.qp_type = ROCEMU_QPT_RC;
+          absl::StatusOr<Qp> qp = CreateQp(pd->get(), init);
+          CHILD_CHECK(qp.ok(), 26);
+          CHILD_CHECK(GetAsyncEvent(ctx->get(), 0).status().code() ==
+                          absl::StatusCode::kDeadlineExceeded,
+                      27);
+          WriteAll(up, &id, sizeof(id));
+          char go;
+          ReadAll(down, &go, 1);
+        }  // qp, cq, ah, srq, pd destroyed here, in that order
+        WriteAll(up, &id, sizeof(id));
+        char end;
+        ReadAll(down, &end, 1);
+      },
+      &from_child, &to_child);
+  uint32_t id = 0;
+  ASSERT_TRUE(PumpRead(from_child, &id, sizeof(id)))
+      << "client exited with " << PumpUntilExit(pid);
+  SessionServer::Holdings h = server_->HoldingsOf(id);
+  EXPECT_EQ(h.pds, 1u);
+  EXPECT_EQ(h.srqs, 1u);
+  EXPECT_EQ(h.ahs, 1u);
+  EXPECT_EQ(h.cqs, 1u);
+  EXPECT_EQ(h.qps, 1u);
+  ASSERT_EQ(write(to_child, "g", 1), 1);
+  ASSERT_TRUE(PumpRead(from_child, &id, sizeof(id)));
+  h = server_->HoldingsOf(id);
+  EXPECT_EQ(h.pds + h.srqs + h.ahs + h.cqs + h.qps, 0u);
+  EXPECT_EQ(server_->counters().failed_requests, 1u);  // query_port(3)
+  ASSERT_EQ(write(to_child, "e", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  close(from_child);
+  close(to_child);
+}
+
 }  // namespace
 }  // namespace rocemu::verbs::testing
