@@ -188,6 +188,10 @@ run_one() {
     pcap=$RUN/$c.pcap rocemu_out=$RUN/$c.rocemu.out rxe_out=$share/rxe.$i.out
     local args=("$tool" -d "$RUN/verbs.sock" -g 0 -s "$size" -n "$ITERS" --verify --timeout=60)
     if [ "$tool" = rc ]; then args+=(-m 1024); fi
+    # rocemu's side also sleeps on its completion channel when it serves,
+    # and uses malloc'd (process) memory for RC 4096 B as a client.
+    if ! case_rxe_server "$c"; then args+=(-e); fi
+    if [ "$c" = rc4096_rxe_server ]; then args+=(-o); fi
     t0=$SECONDS ok=1
     CAP_PID=$(cap_start_now "$pcap")
     if case_rxe_server "$c"; then
