@@ -72,6 +72,14 @@ class Pingpong {
         page_size_(static_cast<size_t>(sysconf(_SC_PAGESIZE))),
         flow_(o.iters, o.rx_depth, client_),
         verifier_(client_) {}
+  // Events are acknowledged before the CQ goes (destroy_cq refuses a CQ
+  // with unacknowledged events), on error paths too.
+  ~Pingpong() {
+    if (num_cq_events_ > 0 && cq_ != nullptr)
+      rocemu_ack_cq_events(cq_.get(), num_cq_events_);
+  }
+  Pingpong(const Pingpong&) = delete;
+  Pingpong& operator=(const Pingpong&) = delete;
 
   int Run();
 
@@ -576,7 +584,6 @@ int Pingpong::Run() {
     }
   }
   fflush(stdout);
-  if (num_cq_events_ > 0) rocemu_ack_cq_events(cq_.get(), num_cq_events_);
   return rc;
 }
 
