@@ -47,6 +47,9 @@ void SendAll(int fd, std::string_view data) {
   }
 }
 
+// A client that leaves replies unread this long is dropped.
+constexpr size_t kMaxPendingReply = 64u << 20;
+
 }  // namespace
 
 std::string JsonStringField(std::string_view json, std::string_view key) {
@@ -163,7 +166,16 @@ void ControlServer::Poll() {
   for (size_t i = 0; i < clients_.size();) {
     Client& cl = clients_[i];
     char buf[1024];
-    bool closed = false;
+    bool closed = !Flush(cl);
+    if (cl.closing || closed) {
+      if (closed || cl.out.empty()) {
+        close(cl.fd);
+        clients_.erase(clients_.begin() + static_cast<ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+      continue;
+    }
     for (;;) {
       ssize_t n = recv(cl.fd, buf, sizeof(buf), 0);
       if (n > 0) {
@@ -179,21 +191,40 @@ void ControlServer::Poll() {
       cl.in.erase(0, nl + 1);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.empty()) continue;
-      SendAll(cl.fd, handler_(line) + "\n");
+      absl::StrAppend(&cl.out, handler_(line), "\n");
     }
     if (cl.in.size() > kMaxRequest) {
-      SendAll(cl.fd, "{\"error\":\"request too long\"}\n");
+      absl::StrAppend(&cl.out, "{\"error\":\"request too long\"}\n");
+      cl.in.clear();
       closed = true;
     }
-    if (closed) {
+    if (closed && !cl.in.empty()) {
       // A last request without a newline still gets its answer.
-      if (!cl.in.empty()) SendAll(cl.fd, handler_(cl.in) + "\n");
+      absl::StrAppend(&cl.out, handler_(cl.in), "\n");
+      cl.in.clear();
+    }
+    const bool gone = !Flush(cl) || cl.out.size() > kMaxPendingReply;
+    if (gone || (closed && cl.out.empty())) {
       close(cl.fd);
       clients_.erase(clients_.begin() + static_cast<ptrdiff_t>(i));
     } else {
+      // A client that half-closed after its request still gets the rest.
+      cl.closing = closed;
       ++i;
     }
   }
+}
+
+bool ControlServer::Flush(Client& c) {
+  while (!c.out.empty()) {
+    ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+  return true;
 }
 
 void ControlServer::Close() {

@@ -43,7 +43,13 @@ class ControlServer {
   struct Client {
     int fd;
     std::string in;
+    // Reply bytes the socket did not take yet (large counters with many
+    // QPs exceed its buffer); sent on later polls, never waited for.
+    std::string out;
+    bool closing = false;  // close once `out` is sent
   };
+  // Sends what the socket takes now; false when the client is gone.
+  static bool Flush(Client& c);
   int fd_ = -1;
   std::string path_;
   Handler handler_;
