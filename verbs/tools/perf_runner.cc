@@ -63,6 +63,29 @@ bool Readable(int fd) {
   return poll(&p, 1, 0) > 0;
 }
 
+// -d: a socket path (has a '/'), a device name as the daemon reports it
+// (rocemu_<port>, as perftest's -d takes an ibv device name), or nothing
+// for the library's default socket.
+absl::StatusOr<Context> OpenByName(const std::string& dev) {
+  if (dev.empty() || dev.find('/') != std::string::npos) {
+    return OpenDevice(dev.empty() ? nullptr : dev.c_str());
+  }
+  int num = 0;
+  rocemu_device** list = rocemu_get_device_list(&num);
+  if (list == nullptr) return absl::ErrnoToStatus(errno, "device list");
+  const rocemu_device* found = nullptr;
+  for (int i = 0; i < num && found == nullptr; ++i) {
+    if (dev == rocemu_get_device_name(list[i])) found = list[i];
+  }
+  absl::StatusOr<Context> ctx =
+      found == nullptr
+          ? absl::NotFoundError(absl::StrCat("device ", dev, " not found"))
+          : internal::Wrap<Context>(rocemu_open_device_from(found),
+                                    "rocemu_open_device");
+  rocemu_free_device_list(list);
+  return ctx;
+}
+
 }  // namespace
 
 ParamsMsg ParamsToMsg(const PerfOptions& o) {
@@ -186,8 +209,7 @@ absl::Status PerfRunner::Setup() {
       break;
   }
 
-  absl::StatusOr<Context> ctx =
-      OpenDevice(o.dev.empty() ? nullptr : o.dev.c_str());
+  absl::StatusOr<Context> ctx = OpenByName(o.dev);
   if (!ctx.ok()) return ctx.status();
   ctx_ = *std::move(ctx);
   rocemu_port_attr port{};

@@ -188,6 +188,10 @@ class PerfEndToEnd : public ::testing::Test {
     SessionServerOptions oa, ob;
     oa.socket_path = dir_ + "/a.sock";
     ob.socket_path = dir_ + "/b.sock";
+    oa.device_name = "rocemu_pa";
+    ob.device_name = "rocemu_pb";
+    // Where the children look for devices by name.
+    setenv("ROCEMU_VERBS_DIR", dir_.c_str(), 1);
     // The tools give an all-zero destination MAC: resolved here.
     oa.resolve_dmac = [m = cb.mac](const nic::Gid&) {
       return std::optional<protocol::MacAddr>(m);
@@ -357,6 +361,25 @@ TEST_F(PerfEndToEnd, LatencyVerified) {
   Verified({"write_lat", "-s", "4100"}, 4100, 20);
   Verified({"send_lat", "-s", "64"}, 64, 20);
   Verified({"read_lat", "-s", "64"}, 64, 20);
+}
+
+TEST_F(PerfEndToEnd, DevicesByNameAndMallocMemory) {
+  // -d takes the daemon's device name, as perftest's takes an ibv device;
+  // --memory=malloc registers plain process memory.
+  Verified({"write_bw", "-s", "8192", "--memory=malloc"}, 8192, 50);
+  const Outcome o = RunPair({"read_bw", "-s", "3000", "-n", "30", "--verify",
+                             "--json", "--memory=malloc", "-d", "rocemu_pa"},
+                            {"read_bw", "-s", "3000", "-n", "30", "--verify",
+                             "--json", "--memory=malloc", "-d", "rocemu_pb"});
+  ASSERT_EQ(o.server_exit, 0) << o.server_out;
+  ASSERT_EQ(o.client_exit, 0) << o.client_out;
+  EXPECT_NE(o.client_out.find("\"memory\":\"malloc\""), std::string::npos);
+  EXPECT_NE(o.client_out.find("\"peer_iterations\":30"), std::string::npos);
+  const Outcome bad = RunPair({"write_bw", "-d", "rocemu_nope"}, {"write_bw"});
+  EXPECT_EQ(bad.server_exit, 1);
+  EXPECT_NE(bad.server_out.find("device rocemu_nope not found"),
+            std::string::npos)
+      << bad.server_out;
 }
 
 TEST_F(PerfEndToEnd, SizeSweepPrintsOneLinePerSize) {
