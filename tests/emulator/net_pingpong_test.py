@@ -4,7 +4,8 @@ on both ends, in network namespaces this test creates), each tool attached
 to its own daemon through the daemon's verbs socket:
   rc and ud, 64 B and 4096 B (rc with -m 1024: SEND_FIRST/MIDDLE/LAST),
   server on either daemon, busy polling and -e (completion channel),
-  -o (malloc'd memory registered as process memory), --verify on both
+  -o (malloc'd memory registered as process memory), RoCEv2 over IPv6
+  (-g 1), the device by path, by name and by default, --verify on both
   sides (every byte of every message).
 Checked: both sides exit 0, print the ibv_*_pingpong lines with each
 other's QPN/PSN/GID and size * iters * 2 bytes, verify reports every
@@ -12,8 +13,8 @@ message byte-exact; the daemons' tx/rx captures pass
 ../shared/oracle/check_pcap.py --strict, and for every run the frames show
 the announced PSNs, the right opcode sequence and payload (RC) or Q_Key
 0x11111111 and the sender's QPN in DETH (UD). Bad input: a client facing a
-peer that sent no GID, and ud with a message larger than the port MTU, fail
-cleanly. Bounded in time; always cleans up.
+peer that sent no GID, ud with a message larger than the port MTU and an
+unknown device name fail cleanly. Bounded in time; always cleans up.
 Usage: net_pingpong_test.py ROCEMUD ROCEMU_PINGPONG SHARED_DIR
 """
 import os
@@ -52,7 +53,7 @@ class Test:
         netns_util.sh("ip", "link", "set", "lo", "up", ns=name)
         return name
 
-    def start_daemon(self, ns, name, iface, mac, ip):
+    def start_daemon(self, ns, name, iface, mac, ip, ip6):
         # One directory per daemon: a device name (both are "rocemu_p0")
         # is then looked up among one daemon's sockets.
         os.makedirs(os.path.join(self.tmp, name))
@@ -66,7 +67,7 @@ ports:
     devargs: net_af_packet0,iface={iface},framesz=8192,blocksz=8192
     mac: "{mac}"
     mtu: 4200
-    addresses: [{ip}/24]
+    addresses: [{ip}/24, "{ip6}/64"]
 capture:
   enabled: true
   rx_path: {self.tmp}/{name}-{{port}}-rx.pcap
@@ -87,7 +88,7 @@ logging: {{file: {self.tmp}/{name}.log}}
             time.sleep(0.05)
         if p.poll() is not None:
             raise AssertionError(f"{name} exited: {p.stdout.read().decode()}")
-        return dict(name=name, sock=sock, proc=p, ip=ip)
+        return dict(name=name, sock=sock, proc=p, ip=ip, ip6=ip6)
 
     def stop_daemon(self, d):
         d["proc"].send_signal(signal.SIGTERM)
@@ -169,9 +170,13 @@ def run_case(t, ns, srv, cli, transport, size, extra, port, device="path"):
     fails = pingpong_wire.check_outputs(server, client, size, ITERS)
     t.check(not fails, f"{label}: address and result lines agree"
             + ("" if not fails else ": " + "; ".join(fails)))
-    t.check(server.get("local", {}).get("gid") == f"::ffff:{srv['ip']}" and
-            client.get("local", {}).get("gid") == f"::ffff:{cli['ip']}",
-            f"{label}: each side sends its daemon's GID (index 0)")
+    # GID index 0 is the daemon's IPv4 address, 1 its IPv6 one.
+    v6 = "-g" in extra
+    want = (lambda d: d["ip6"]) if v6 else (lambda d: f"::ffff:{d['ip']}")
+    t.check(server.get("local", {}).get("gid") == want(srv) and
+            client.get("local", {}).get("gid") == want(cli),
+            f"{label}: each side sends its daemon's GID (index "
+            f"{1 if v6 else 0})")
     verified = all(f"verify: {ITERS} messages received, all byte-exact" in o[1]
                    for o in outs)
     t.check(verified, f"{label}: --verify: every message byte-exact")
@@ -219,8 +224,10 @@ def main():
         for ns, dev in ((na, va), (nb, vb)):
             netns_util.sh("ip", "link", "set", dev, "mtu", "9000", ns=ns)
             netns_util.sh("ip", "link", "set", dev, "up", ns=ns)
-        a = t.start_daemon(na, "a", va, "02:00:00:78:03:01", "10.78.3.1")
-        b = t.start_daemon(nb, "b", vb, "02:00:00:78:03:02", "10.78.3.2")
+        a = t.start_daemon(na, "a", va, "02:00:00:78:03:01", "10.78.3.1",
+                           "fd78:3::1")
+        b = t.start_daemon(nb, "b", vb, "02:00:00:78:03:02", "10.78.3.2",
+                           "fd78:3::2")
         # Both tools run in namespace A and exchange addresses over its
         # loopback; their RDMA traffic goes through the daemons and the veth.
         cases = [("rc", 64, [], a, b, "path"), ("rc", 4096, [], b, a, "name"),
@@ -231,7 +238,10 @@ def main():
                  ("rc", 64, ["-c", "-r", "2"], b, a, "path"),
                  # -o: malloc'd buffers, reached by the daemon with
                  # process_vm_readv/writev instead of shared memory.
-                 ("rc", 4096, ["-o"], a, b, "path")]
+                 ("rc", 4096, ["-o"], a, b, "path"),
+                 # RoCEv2 over IPv6: GID index 1.
+                 ("rc", 4096, ["-g", "1"], b, a, "path"),
+                 ("ud", 1024, ["-g", "1"], a, b, "path")]
         runs = []
         for i, (tr, size, extra, srv, cli, dev) in enumerate(cases):
             runs.append(run_case(t, na, srv, cli, tr, size, extra, 18515 + i,
