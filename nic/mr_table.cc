@@ -97,11 +97,24 @@ absl::StatusOr<uint32_t> MrTable::RegisterProcess(ClientId client, PdHandle pd,
     return absl::NotFoundError(absl::StrFormat("no PD 0x%08x", pd));
   }
   if (absl::Status s = ValidateRange(iova, length, access); !s.ok()) return s;
-  if (absl::Status s = ProbeProcessRange(pid, iova, length); !s.ok()) {
+  if (absl::Status s = ProbeProcessRange(pid, iova, length,
+                                         (access & access::kLocalWrite) != 0);
+      !s.ok()) {
     return s;
   }
   return Insert(client, pd,
                 std::make_unique<MemoryRegion>(pd, pid, iova, length, access));
+}
+
+uint32_t MrTable::InvalidateProcess(pid_t pid) {
+  uint32_t n = 0;
+  mrs_.ForEach([&](uint32_t, MemoryRegion& mr) {
+    if (mr.kind_ == MrKind::kProcess && mr.pid_ == pid) {
+      mr.valid_ = false;
+      ++n;
+    }
+  });
+  return n;
 }
 
 absl::StatusOr<uint32_t> MrTable::Insert(ClientId client, PdHandle pd,

@@ -45,15 +45,23 @@ class MrTable {
                                     std::span<const HostChunk> chunks);
   // ibv_reg_mr of arbitrary memory of another process: [iova, iova +
   // length) of process `pid`'s address space, reached with
-  // process_vm_readv/writev (nic/process_memory.h). The first and last
-  // bytes are probed now: PermissionDenied when ptrace access to `pid` is
-  // refused, InvalidArgument for no such process or an unmapped range, and
-  // the errors of Register. Later faults (pages unmapped, process gone)
-  // fail the accesses, not the RNIC. A pid outlives its process only until
-  // the owner deregisters; the daemon does so when the client disconnects.
+  // process_vm_readv/writev (nic/process_memory.h). The range is probed
+  // now (ProbeProcessRange; writable pages when `access` has local write):
+  // PermissionDenied when ptrace access to `pid` is refused,
+  // InvalidArgument for no such process or a range not mapped with the
+  // rights needed, and the errors of Register. Later faults (pages unmapped,
+  // process gone) fail the accesses, not the RNIC. A pid outlives its process
+  // only until the owner deregisters; the daemon does so when the client
+  // disconnects.
   absl::StatusOr<uint32_t> RegisterProcess(ClientId client, PdHandle pd,
                                            pid_t pid, uint64_t iova,
                                            uint64_t length, AccessFlags access);
+  // Fences off every process region of `pid` (accesses fail with
+  // kInvalidated until deregistered) and returns how many there were. The
+  // daemon calls it as soon as it learns the process exited, so that its
+  // pid, once reused by another process, is never written through a stale
+  // region.
+  uint32_t InvalidateProcess(pid_t pid);
   // ibv_dereg_mr.
   absl::Status Deregister(ClientId client, uint32_t key);
   // ibv_rereg_mr: changes what `flags` says (translation: iova, length,

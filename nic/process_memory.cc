@@ -2,7 +2,10 @@
 
 #include <errno.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "absl/strings/str_format.h"
 
@@ -74,7 +77,45 @@ MrStatus ProcessVmBatch::Flush() {
   return st;
 }
 
-absl::Status ProbeProcessRange(pid_t pid, uint64_t addr, uint64_t length) {
+namespace {
+
+// Walks /proc/pid/maps (sorted by address) over [addr, end).
+absl::Status CheckMaps(pid_t pid, uint64_t addr, uint64_t end,
+                       bool need_write) {
+  const std::string path = absl::StrFormat("/proc/%d/maps", pid);
+  std::ifstream maps(path);
+  if (!maps) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cannot read %s: %s", path, std::strerror(errno)));
+  }
+  uint64_t at = addr;
+  std::string line;
+  while (at < end && std::getline(maps, line)) {
+    unsigned long long lo = 0, hi = 0;  // NOLINT(runtime/int): sscanf
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %4s", &lo, &hi, perms) != 3) {
+      continue;
+    }
+    if (hi <= at) continue;
+    if (lo > at) break;  // a hole at `at`
+    if (perms[0] != 'r' || (need_write && perms[1] != 'w')) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("pid %d maps 0x%x %s, the region needs %s", pid, at,
+                          perms, need_write ? "read and write" : "read"));
+    }
+    at = hi;
+  }
+  if (at < end) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("address 0x%x is not mapped in pid %d", at, pid));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ProbeProcessRange(pid_t pid, uint64_t addr, uint64_t length,
+                               bool need_write) {
   if (pid <= 0) {
     return absl::InvalidArgumentError(absl::StrFormat("invalid pid %d", pid));
   }
@@ -104,7 +145,7 @@ absl::Status ProbeProcessRange(pid_t pid, uint64_t addr, uint64_t length) {
         absl::StrFormat("address 0x%x is not mapped readable in pid %d (%s)",
                         at, pid, std::strerror(e)));
   }
-  return absl::OkStatus();
+  return CheckMaps(pid, addr, addr + length, need_write);
 }
 
 }  // namespace rocemu::nic

@@ -61,11 +61,15 @@ class ProcessVmBatch {
   int n_ = 0;
 };
 
-// Registration-time check that `pid` lets us read the first and the last
-// byte of [addr, addr + length): PermissionDenied when ptrace access is
-// refused, InvalidArgument for a process that does not exist or a range it
-// has not mapped.
-absl::Status ProbeProcessRange(pid_t pid, uint64_t addr, uint64_t length);
+// Registration-time check, as ibv_reg_mr's pinning would fail: `pid` lets
+// us read the first and the last byte of [addr, addr + length), and its
+// /proc/pid/maps shows every page of the range mapped readable (and
+// writable when `need_write`). PermissionDenied when ptrace access is
+// refused; InvalidArgument for a process that does not exist, a hole in the
+// range or a missing permission. The mapping can change afterwards: later
+// accesses are checked by the copies themselves (kFault).
+absl::Status ProbeProcessRange(pid_t pid, uint64_t addr, uint64_t length,
+                               bool need_write = false);
 
 }  // namespace rocemu::nic
 

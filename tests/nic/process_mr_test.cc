@@ -150,6 +150,27 @@ TEST_F(ProcessMrTableTest, RegistrationRefusesWhatCannotBeReached) {
       mrs_.RegisterProcess(kKernelClient, pd_, self, hole.va(), 64, kAll);
   EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument)
       << k.status();
+  // A hole in the middle of the range.
+  Pages three(3);
+  ASSERT_EQ(munmap(three.data() + PageSize(), PageSize()), 0);
+  k = mrs_.RegisterProcess(kKernelClient, pd_, self, three.va(), three.size(),
+                           kAll);
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument)
+      << k.status();
+  EXPECT_NE(k.status().message().find("not mapped"), std::string::npos)
+      << k.status();
+  // Read-only pages: fine for a read-only region, refused for a writable
+  // one.
+  ASSERT_EQ(mprotect(pages.data(), pages.size(), PROT_READ), 0);
+  k = mrs_.RegisterProcess(kKernelClient, pd_, self, pages.va(), pages.size(),
+                           kAll);
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument)
+      << k.status();
+  k = mrs_.RegisterProcess(kKernelClient, pd_, self, pages.va(), pages.size(),
+                           access::kRemoteRead);
+  ASSERT_TRUE(k.ok()) << k.status();
+  ASSERT_TRUE(mrs_.Deregister(kKernelClient, *k).ok());
+  ASSERT_EQ(mprotect(pages.data(), pages.size(), PROT_READ | PROT_WRITE), 0);
   // A process that no longer exists: a reaped child's pid.
   const pid_t gone = fork();
   if (gone == 0) _exit(0);
@@ -217,6 +238,29 @@ TEST_F(ProcessMrTableTest, RereregisterWithChunksMakesAHostRegion) {
   uint64_t v = 0;
   ASSERT_EQ(mrs_.Find(*k2)->Load64(0x4000, &v), MrStatus::kOk);
   EXPECT_EQ(v, 0x5A5A5A5A5A5A5A5Aull);
+}
+
+TEST_F(ProcessMrTableTest, InvalidateProcessFencesOnlyThatPidsRegions) {
+  Pages pages(1);
+  const uint32_t kp = *mrs_.RegisterProcess(kKernelClient, pd_, getpid(),
+                                            pages.va(), pages.size(), kAll);
+  const uint32_t kp2 =
+      *mrs_.RegisterProcess(kKernelClient, pd_, getpid(), pages.va(), 64, kAll);
+  std::vector<uint8_t> host(64);
+  const HostChunk hc{host.data(), host.size()};
+  const uint32_t kh =
+      *mrs_.Register(kKernelClient, pd_, pages.va(), 64, kAll, {&hc, 1});
+  EXPECT_EQ(mrs_.InvalidateProcess(getpid() + 1), 0u);
+  EXPECT_EQ(mrs_.InvalidateProcess(getpid()), 2u);
+  const MemoryRegion* mr = nullptr;
+  EXPECT_EQ(mrs_.CheckRemote(kp, pd_, pages.va(), 8, access::kRemoteRead, &mr),
+            MrStatus::kInvalidated);
+  EXPECT_EQ(mrs_.CheckLocal(kp2, pd_, pages.va(), 8, access::kNone, &mr),
+            MrStatus::kInvalidated);
+  EXPECT_EQ(mrs_.CheckRemote(kh, pd_, pages.va(), 8, access::kRemoteRead, &mr),
+            MrStatus::kOk);
+  EXPECT_TRUE(mrs_.Deregister(kKernelClient, kp).ok());
+  EXPECT_TRUE(mrs_.Deregister(kKernelClient, kp2).ok());
 }
 
 // Several process pieces of one SG list travel in one call; a host piece
