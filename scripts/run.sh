@@ -3,7 +3,8 @@
 # starts rocemud on the default configuration (config/rocemu.yaml: one TAP
 # port, rocemu0, 10.77.0.2/24 and fd77::2/64) and shows it working:
 #   1. ping and ping -6 from the kernel side of the TAP link,
-#   2. the daemon's counters read from its control socket,
+#   2. the daemon's counters read from its control socket, and its RDMA
+#      device, ports and PFC state through rocemu-ctl,
 #   3. a capture switched on at run time and opened in tshark,
 #   4. rocemu-decode's verdict on every frame the codec builds.
 # The daemon runs inside a network namespace of its own (rocemu-run), so
@@ -77,6 +78,12 @@ echo
 echo "== counters (control socket: {\"cmd\":\"counters\"})"
 ctl '{"cmd":"counters"}'
 echo
+echo "== the RDMA device applications attach to (rocemu-ctl devices)"
+build/emulator/tools/rocemu-ctl --socket "$sock" devices
+echo "== its ports and PFC state (rocemu-ctl ports / pfc)"
+build/emulator/tools/rocemu-ctl --socket "$sock" ports
+build/emulator/tools/rocemu-ctl --socket "$sock" pfc
+echo
 echo "== the capture, opened in tshark"
 for f in "$work"/*-rx.pcap "$work"/*-tx.pcap; do
   [[ -s "$f" ]] || continue
@@ -97,5 +104,7 @@ fi
 echo
 echo "== rocemud keeps running in namespace $ns; try:"
 echo "   ip netns exec $ns ping 10.77.0.2"
+echo "   build/emulator/tools/rocemu-ctl --socket $sock counters   # or qps, clients, dcqcn"
+echo "   applications: rocemu_open_device(\"$work/verbs.sock\")"
 echo "   Ctrl-C stops it (clean shutdown: QPs flushed, captures closed)"
 wait "$daemon_pid"
