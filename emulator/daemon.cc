@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
@@ -520,6 +521,11 @@ absl::Status Daemon::StartSessions() {
     ROCEMU_LOG_INFO("port %s: device %s, verbs socket %s (mode %04o)",
                     ports_[i]->config.name, o.device_name, path,
                     config_.verbs.socket_mode);
+  }
+  // No socket at all (verbs.enabled: false): the loop skips sessions.
+  if (std::all_of(sessions_.begin(), sessions_.end(),
+                  [](const auto& s) { return s == nullptr; })) {
+    sessions_.clear();
   }
   return absl::OkStatus();
 }
