@@ -176,6 +176,23 @@ TEST(DaemonVerbsTest, RingPostedWriteCompletesThroughTheLoop) {
             std::string::npos)
       << devices;
 
+  // The session server's state and the congestion counters are exported.
+  const std::string counters = daemon.CountersJson();
+  for (const std::string& want :
+       {"\"verbs\":{\"socket\":\"" + vsock + "\"", std::string("\"pfc\":{"),
+        std::string("\"rx_prio3_pause\":0"), std::string("\"dcqcn\":{"),
+        std::string("\"np_cnp_sent\":0")}) {
+    EXPECT_NE(counters.find(want), std::string::npos) << want;
+  }
+  const std::string prom = daemon.PrometheusText();
+  for (const char* want :
+       {"rocemu_verbs_clients{port=\"r0\"} 0\n",
+        "rocemu_verbs_clients_accepted{port=\"r0\"} 0\n",
+        "rocemu_port_rx_prio3_pause{port=\"r0\"} 0\n",
+        "rocemu_port_rx_prio3_pause_duration{port=\"r0\"} 0\n"}) {
+    EXPECT_NE(prom.find(want), std::string::npos) << want;
+  }
+
   struct sigaction sa {};
   sigemptyset(&sa.sa_mask);
   sa.sa_handler = OnChild;
