@@ -297,10 +297,11 @@ class PerfEndToEnd : public ::testing::Test {
         std::to_string(20000 + (getpid() * 7 + runs_++) % 20000);
     // Defaults first so that a test's own -d wins (getopt: last one).
     std::vector<std::string> s = server_args, c = client_args;
-    s.insert(s.begin() + 1,
-             {"-p", port, "-d", dir_ + "/a.sock", "--timeout", "20"});
-    c.insert(c.begin() + 1,
-             {"-p", port, "-d", dir_ + "/b.sock", "--timeout", "20"});
+    // --yield: this process polls the RNICs on one of the 2 cores.
+    s.insert(s.begin() + 1, {"-p", port, "-d", dir_ + "/a.sock", "--timeout",
+                             "20", "--yield"});
+    c.insert(c.begin() + 1, {"-p", port, "-d", dir_ + "/b.sock", "--timeout",
+                             "20", "--yield"});
     c.push_back("127.0.0.1");
     Child sc = Spawn(s, "server");
     Child cc = Spawn(c, "client");
