@@ -111,8 +111,9 @@ std::string LatLine(const LatResult& r) {
 std::string BwJson(const JsonContext& c, const BwResult& r) {
   return absl::StrCat(
       Common(c, r.bytes, r.iterations),
-      absl::StrFormat(",\"seconds\":%.6f,\"bw_peak_gbps\":%.4f,"
-                      "\"bw_avg_gbps\":%.4f,\"msg_rate_mpps\":%.6f}",
+      // Significant digits, not decimals: slow links must not print 0.
+      absl::StrFormat(",\"seconds\":%.9g,\"bw_peak_gbps\":%.6g,"
+                      "\"bw_avg_gbps\":%.6g,\"msg_rate_mpps\":%.6g}",
                       r.seconds, r.peak_gbps, r.avg_gbps, r.mpps));
 }
 
