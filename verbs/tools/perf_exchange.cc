@@ -43,18 +43,35 @@ Channel::~Channel() {
 }
 
 absl::StatusOr<Channel> Channel::Accept(uint16_t port, int timeout_ms) {
-  const int ls = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (ls < 0) return absl::ErrnoToStatus(errno, "socket");
   const int one = 1, zero = 0;
-  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  // Dual stack: IPv4 clients arrive as v4-mapped addresses.
-  setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-  sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_any;
-  a.sin6_port = htons(port);
-  if (bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      listen(ls, 1) != 0) {
+  // Dual stack (IPv4 clients arrive as v4-mapped addresses); IPv4 alone
+  // where IPv6 is disabled.
+  int ls = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int bound = -1;
+  if (ls >= 0) {
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(port);
+    bound = bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    if (bound != 0 && errno != EADDRINUSE) {
+      close(ls);
+      ls = -1;
+    }
+  }
+  if (ls < 0) {
+    ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (ls < 0) return absl::ErrnoToStatus(errno, "socket");
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(port);
+    bound = bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  }
+  if (bound != 0 || listen(ls, 1) != 0) {
     const int e = errno;
     close(ls);
     return absl::ErrnoToStatus(e, absl::StrCat("listen on TCP port ", port));
