@@ -785,13 +785,14 @@ absl::Status PerfRunner::ServerSendBw(uint64_t size, uint64_t* received) {
               absl::StrFormat("no message for %u s (%u of %u received)",
                               o.timeout_s, *received, o.iters));
         }
-        if (Readable(channel_->fd())) {
+        if (!have_end_ && Readable(channel_->fd())) {
+          // The client's end (or its failure) can overtake the last
+          // receive completions on their way through the daemon: keep it
+          // and go on polling, bounded by the timeout above.
           absl::StatusOr<SyncMsg> m = channel_->Expect(SyncKind::kEnd, 1000);
-          return m.ok() ? absl::DataLossError(absl::StrFormat(
-                              "the client ended after %u messages, %u "
-                              "received",
-                              m->value, *received))
-                        : m.status();
+          if (!m.ok()) return m.status();
+          end_msg_ = *m;
+          have_end_ = true;
         }
       }
       continue;
@@ -910,8 +911,12 @@ absl::Status PerfRunner::ServerSize(uint64_t size) {
   const bool write_rounds =
       o.verify && o.verb == Verb::kWrite && o.mode == Mode::kBw;
   for (;;) {
-    SyncMsg m;
-    if (absl::Status r = channel_->Recv(&m, -1); !r.ok()) return r;
+    SyncMsg m = end_msg_;
+    if (have_end_) {
+      have_end_ = false;
+    } else if (absl::Status r = channel_->Recv(&m, -1); !r.ok()) {
+      return r;
+    }
     m.what[sizeof(m.what) - 1] = '\0';
     if (m.magic != kExchangeMagic) {
       return absl::DataLossError("bad message from the client");

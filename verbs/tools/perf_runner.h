@@ -129,6 +129,9 @@ class PerfRunner {
   uint64_t completed_ = 0;
   int64_t paused_ns_ = 0;
   uint64_t verified_ = 0;  // server: messages or atomics checked
+  // Server: the client's end message, when it came during ServerSendBw.
+  bool have_end_ = false;
+  SyncMsg end_msg_;
   BwResult last_bw_;
   LatResult last_lat_;
   rocemu_wc wcs_[32];
