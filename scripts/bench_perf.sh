@@ -127,7 +127,7 @@ def perf_run(r, ns, a, b, test, args):
 
 def iters_for(size):
     # About a second or more of traffic per size at the rates seen here.
-    return max(64, min(5000, (64 << 20) // size))
+    return max(256, min(5000, (256 << 20) // size))
 
 
 uptime_before = subprocess.run(["uptime"], capture_output=True,
