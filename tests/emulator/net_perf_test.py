@@ -15,6 +15,7 @@ Usage: net_perf_test.py ROCEMUD ROCEMU_PERF veth|memif
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -127,6 +128,9 @@ logging: {{file: {self.tmp}/{name}.log}}
                 p.kill()
         for ns in self.namespaces:
             sh("ip", "netns", "del", ns, check=False)
+        # Daemon logs and configs are kept only when something failed.
+        if not self.failures:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def run_perf(self, ns, a, b, test, args):
         """Server on daemon A, client on daemon B; returns both sides'
