@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "nic/handles.h"
 #include "verbs/session_server.h"
 #include "verbs/shm_ring.h"
@@ -19,6 +20,10 @@ struct SessionServer::Client {
   PeerCredentials cred;
   bool hello = false;
   bool dead = false;
+  // Refused at accept (uid not allowed, too many clients): its first
+  // request is answered with this error and the connection closed, so the
+  // application learns why instead of seeing a reset connection.
+  absl::Status refusal;
   std::string name;
   // Async events (open_async): the ring the daemon writes, the client's
   // eventfd it signals after each event.

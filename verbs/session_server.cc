@@ -27,6 +27,9 @@ constexpr uint64_t kListenTag = 0;
 // Async events a client may leave unread before further ones are dropped
 // (and counted): they are rare, a slow reader must not stall the daemon.
 constexpr uint32_t kAsyncEvents = 256;
+// The TTL / hop limit of the daemon's routes (Linux's default), given to
+// address vectors whose next hop the daemon resolves.
+constexpr uint8_t kRouteHopLimit = 64;
 
 int ErrnoOf(const absl::Status& s) {
   switch (s.code()) {
@@ -312,12 +315,25 @@ void SessionServer::Accept() {
         options_.allowed_uids.empty() ||
         std::find(options_.allowed_uids.begin(), options_.allowed_uids.end(),
                   cred.uid) != options_.allowed_uids.end();
-    if (!uid_ok || clients_.size() >= options_.max_clients) {
+    absl::Status refusal;
+    if (!uid_ok) {
+      refusal = absl::PermissionDeniedError(
+          absl::StrFormat("uid %u is not in verbs.allowed_uids", cred.uid));
+    } else if (clients_.size() - refused_pending_ >= options_.max_clients) {
+      refusal = absl::ResourceExhaustedError(absl::StrFormat(
+          "the daemon serves at most %u clients", options_.max_clients));
+    }
+    if (!refusal.ok()) {
       ++counters_.clients_refused;
-      close(fd);
-      continue;
+      // A few refused peers wait for their answer; beyond that (a flood),
+      // they are closed unanswered.
+      if (refused_pending_ >= kMaxRefusedPending) {
+        close(fd);
+        continue;
+      }
     }
     auto c = std::make_unique<Client>();
+    c->refusal = refusal;
     c->id = next_client_++;
     if (next_client_ == nic::kKernelClient) next_client_ = 1;
     c->fd = fd;
@@ -329,7 +345,11 @@ void SessionServer::Accept() {
       close(fd);
       continue;
     }
-    ++counters_.clients_accepted;
+    if (c->refusal.ok()) {
+      ++counters_.clients_accepted;
+    } else {
+      ++refused_pending_;
+    }
     Client& added = *c;
     clients_.emplace(c->id, std::move(c));
     // Its first request is usually already queued: serve it now rather
@@ -435,6 +455,11 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
                               wire::MsgTypeName(d->type), fds.n,
                               layout.request_fds_min, layout.request_fds_max)),
           nullptr, 0, {});
+    return;
+  }
+  if (!c.refusal.ok()) {
+    Reply(c, type, seq, c.refusal, nullptr, 0, {});
+    c.dead = true;
     return;
   }
   if (!c.hello && d->type != wire::MsgType::kHello) {
@@ -876,7 +901,8 @@ absl::Status SessionServer::OnModifyQp(Client& c, const wire::ModifyQpReq& r) {
   absl::Status st = QpAttrFromWire(r.attr, r.attr_mask, &attr);
   if (!st.ok()) return st;
   if ((r.attr_mask & nic::qp_attr::kAv) != 0) {
-    st = ResolveDmac(attr.ah_attr.dgid, &attr.ah_attr.dmac);
+    st = ResolveDmac(attr.ah_attr.dgid, &attr.ah_attr.dmac,
+                     &attr.ah_attr.hop_limit);
     if (!st.ok()) return st;
   }
   return rnic_.ModifyQp(r.qpn, attr, r.attr_mask);
@@ -927,7 +953,7 @@ absl::Status SessionServer::OnCreateAh(Client& c, const wire::CreateAhReq& r,
   a.port_num = r.attr.port_num;
   protocol::MacAddr dmac;
   std::memcpy(dmac.data(), r.attr.dmac, sizeof(r.attr.dmac));
-  absl::Status st = ResolveDmac(a.dgid, &dmac);
+  absl::Status st = ResolveDmac(a.dgid, &dmac, &a.hop_limit);
   if (!st.ok()) return st;
   absl::StatusOr<nic::AhHandle> ah = rnic_.CreateAh(r.pd, a, dmac);
   if (!ah.ok()) return ah.status();
@@ -937,7 +963,8 @@ absl::Status SessionServer::OnCreateAh(Client& c, const wire::CreateAhReq& r,
 }
 
 absl::Status SessionServer::ResolveDmac(const nic::Gid& dgid,
-                                        protocol::MacAddr* dmac) {
+                                        protocol::MacAddr* dmac,
+                                        uint8_t* hop_limit) {
   if (*dmac != protocol::MacAddr{} || !options_.resolve_dmac) {
     return absl::OkStatus();
   }
@@ -948,6 +975,7 @@ absl::Status SessionServer::ResolveDmac(const nic::Gid& dgid,
                               " not resolved yet");
   }
   *dmac = *mac;
+  *hop_limit = kRouteHopLimit;
   return absl::OkStatus();
 }
 
@@ -1195,8 +1223,12 @@ void SessionServer::Disconnect(nic::ClientId id) {
   }
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, cit->second->fd, nullptr);
   close(cit->second->fd);
+  if (cit->second->refusal.ok()) {
+    ++counters_.clients_closed;
+  } else {
+    --refused_pending_;
+  }
   clients_.erase(cit);
-  ++counters_.clients_closed;
 }
 
 // --- data path -----------------------------------------------------------

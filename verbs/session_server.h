@@ -125,7 +125,7 @@ class SessionServer {
   const std::string& socket_path() const { return options_.socket_path; }
   const std::string& device_name() const { return options_.device_name; }
   const SessionCounters& counters() const { return counters_; }
-  size_t num_clients() const { return clients_.size(); }
+  size_t num_clients() const { return clients_.size() - refused_pending_; }
   // The client owning QP `qpn`, if any (ctl tools, tests).
   std::optional<nic::ClientId> QpOwner(uint32_t qpn) const;
   std::optional<PeerCredentials> Credentials(nic::ClientId client) const;
@@ -154,8 +154,11 @@ class SessionServer {
              const void* body, size_t body_len, std::span<const int> fds);
   void Disconnect(nic::ClientId id);
   // Fills an all-zero destination MAC through options_.resolve_dmac;
-  // Aborted (EAGAIN) while unresolved.
-  absl::Status ResolveDmac(const nic::Gid& dgid, protocol::MacAddr* dmac);
+  // Aborted (EAGAIN) while unresolved. When it resolves the route it also
+  // sets *hop_limit to the route's, as the kernel does for every RoCE
+  // address vector (ibv_rc_pingpong asks for 1; rxe and ConnectX send 64).
+  absl::Status ResolveDmac(const nic::Gid& dgid, protocol::MacAddr* dmac,
+                           uint8_t* hop_limit);
   void ReleaseQp(Qp& qp);
 
   absl::Status OnHello(Client& c, const wire::HelloReq& r,
@@ -218,6 +221,9 @@ class SessionServer {
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   nic::ClientId next_client_ = 1;
+  // Refused connections still waiting for their answer (in clients_).
+  static constexpr size_t kMaxRefusedPending = 16;
+  size_t refused_pending_ = 0;
   SessionCounters counters_;
 
   absl::flat_hash_map<nic::ClientId, std::unique_ptr<Client>> clients_;

@@ -98,6 +98,7 @@ void SessionServer::AppendStateJson(std::string* out) const {
   {
     JsonList clients(out, "clients");
     for (const auto& [id, c] : clients_) {
+      if (!c->refusal.ok()) continue;  // being told why, then closed
       std::string* o = clients.Next();
       absl::StrAppendFormat(o, "{\"id\":%u,\"pid\":%d,\"uid\":%u,\"gid\":%u,",
                             id, c->cred.pid, c->cred.uid, c->cred.gid);

@@ -435,6 +435,7 @@ class RawClient {
   }
   ~RawClient() { close(fd_); }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void Send(const void* p, size_t n, int pass_fd = -1) {
     iovec iov{const_cast<void*>(p), n};
     msghdr m{};

@@ -272,6 +272,35 @@ TEST_F(VerbsSessionTest, RaiiLayerDestroysEverythingExplicitly) {
 
 // --- malformed control messages (raw socket, in-process) -----------------
 
+// A peer whose uid is not allowed learns why (EACCES and a message naming
+// the setting) rather than seeing its connection reset, and holds nothing.
+TEST_F(VerbsSessionTest, RefusedUidIsToldWhyAndClosed) {
+  SessionServerOptions opts;
+  opts.allowed_uids = {getuid() + 1};
+  StartServer(opts);
+  RawClient c(path_);
+  ASSERT_TRUE(c.connected());
+  uint8_t buf[256];
+  wire::HelloReq hello{wire::kVersion, wire::kVersion, 0, 0, "raw"};
+  c.Send(buf, wire::EncodeRequest(wire::MsgType::kHello, 7, hello, buf));
+  server_->Poll();
+  wire::MsgHeader h;
+  wire::ReplyStatus st;
+  ASSERT_TRUE(c.Receive(&h, &st));
+  EXPECT_EQ(h.type,
+            static_cast<uint16_t>(wire::MsgType::kHello) | wire::kReplyFlag);
+  EXPECT_EQ(h.seq, 7u);
+  EXPECT_EQ(st.error, EACCES);
+  EXPECT_NE(std::strstr(st.message, "allowed_uids"), nullptr) << st.message;
+  // Then the daemon hangs up: EOF, not a reset.
+  char b;
+  EXPECT_EQ(recv(c.fd(), &b, 1, 0), 0);
+  EXPECT_EQ(server_->counters().clients_refused, 1u);
+  EXPECT_EQ(server_->counters().clients_accepted, 0u);
+  EXPECT_EQ(server_->counters().clients_closed, 0u);
+  EXPECT_EQ(server_->num_clients(), 0u);
+}
+
 TEST_F(VerbsSessionTest, MalformedMessagesGetErrorReplies) {
   StartServer();
   RawClient c(path_);
