@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -387,7 +388,16 @@ bool SessionServer::ServeClient(Client& c, bool hup) {
     }
     // SOCK_SEQPACKET reads 0 both at EOF and for an empty datagram; the
     // hang-up flag tells them apart.
-    if (n == 0 && fds.n == 0 && hup) return false;
+    if (n == 0 && fds.n == 0) {
+      if (hup) return false;
+      // The EOF can be read before epoll reports the hang-up (the client
+      // closed between the two): ask the socket rather than count an
+      // empty request.
+      pollfd p{c.fd, POLLRDHUP, 0};
+      if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP)) != 0) {
+        return false;
+      }
+    }
     if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
         static_cast<size_t>(n) > wire::kMaxMessage) {
       ++counters_.requests;

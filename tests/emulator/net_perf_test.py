@@ -41,10 +41,8 @@ RNIC_ERRORS = (
     "local_ack_timeout_err", "out_of_sequence", "packet_seq_err",
     "implied_nak_seq_err")
 PORT_ERRORS = ("rx_errors", "tx_errors", "rx_bad_checksum")
-# Not bad_requests: the session server counts a client's EOF read before
-# its hang-up is reported as an empty (bad) request, a race at every exit
-# that is not the tool's doing (reported to the verbs owner).
-SESSION_ERRORS = ("lkey_violations", "bad_wqes", "ring_corruptions")
+SESSION_ERRORS = ("lkey_violations", "bad_wqes", "ring_corruptions",
+                  "bad_requests")
 
 
 def sh(*cmd, ns=None, check=True, timeout=30):
@@ -226,8 +224,7 @@ def check_counters(r, a, b, written, runs):
             r.check(port["rx_bytes"] >= written,
                     f"{d.name}: port received {port['rx_bytes']} bytes "
                     f"(>= {written} B of WRITE/SEND payload sent to it)")
-        r.check(sess.get("clients_accepted", 0) >= runs and
-                "bad_requests" in sess,
+        r.check(sess.get("clients_accepted", 0) >= runs,
                 f"{d.name}: verbs session served "
                 f"{sess.get('clients_accepted')} clients")
         r.check(not bad, f"{d.name}: no error counters moved {bad or ''}")

@@ -301,6 +301,25 @@ TEST_F(VerbsSessionTest, RefusedUidIsToldWhyAndClosed) {
   EXPECT_EQ(server_->num_clients(), 0u);
 }
 
+// A client that says Hello and exits before the daemon accepts it: the
+// EOF read right after the Hello is a departure, not an empty request.
+TEST_F(VerbsSessionTest, ClientGoneBeforeAcceptIsNotABadRequest) {
+  StartServer();
+  {
+    RawClient c(path_);
+    ASSERT_TRUE(c.connected());
+    uint8_t buf[256];
+    wire::HelloReq hello{wire::kVersion, wire::kVersion, 0, 0, "raw"};
+    c.Send(buf, wire::EncodeRequest(wire::MsgType::kHello, 1, hello, buf));
+  }
+  server_->Poll();
+  server_->Poll();
+  EXPECT_EQ(server_->counters().clients_accepted, 1u);
+  EXPECT_EQ(server_->counters().clients_closed, 1u);
+  EXPECT_EQ(server_->counters().bad_requests, 0u);
+  EXPECT_EQ(server_->num_clients(), 0u);
+}
+
 TEST_F(VerbsSessionTest, MalformedMessagesGetErrorReplies) {
   StartServer();
   RawClient c(path_);
