@@ -379,6 +379,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       it.npkts = n;
       r.epsn = PsnAdd(psn, n);
       r.nak_sent = false;
+      ++nic.engine_counters().rx_read_requests;
       nic.Schedule(qp);
       return;  // epsn already advanced past the response PSNs
     }
@@ -427,6 +428,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       it.atomic_orig = orig;
       r.epsn = PsnAdd(psn, 1);
       r.nak_sent = false;
+      ++nic.engine_counters().rx_atomic_requests;
       nic.Schedule(qp);
       return;
     }
@@ -435,6 +437,10 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   }
   ++qp.counters_.rcvd_pkts;
   qp.counters_.rcvd_bytes += pkt.payload.size();
+  // mlx5 counts requests (messages), not packets.
+  if (op.operation == Operation::kWrite && op.IsFirst()) {
+    ++nic.engine_counters().rx_write_requests;
+  }
   r.epsn = PsnAdd(psn, 1);
   r.nak_sent = false;
   // A completion that took the QP to ERR (CQ overflow) is not acknowledged:

@@ -15,6 +15,24 @@ namespace rocemu::nic {
 
 namespace {
 
+void AddQpCounters(const QpCounters& q, DeviceCounters& c) {
+  c.sent_bytes += q.sent_bytes;
+  c.rcvd_bytes += q.rcvd_bytes;
+  c.duplicate_request += q.duplicate_request;
+  c.out_of_sequence += q.out_of_sequence;
+  c.rcvd_rnr_err += q.rcvd_rnr_err;
+  c.send_rnr_err += q.send_rnr_err;
+  c.rcvd_seq_err += q.rcvd_seq_err;
+  c.retry_exceeded_err += q.retry_exceeded_err;
+  c.retry_rnr_exceeded_err += q.retry_rnr_exceeded_err;
+  c.rnr_nak_retry_err += q.retry_rnr_exceeded_err;
+  c.completer_retry_err += q.completer_retry_err;
+  c.local_ack_timeout_err += q.local_ack_timeout_err;
+  c.implied_nak_seq_err += q.implied_nak_seq_err;
+  c.packet_seq_err += q.rcvd_seq_err;
+  c.out_of_buffer += q.out_of_buffer + q.send_rnr_err;
+}
+
 using protocol::Engine;
 using protocol::ServiceType;
 
@@ -216,6 +234,7 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
     if (SharedReceiveQueue* q = srqs_.Get(qp->init_.srq)) q->Release();
   }
   pds_.Release(qp->pd_);
+  AddQpCounters(qp->counters_, retired_);
   qps_.erase(qpn);
   return absl::OkStatus();
 }
@@ -764,25 +783,11 @@ void Rnic::SetPaceUntil(uint32_t qpn, TimeNs t) {
 }
 
 DeviceCounters Rnic::QueryCounters() const {
+  // Device counters are cumulative, as a NIC's port counters are: what
+  // destroyed QPs counted stays in retired_.
   DeviceCounters c = counters_;
-  for (const auto& [qpn, qp] : qps_) {
-    const QpCounters& q = qp->counters_;
-    c.sent_bytes += q.sent_bytes;
-    c.rcvd_bytes += q.rcvd_bytes;
-    c.duplicate_request += q.duplicate_request;
-    c.out_of_sequence += q.out_of_sequence;
-    c.rcvd_rnr_err += q.rcvd_rnr_err;
-    c.send_rnr_err += q.send_rnr_err;
-    c.rcvd_seq_err += q.rcvd_seq_err;
-    c.retry_exceeded_err += q.retry_exceeded_err;
-    c.retry_rnr_exceeded_err += q.retry_rnr_exceeded_err;
-    c.rnr_nak_retry_err += q.retry_rnr_exceeded_err;
-    c.completer_retry_err += q.completer_retry_err;
-    c.local_ack_timeout_err += q.local_ack_timeout_err;
-    c.implied_nak_seq_err += q.implied_nak_seq_err;
-    c.packet_seq_err += q.rcvd_seq_err;
-    c.out_of_buffer += q.out_of_buffer + q.send_rnr_err;
-  }
+  for (const CounterField& f : kCounterFields) c.*f.field += retired_.*f.field;
+  for (const auto& [qpn, qp] : qps_) AddQpCounters(qp->counters_, c);
   return c;
 }
 

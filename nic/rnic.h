@@ -202,6 +202,8 @@ class Rnic final : public FrameEndpoint {
   uint8_t paused_priorities_ = 0;
   TimeNs last_now_ = 0;
   DeviceCounters counters_;
+  // What destroyed QPs counted (their share of QueryCounters).
+  DeviceCounters retired_;
   CongestionControl cc_;
   uint64_t rx_not_roce_ = 0;
   protocol::ParsedFrame parsed_;  // scratch, reused for every frame

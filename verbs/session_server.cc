@@ -1188,6 +1188,15 @@ absl::Status SessionServer::OnOpenAsync(Client& c, int fd,
 void SessionServer::Disconnect(nic::ClientId id) {
   auto cit = clients_.find(id);
   if (cit == clients_.end()) return;
+  // Fence its process-memory regions first, unless another connection of
+  // the same process still uses them: once the process is gone its pid may
+  // be reused, and nothing may reach the newcomer's memory.
+  const pid_t pid = cit->second->cred.pid;
+  bool pid_shared = false;
+  for (const auto& [other, oc] : clients_) {
+    pid_shared |= other != id && oc->cred.pid == pid;
+  }
+  if (!pid_shared) rnic_.mr_table().InvalidateProcess(pid);
   // QPs first (to ERR, which flushes their queues, then destroyed), so no
   // engine touches the MRs unmapped next.
   for (auto it = qps_.begin(); it != qps_.end();) {

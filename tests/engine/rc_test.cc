@@ -277,5 +277,48 @@ TEST(RcTest, MaxRdAtomicLimitsOutstandingReads) {
   EXPECT_EQ(Poll(net.a(), p.ea.cq).size(), 3u);
 }
 
+// mlx5's rx_write/read/atomic_requests count request messages at the
+// responder; device counters stay cumulative when QPs are destroyed.
+TEST(RcTest, ResponderCountsRequestsAndCountersOutliveQps) {
+  BackToBack net;
+  Pair p = Connect(net);
+  SendWr w;
+  w.wr_id = 1;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.send_flags = send_flags::kSignaled;
+  w.sg_list = {SgeOf(p.ea, 0, 3000)};  // three packets at MTU 1024
+  w.rdma.remote_addr = Va(p.eb, 0);
+  w.rdma.rkey = p.eb.key;
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, w).ok());
+  SendWr r = w;
+  r.wr_id = 2;
+  r.opcode = WrOpcode::kRdmaRead;
+  r.sg_list = {SgeOf(p.ea, 4000, 100)};
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, r).ok());
+  SendWr fa;
+  fa.wr_id = 3;
+  fa.opcode = WrOpcode::kAtomicFetchAndAdd;
+  fa.send_flags = send_flags::kSignaled;
+  fa.sg_list = {SgeOf(p.ea, 8000, 8)};
+  fa.atomic.remote_addr = Va(p.eb, 64);
+  fa.atomic.rkey = p.eb.key;
+  fa.atomic.compare_add = 1;
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, fa).ok());
+  net.Run();
+  ASSERT_EQ(Poll(net.a(), p.ea.cq).size(), 3u);
+  const DeviceCounters b = net.b().QueryCounters();
+  EXPECT_EQ(b.rx_write_requests, 1u);
+  EXPECT_EQ(b.rx_read_requests, 1u);
+  EXPECT_EQ(b.rx_atomic_requests, 1u);
+  const DeviceCounters a = net.a().QueryCounters();
+  EXPECT_GE(a.sent_bytes, 3000u);
+  EXPECT_EQ(a.rx_write_requests, 0u);
+  ASSERT_TRUE(net.a().DestroyQp(p.ea.qpn).ok());
+  ASSERT_TRUE(net.b().DestroyQp(p.eb.qpn).ok());
+  EXPECT_EQ(net.a().QueryCounters().sent_bytes, a.sent_bytes);
+  EXPECT_EQ(net.b().QueryCounters().rcvd_bytes, b.rcvd_bytes);
+  EXPECT_EQ(net.b().QueryCounters().rx_write_requests, 1u);
+}
+
 }  // namespace
 }  // namespace rocemu::nic::testing
