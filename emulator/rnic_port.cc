@@ -7,21 +7,6 @@
 #include "emulator/logging.h"
 
 namespace rocemu::emulator {
-namespace {
-
-const char* QpTypeName(nic::QpType t) {
-  switch (t) {
-    case nic::QpType::kRc:
-      return "RC";
-    case nic::QpType::kUc:
-      return "UC";
-    case nic::QpType::kUd:
-      return "UD";
-  }
-  return "?";
-}
-
-}  // namespace
 
 absl::StatusOr<nic::RnicConfig> MakeRnicConfig(const config::Config& config,
                                                unsigned port,
@@ -151,7 +136,7 @@ void RnicPort::AppendCountersJson(std::string* out) const {
   rnic_->ForEachQp([&](const nic::Qp& q) {
     const nic::Qp* qp = &q;
     absl::StrAppend(out, first ? "" : ",", "\"", qp->qpn(), "\":{\"type\":\"",
-                    QpTypeName(qp->type()), "\",\"state\":\"",
+                    nic::QpTypeName(qp->type()), "\",\"state\":\"",
                     nic::QpStateName(qp->state()),
                     "\",\"sq_outstanding\":", qp->sq_outstanding(),
                     ",\"rq_outstanding\":", qp->rq_outstanding());

@@ -13,18 +13,6 @@
 namespace rocemu::emulator {
 namespace {
 
-const char* QpTypeName(nic::QpType t) {
-  switch (t) {
-    case nic::QpType::kRc:
-      return "RC";
-    case nic::QpType::kUc:
-      return "UC";
-    case nic::QpType::kUd:
-      return "UD";
-  }
-  return "?";
-}
-
 // GUIDs as ibv_devinfo prints them: four groups of four hex digits.
 std::string FormatGuid(uint64_t guid) {
   return absl::StrFormat("%04x:%04x:%04x:%04x", (guid >> 48) & 0xFFFF,
@@ -150,7 +138,7 @@ void RnicPort::AppendQpsJson(const QpOwnerFn& owner, std::string* out) const {
         "%s{\"qpn\":%u,\"type\":\"%s\",\"state\":\"%s\",\"rqpn\":%u,"
         "\"sq_psn\":%u,\"rq_psn\":%u,\"path_mtu\":%u,\"sq_outstanding\":%u,"
         "\"rq_outstanding\":%u,\"pid\":%s,\"owner\":\"%s\"",
-        first ? "" : ",", qp.qpn(), QpTypeName(qp.type()),
+        first ? "" : ",", qp.qpn(), nic::QpTypeName(qp.type()),
         nic::QpStateName(qp.state()), a.dest_qp_num, qp.req_.psn, qp.resp_.epsn,
         qp.mtu(), qp.sq_outstanding(), qp.rq_outstanding(),
         pid.has_value() ? absl::StrCat(*pid) : "null",

@@ -24,6 +24,8 @@ enum class QpState : uint8_t {
 inline constexpr int kNumQpStates = 7;
 
 const char* QpStateName(QpState s);
+// "RC", "UC", "UD", as ibv_devinfo and `rdma resource` print them.
+const char* QpTypeName(QpType t);
 
 // IBV_MTU_256 .. IBV_MTU_4096.
 enum class PathMtu : uint8_t {

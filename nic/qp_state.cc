@@ -24,6 +24,18 @@ const char* QpStateName(QpState s) {
   return "?";
 }
 
+const char* QpTypeName(QpType t) {
+  switch (t) {
+    case QpType::kRc:
+      return "RC";
+    case QpType::kUc:
+      return "UC";
+    case QpType::kUd:
+      return "UD";
+  }
+  return "?";
+}
+
 namespace {
 
 using namespace qp_attr;  // NOLINT: the table below reads like the spec

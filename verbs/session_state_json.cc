@@ -8,59 +8,11 @@
 
 #include "absl/strings/str_format.h"
 #include "nic/qp_attr.h"
+#include "verbs/json_writer.h"
 #include "verbs/session_objects.h"
 #include "verbs/session_server.h"
 
 namespace rocemu::verbs {
-namespace {
-
-void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(ch);
-    } else if (c < 0x20) {
-      absl::StrAppendFormat(out, "\\u%04x", c);
-    } else {
-      out->push_back(ch);
-    }
-  }
-  out->push_back('"');
-}
-
-const char* QpTypeName(nic::QpType t) {
-  switch (t) {
-    case nic::QpType::kRc:
-      return "RC";
-    case nic::QpType::kUc:
-      return "UC";
-    case nic::QpType::kUd:
-      return "UD";
-  }
-  return "?";
-}
-
-// Opens `"name":[`, writing a comma before every element but the first.
-class JsonList {
- public:
-  JsonList(std::string* out, const char* name) : out_(out) {
-    absl::StrAppendFormat(out_, "\"%s\":[", name);
-  }
-  ~JsonList() { out_->push_back(']'); }
-  std::string* Next() {
-    if (!first_) out_->push_back(',');
-    first_ = false;
-    return out_;
-  }
-
- private:
-  std::string* out_;
-  bool first_ = true;
-};
-
-}  // namespace
 
 void SessionServer::AppendStateJson(std::string* out) const {
   out->append("{\"socket\":");
@@ -142,7 +94,7 @@ void SessionServer::AppendStateJson(std::string* out) const {
           const nic::Qp* q = rnic_.GetQp(qpn);
           absl::StrAppendFormat(
               l.Next(), "{\"qpn\":%u,\"type\":\"%s\",\"state\":\"%s\"}", qpn,
-              q != nullptr ? QpTypeName(q->type()) : "?",
+              q != nullptr ? nic::QpTypeName(q->type()) : "?",
               q != nullptr ? nic::QpStateName(q->state()) : "?");
         }
       }

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "verbs/json_writer.h"
 
 namespace rocemu::tools {
 
@@ -221,26 +222,10 @@ const JsonValue& JsonValue::operator[](std::string_view key) const {
 
 namespace {
 
-void Quote(const std::string& s, std::string* out) {
-  out->push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(ch);
-    } else if (c < 0x20) {
-      absl::StrAppendFormat(out, "\\u%04x", c);
-    } else {
-      out->push_back(ch);
-    }
-  }
-  out->push_back('"');
-}
-
 void Write(const JsonValue& v, std::string* out) {
   switch (v.kind()) {
     case JsonValue::Kind::kString:
-      Quote(v.text(), out);
+      verbs::AppendJsonString(v.text(), out);
       return;
     case JsonValue::Kind::kArray: {
       out->push_back('[');
@@ -259,7 +244,7 @@ void Write(const JsonValue& v, std::string* out) {
       for (const auto& [k, m] : v.members()) {
         if (!first) out->push_back(',');
         first = false;
-        Quote(k, out);
+        verbs::AppendJsonString(k, out);
         out->push_back(':');
         Write(m, out);
       }
