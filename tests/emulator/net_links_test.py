@@ -7,12 +7,12 @@ test creates:
 Bounded in time; always cleans up.  Usage: net_links_test.py ROCEMUD veth|memif
 """
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+import netns_util
 from netns_util import control, sh, wait_for
 
 
@@ -47,33 +47,17 @@ class Run:
                     f"control: {{socket: {sock}}}\n"
                     f"verbs: {{socket: {sock}.verbs}}\n"
                     f"logging: {{file: {self.tmp}/{name}.log}}\n")
-        d = subprocess.Popen(["ip", "netns", "exec", ns, self.rocemud,
-                              "--config", cfg], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+        d = netns_util.start_rocemud(ns, self.rocemud, cfg, sock, name)
         self.daemons.append(d)
-        wait_for(f"{name} control socket",
-                 lambda: os.path.exists(sock) or d.poll() is not None)
-        if d.poll() is not None:
-            raise AssertionError(f"{name} exited: {d.stdout.read().decode()}")
         return d, sock
 
     def stop(self, d, name):
-        d.send_signal(signal.SIGTERM)
-        rc = d.wait(timeout=10)
+        rc = netns_util.stop_rocemud(d, timeout=10)
         self.daemons.remove(d)
         self.check(rc == 0, f"{name}: clean exit on SIGTERM (status {rc})")
 
     def cleanup(self):
-        for d in self.daemons:
-            d.send_signal(signal.SIGTERM)
-            try:
-                d.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                d.kill()
-                d.wait()
-        for ns in self.namespaces:
-            sh("ip", "netns", "del", ns, check=False)
-        sh("rm", "-rf", self.tmp, check=False)
+        netns_util.cleanup(self.daemons, self.namespaces, self.tmp)
 
 
 def veth(r):

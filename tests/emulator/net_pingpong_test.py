@@ -18,7 +18,6 @@ unknown device name fail cleanly. Bounded in time; always cleans up.
 Usage: net_pingpong_test.py ROCEMUD ROCEMU_PINGPONG SHARED_DIR
 """
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -77,39 +76,18 @@ control: {{socket: {ctl}}}
 verbs: {{socket: {sock}}}
 logging: {{file: {self.tmp}/{name}.log}}
 """)
-        p = subprocess.Popen(["ip", "netns", "exec", ns, self.rocemud,
-                              "--config", cfg], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+        p = netns_util.start_rocemud(ns, self.rocemud, cfg, sock, name,
+                                     f"verbs socket {sock}", timeout=15)
         self.procs.append(p)
-        deadline = time.monotonic() + 15
-        while not os.path.exists(sock) and p.poll() is None:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{name}: no verbs socket {sock}")
-            time.sleep(0.05)
-        if p.poll() is not None:
-            raise AssertionError(f"{name} exited: {p.stdout.read().decode()}")
         return dict(name=name, sock=sock, proc=p, ip=ip, ip6=ip6)
 
     def stop_daemon(self, d):
-        d["proc"].send_signal(signal.SIGTERM)
-        rc = d["proc"].wait(timeout=15)
+        rc = netns_util.stop_rocemud(d["proc"])
         self.procs.remove(d["proc"])
         self.check(rc == 0, f"{d['name']}: clean exit on SIGTERM ({rc})")
 
     def cleanup(self):
-        for p in self.procs:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for ns in self.namespaces:
-            netns_util.sh("ip", "netns", "del", ns, check=False)
-        if os.environ.get("ROCEMU_KEEP_TMP"):
-            print(f"     kept {self.tmp}")
-        else:
-            netns_util.sh("rm", "-rf", self.tmp, check=False)
+        netns_util.cleanup(self.procs, self.namespaces, self.tmp)
 
     def tool(self, ns, daemon, args, server=None, device="path"):
         """-d as a socket path, -d as the device name (found among the

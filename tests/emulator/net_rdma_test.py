@@ -17,7 +17,6 @@ Usage: net_rdma_test.py ROCEMUD SHARED_DIR veth|memif [--faults]
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -126,39 +125,17 @@ control: {{socket: {sock}, test_hooks: true}}
 verbs: {{socket: {sock}.verbs}}
 logging: {{file: {self.tmp}/{name}.log}}
 """)
-        p = subprocess.Popen(["ip", "netns", "exec", ns, self.rocemud,
-                              "--config", cfg], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+        p = netns_util.start_rocemud(ns, self.rocemud, cfg, sock, name)
         self.procs.append(p)
-        deadline = time.monotonic() + 10
-        while not os.path.exists(sock) and p.poll() is None:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{name}: no control socket")
-            time.sleep(0.05)
-        if p.poll() is not None:
-            raise AssertionError(f"{name} exited: {p.stdout.read().decode()}")
         return Daemon(name, sock, p, ip)
 
     def stop(self, d):
-        d.proc.send_signal(signal.SIGTERM)
-        rc = d.proc.wait(timeout=15)
+        rc = netns_util.stop_rocemud(d.proc)
         self.procs.remove(d.proc)
         self.check(rc == 0, f"{d.name}: clean exit on SIGTERM (status {rc})")
 
     def cleanup(self):
-        for p in self.procs:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for ns in self.namespaces:
-            sh("ip", "netns", "del", ns, check=False)
-        if os.environ.get("ROCEMU_KEEP_TMP"):
-            print(f"     kept {self.tmp}")
-        else:
-            sh("rm", "-rf", self.tmp, check=False)
+        netns_util.cleanup(self.procs, self.namespaces, self.tmp)
 
 
 def wait_cq(d, cq, n, timeout=60):

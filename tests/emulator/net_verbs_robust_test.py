@@ -176,24 +176,14 @@ logging: {{file: {self.tmp}/{name}.log}}
         for path in (d.sock, d.verbs):
             if os.path.exists(path):
                 os.unlink(path)
-        d.proc = subprocess.Popen(["ip", "netns", "exec", d.ns, self.rocemud,
-                                   "--config", d.cfg],
-                                  stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT)
+        d.proc = netns_util.start_rocemud(d.ns, self.rocemud, d.cfg,
+                                          (d.sock, d.verbs), d.name,
+                                          "control/verbs socket", timeout=15)
         self.daemons.append(d)
-        deadline = time.monotonic() + 15
-        while not (os.path.exists(d.sock) and os.path.exists(d.verbs)):
-            if d.proc.poll() is not None:
-                raise AssertionError(
-                    f"{d.name} exited: {d.proc.stdout.read().decode()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{d.name}: no control/verbs socket")
-            time.sleep(0.05)
         return d
 
     def stop(self, d):
-        d.proc.send_signal(signal.SIGTERM)
-        rc = d.proc.wait(timeout=15)
+        rc = netns_util.stop_rocemud(d.proc)
         self.daemons.remove(d)
         self.check(rc == 0, f"{d.name}: clean exit on SIGTERM (status {rc})")
 
@@ -208,19 +198,8 @@ logging: {{file: {self.tmp}/{name}.log}}
             if p.proc.poll() is None:
                 p.proc.kill()
                 p.proc.wait()
-        for d in self.daemons:
-            d.proc.send_signal(signal.SIGTERM)
-            try:
-                d.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                d.proc.kill()
-                d.proc.wait()
-        for ns in self.namespaces:
-            sh("ip", "netns", "del", ns, check=False)
-        if os.environ.get("ROCEMU_KEEP_TMP"):
-            print(f"     kept {self.tmp}")
-        else:
-            sh("rm", "-rf", self.tmp, check=False)
+        netns_util.cleanup([d.proc for d in self.daemons], self.namespaces,
+                           self.tmp)
 
 
 def wait_for(what, predicate, timeout=20.0):

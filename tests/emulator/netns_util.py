@@ -1,6 +1,9 @@
 """Helpers shared by the net suite's scripts: commands in a namespace, one
-JSON request to a daemon's control socket, and polling with a deadline."""
+JSON request to a daemon's control socket, polling with a deadline, and
+starting/stopping rocemud in a namespace."""
 import json
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -34,3 +37,48 @@ def wait_for(what, predicate, timeout=10.0):
             return result
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def start_rocemud(ns, rocemud, config_path, wait_path, name,
+                  what="control socket", timeout=10.0):
+    """Starts rocemud --config config_path inside namespace ns and waits until
+    wait_path (its `what`; a tuple: all of them) exists; raises with the
+    daemon's output if it exits first."""
+    paths = (wait_path,) if isinstance(wait_path, str) else tuple(wait_path)
+    p = subprocess.Popen(["ip", "netns", "exec", ns, rocemud,
+                          "--config", config_path], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    while (not all(map(os.path.exists, paths))) and p.poll() is None:
+        if time.monotonic() > deadline:
+            p.kill()
+            p.wait()
+            raise AssertionError(f"{name}: no {what}")
+        time.sleep(0.05)
+    if p.poll() is not None:
+        raise AssertionError(f"{name} exited: {p.stdout.read().decode()}")
+    return p
+
+
+def stop_rocemud(proc, timeout=15):
+    """SIGTERM, then the exit status (0 is a clean shutdown)."""
+    proc.send_signal(signal.SIGTERM)
+    return proc.wait(timeout=timeout)
+
+
+def cleanup(procs, namespaces, tmp):
+    """Ends what a test left running, deletes its namespaces and its
+    temporary directory (kept when $ROCEMU_KEEP_TMP is set)."""
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    for ns in namespaces:
+        sh("ip", "netns", "del", ns, check=False)
+    if os.environ.get("ROCEMU_KEEP_TMP"):
+        print(f"     kept {tmp}")
+    else:
+        sh("rm", "-rf", tmp, check=False)
