@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 
+import netns_util
 from netns_util import control, sh, wait_for
 
 DAEMON_MAC = "02:00:00:77:00:02"
@@ -92,15 +93,7 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
         run(ns, "ip", "link", "set", "lo", "up")
-        daemon = subprocess.Popen(["ip", "netns", "exec", ns, rocemud,
-                                   "--config", cfg],
-                                  stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT)
-        wait_for("control socket", lambda: os.path.exists(sock)
-                 or daemon.poll() is not None)
-        if daemon.poll() is not None:
-            raise AssertionError("rocemud exited: " +
-                                 daemon.stdout.read().decode())
+        daemon = netns_util.start_rocemud(ns, rocemud, cfg, sock, "rocemud")
         check(oct(os.stat(sock).st_mode & 0o777) == "0o600",
               "control socket has the configured mode 0600")
         if faults:
@@ -194,8 +187,7 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
                   f"warnings: {warn or 'none'}")
         daemon.send_signal(signal.SIGHUP)
         time.sleep(0.3)
-        daemon.send_signal(signal.SIGTERM)
-        rc = daemon.wait(timeout=10)
+        rc = netns_util.stop_rocemud(daemon, timeout=10)
         daemon = None
         check(rc == 0, f"SIGTERM: clean exit status {rc}")
         check(not os.path.exists(sock), "control socket removed on exit")
@@ -207,15 +199,7 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
         failures.append(repr(e))
         print("FAIL", repr(e))
     finally:
-        if daemon is not None:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
-        subprocess.run(["ip", "netns", "del", ns], check=False)
-        subprocess.run(["rm", "-rf", tmp], check=False)
+        netns_util.cleanup([daemon] if daemon is not None else [], [ns], tmp)
     print(f"{'FAILED' if failures else 'PASSED'}: {len(failures)} failure(s)")
     return 1 if failures else 0
 

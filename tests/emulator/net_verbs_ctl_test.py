@@ -19,12 +19,12 @@ Usage: net_verbs_ctl_test.py ROCEMUD ROCEMU_CTL ATTACH_CLIENT
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+import netns_util
 from netns_util import control, sh, wait_for
 
 DAEMON_MAC = "02:00:00:77:00:12"
@@ -85,15 +85,9 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
             failures.append(msg)
 
     def start(config, sockets, netns=None):
-        cmd = ([*(["ip", "netns", "exec", netns] if netns else []), rocemud,
-                "--config", config])
-        d = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+        d = netns_util.start_rocemud(netns, rocemud, config, sockets,
+                                     "rocemud", "daemon sockets")
         procs.append(d)
-        wait_for("daemon sockets", lambda: all(map(os.path.exists, sockets))
-                 or d.poll() is not None)
-        if d.poll() is not None:
-            raise AssertionError("rocemud exited: " + d.stdout.read().decode())
         return d
 
     subprocess.run(["ip", "netns", "add", ns], check=True)
@@ -277,11 +271,10 @@ logging: {{file: {tmp}/rocemud2.log}}
         c2 = control(sock2, {"cmd": "counters"})["ports"]["n0"]["verbs"]
         check(c2.get("counters", {}).get("clients_refused", 0) >= 1,
               "refusal counted (clients_refused)")
-        d2.send_signal(signal.SIGTERM)
-        check(d2.wait(timeout=10) == 0, "second daemon: clean exit")
+        check(netns_util.stop_rocemud(d2, timeout=10) == 0,
+              "second daemon: clean exit")
 
-        daemon.send_signal(signal.SIGTERM)
-        rc = daemon.wait(timeout=10)
+        rc = netns_util.stop_rocemud(daemon, timeout=10)
         check(rc == 0, f"SIGTERM: clean exit status {rc}")
         check(not os.path.exists(sock) and not os.path.exists(vsock),
               "control and verbs sockets removed on exit")

@@ -41,13 +41,14 @@ def wait_for(what, predicate, timeout=10.0):
 
 def start_rocemud(ns, rocemud, config_path, wait_path, name,
                   what="control socket", timeout=10.0):
-    """Starts rocemud --config config_path inside namespace ns and waits until
+    """Starts rocemud --config config_path inside namespace ns (None: this
+    one) and waits until
     wait_path (its `what`; a tuple: all of them) exists; raises with the
     daemon's output if it exits first."""
     paths = (wait_path,) if isinstance(wait_path, str) else tuple(wait_path)
-    p = subprocess.Popen(["ip", "netns", "exec", ns, rocemud,
-                          "--config", config_path], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+    p = subprocess.Popen((["ip", "netns", "exec", ns] if ns else []) +
+                         [rocemud, "--config", config_path],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     while (not all(map(os.path.exists, paths))) and p.poll() is None:
         if time.monotonic() > deadline:
