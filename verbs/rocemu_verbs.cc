@@ -356,6 +356,32 @@ const char* DefaultSocket() {
   return p != nullptr ? p : "/run/rocemu/verbs.sock";
 }
 
+// Writes a chain of receive WRs into a QP's or an SRQ's receive ring, as
+// ibv_post_recv and ibv_post_srq_recv do: EINVAL for too many SGEs, ENOMEM
+// for a full ring, *bad_wr naming the first WR not posted.
+int PostRecvChain(ShmRing& ring, uint32_t max_sge, rocemu_recv_wr* wr,
+                  rocemu_recv_wr** bad_wr) {
+  for (; wr != nullptr; wr = wr->next) {
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > max_sge) {
+      *bad_wr = wr;
+      return EINVAL;
+    }
+    auto* s = static_cast<RqSlot*>(ring.ProducerSlot());
+    if (s == nullptr) {
+      *bad_wr = wr;
+      return ENOMEM;
+    }
+    s->wr_id = wr->wr_id;
+    s->num_sge = static_cast<uint32_t>(wr->num_sge);
+    for (int i = 0; i < wr->num_sge; ++i) {
+      s->sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length,
+                   wr->sg_list[i].lkey};
+    }
+    ring.Publish();
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -959,26 +985,7 @@ int rocemu_post_recv(rocemu_qp* qp, rocemu_recv_wr* wr,
     *bad_wr = wr;
     return EINVAL;
   }
-  for (; wr != nullptr; wr = wr->next) {
-    if (wr->num_sge < 0 ||
-        static_cast<uint32_t>(wr->num_sge) > qp->cap.max_recv_sge) {
-      *bad_wr = wr;
-      return EINVAL;
-    }
-    auto* s = static_cast<RqSlot*>(qp->rq.ProducerSlot());
-    if (s == nullptr) {
-      *bad_wr = wr;
-      return ENOMEM;
-    }
-    s->wr_id = wr->wr_id;
-    s->num_sge = static_cast<uint32_t>(wr->num_sge);
-    for (int i = 0; i < wr->num_sge; ++i) {
-      s->sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length,
-                   wr->sg_list[i].lkey};
-    }
-    qp->rq.Publish();
-  }
-  return 0;
+  return PostRecvChain(qp->rq, qp->cap.max_recv_sge, wr, bad_wr);
 }
 
 rocemu_ah* rocemu_create_ah(rocemu_pd* pd, rocemu_ah_attr* attr) {
@@ -1053,25 +1060,7 @@ int rocemu_destroy_srq(rocemu_srq* srq) {
 
 int rocemu_post_srq_recv(rocemu_srq* srq, rocemu_recv_wr* wr,
                          rocemu_recv_wr** bad_wr) {
-  for (; wr != nullptr; wr = wr->next) {
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > srq->max_sge) {
-      *bad_wr = wr;
-      return EINVAL;
-    }
-    auto* s = static_cast<RqSlot*>(srq->ring.ProducerSlot());
-    if (s == nullptr) {
-      *bad_wr = wr;
-      return ENOMEM;
-    }
-    s->wr_id = wr->wr_id;
-    s->num_sge = static_cast<uint32_t>(wr->num_sge);
-    for (int i = 0; i < wr->num_sge; ++i) {
-      s->sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length,
-                   wr->sg_list[i].lkey};
-    }
-    srq->ring.Publish();
-  }
-  return 0;
+  return PostRecvChain(srq->ring, srq->max_sge, wr, bad_wr);
 }
 
 int rocemu_async_fd(const rocemu_context* ctx) { return ctx->async_fd; }
