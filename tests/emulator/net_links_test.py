@@ -7,7 +7,6 @@ test creates:
 Bounded in time; always cleans up.  Usage: net_links_test.py ROCEMUD veth|memif
 """
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -140,17 +139,9 @@ def main():
         print("FAIL: the net suite needs root")
         return 1
     r = Run(rocemud)
-    try:
+    with netns_util.failures_reported(r):
         {"veth": veth, "memif": memif}[scenario](r)
-    except (AssertionError, subprocess.SubprocessError, OSError, KeyError,
-            ValueError) as e:
-        r.failures.append(repr(e))
-        print("FAIL", repr(e))
-    finally:
-        r.cleanup()
-    print(f"{'FAILED' if r.failures else 'PASSED'}: "
-          f"{len(r.failures)} failure(s)")
-    return 1 if r.failures else 0
+    return netns_util.verdict(r.failures)
 
 
 if __name__ == "__main__":

@@ -194,7 +194,7 @@ def main():
         print("FAIL: the net suite needs root")
         return 1
     t = Test(rocemud, pingpong, shared)
-    try:
+    with netns_util.failures_reported(t):
         na, nb = t.netns("rocemu-ppa"), t.netns("rocemu-ppb")
         va, vb = f"ppa{t.pid % 100000}", f"ppb{t.pid % 100000}"
         netns_util.sh("ip", "link", "add", va, "netns", na, "type", "veth",
@@ -245,15 +245,7 @@ def main():
             t.check(not fails, f"{r['label']}: wire as ibv_{r['transport']}"
                     f"_pingpong" + ("" if not fails else ": " +
                                     "; ".join(fails)))
-    except (AssertionError, subprocess.SubprocessError, OSError, KeyError,
-            ValueError) as e:
-        t.failures.append(repr(e))
-        print("FAIL", repr(e))
-    finally:
-        t.cleanup()
-    print(f"{'FAILED' if t.failures else 'PASSED'}: "
-          f"{len(t.failures)} failure(s)")
-    return 1 if t.failures else 0
+    return netns_util.verdict(t.failures)
 
 
 if __name__ == "__main__":

@@ -409,7 +409,7 @@ def main():
         print("FAIL: the net suite needs root")
         return 1
     r = Run(rocemud, shared, faults)
-    try:
+    with netns_util.failures_reported(r):
         a, b = setup(r, link)
         t = transfers(r, a, b)
         send_and_atomics(r, a, b, t)
@@ -422,15 +422,7 @@ def main():
         time.sleep(0.5)
         r.stop(a)
         oracles(r, ("a", "b"))
-    except (AssertionError, subprocess.SubprocessError, OSError, KeyError,
-            ValueError) as e:
-        r.failures.append(repr(e))
-        print("FAIL", repr(e))
-    finally:
-        r.cleanup()
-    print(f"{'FAILED' if r.failures else 'PASSED'}: "
-          f"{len(r.failures)} failure(s)")
-    return 1 if r.failures else 0
+    return netns_util.verdict(r.failures)
 
 
 if __name__ == "__main__":

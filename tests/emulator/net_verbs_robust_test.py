@@ -450,20 +450,13 @@ def main():
         print("FAIL: the net suite needs root")
         return 1
     r = Run(rocemud, probe)
-    try:
+    errors = netns_util.TEST_ERRORS + (TypeError,)
+    with netns_util.failures_reported(r, errors):
         a, b = setup(r)
         sigkill_part(r, a, b)
         isolation_part(r, a, b)
         allowed_uids_part(r, b)
-    except (AssertionError, subprocess.SubprocessError, OSError, KeyError,
-            ValueError, TypeError) as e:
-        r.failures.append(repr(e))
-        print("FAIL", repr(e))
-    finally:
-        r.cleanup()
-    print(f"{'FAILED' if r.failures else 'PASSED'}: "
-          f"{len(r.failures)} failure(s)")
-    return 1 if r.failures else 0
+    return netns_util.verdict(r.failures)
 
 
 if __name__ == "__main__":

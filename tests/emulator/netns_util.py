@@ -1,6 +1,7 @@
 """Helpers shared by the net suite's scripts: commands in a namespace, one
 JSON request to a daemon's control socket, polling with a deadline, and
 starting/stopping rocemud in a namespace."""
+import contextlib
 import json
 import os
 import signal
@@ -83,3 +84,28 @@ def cleanup(procs, namespaces, tmp):
         print(f"     kept {tmp}")
     else:
         sh("rm", "-rf", tmp, check=False)
+
+
+# What a net test counts as a failed check rather than a crash.
+TEST_ERRORS = (AssertionError, subprocess.SubprocessError, OSError, KeyError,
+               ValueError)
+
+
+@contextlib.contextmanager
+def failures_reported(run, errors=TEST_ERRORS):
+    """Runs the body of a test: an error in `errors` becomes one of
+    run.failures; run.cleanup() runs in every case."""
+    try:
+        yield
+    except errors as e:
+        run.failures.append(repr(e))
+        print("FAIL", repr(e))
+    finally:
+        run.cleanup()
+
+
+def verdict(failures):
+    """Prints the closing PASSED/FAILED line; the script's exit status."""
+    print(f"{'FAILED' if failures else 'PASSED'}: "
+          f"{len(failures)} failure(s)")
+    return 1 if failures else 0
