@@ -9,9 +9,18 @@
 #include "emulator/rnic_port.h"
 #include "nic/qp.h"
 #include "pfc_ecn/counters.h"
+#include "verbs/json_writer.h"
 
 namespace rocemu::emulator {
 namespace {
+
+// `"name":[p,...]` for the priorities whose bit is set in `mask`.
+void AppendPriorityList(const char* name, uint8_t mask, std::string* out) {
+  verbs::JsonList list(out, name);
+  for (int p = 0; p < 8; ++p) {
+    if ((mask >> p) & 1) absl::StrAppend(list.Next(), p);
+  }
+}
 
 // GUIDs as ibv_devinfo prints them: four groups of four hex digits.
 std::string FormatGuid(uint64_t guid) {
@@ -168,22 +177,12 @@ void RnicPort::AppendQpsJson(const QpOwnerFn& owner, std::string* out) const {
 void RnicPort::AppendPfcJson(nic::TimeNs now, std::string* out) const {
   const nic::CongestionControl& cc = rnic_->congestion();
   const uint8_t enabled = cc.config().pfc_rx.pfc_enable;
-  absl::StrAppend(out, "{\"enabled\":[");
+  out->push_back('{');
+  AppendPriorityList("enabled", enabled, out);
+  out->push_back(',');
+  AppendPriorityList("paused", cc.paused_mask(), out);
+  absl::StrAppend(out, ",\"counters\":{");
   bool first = true;
-  for (int p = 0; p < 8; ++p) {
-    if (!((enabled >> p) & 1)) continue;
-    absl::StrAppend(out, first ? "" : ",", p);
-    first = false;
-  }
-  absl::StrAppend(out, "],\"paused\":[");
-  first = true;
-  for (int p = 0; p < 8; ++p) {
-    if (!((cc.paused_mask() >> p) & 1)) continue;
-    absl::StrAppend(out, first ? "" : ",", p);
-    first = false;
-  }
-  absl::StrAppend(out, "],\"counters\":{");
-  first = true;
   cc.PortCounters(now).ForEach([&](std::string_view name, uint64_t v) {
     absl::StrAppend(out, first ? "" : ",", "\"", std::string(name), "\":", v);
     first = false;
