@@ -216,8 +216,10 @@ def check_counters(r, a, b, written, runs):
         bad = {k: rnic[k] for k in RNIC_ERRORS if rnic.get(k, 0) != 0}
         recovered = {k: rnic[k] for k in RNIC_RECOVERY if rnic.get(k, 0)}
         if recovered:
+            drops = {k: port.get(k, 0) for k in ("tx_dropped", "tx_nombuf",
+                                                  "rx_missed", "rx_nombuf")}
             print(f"     {d.name}: RC recovery seen (not an error): "
-                  f"{recovered}")
+                  f"{recovered}; port drops {drops}")
         bad.update({k: port[k] for k in PORT_ERRORS if port.get(k, 0) != 0})
         verbs = port.get("verbs") or c.get("verbs") or {}
         sess = verbs.get("counters", verbs)
