@@ -80,14 +80,7 @@ TEST_F(VerbsSessionTest, ProcessMemoryRegionsEndToEnd) {
         rocemu_sge sges[2] = {
             {reinterpret_cast<uint64_t>(m), 4000, mr->lkey},
             {reinterpret_cast<uint64_t>(m + 4000), kWriteLen - 4000, mr->lkey}};
-        rocemu_send_wr wr{};
-        wr.wr_id = 1;
-        wr.sg_list = sges;
-        wr.num_sge = 2;
-        wr.opcode = ROCEMU_WR_RDMA_WRITE;
-        wr.send_flags = ROCEMU_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = peer.addr;
-        wr.wr.rdma.rkey = peer.rkey;
+        rocemu_send_wr wr = RdmaWriteWr(1, sges, 2, peer);
         rocemu_wc wc = PostAndWait(o, &wr);
         CHILD_CHECK(wc.wr_id == 1 && wc.status == ROCEMU_WC_SUCCESS, kWriteWc);
 

@@ -183,6 +183,20 @@ inline void ConnectClient(const ClientObjs& o, const Peer& peer) {
   }
 }
 
+// A signalled RDMA WRITE of `sge` to the peer's buffer (+ offset).
+inline rocemu_send_wr RdmaWriteWr(uint64_t wr_id, rocemu_sge* sge, int num_sge,
+                                  const Peer& peer, uint64_t offset = 0) {
+  rocemu_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = sge;
+  wr.num_sge = num_sge;
+  wr.opcode = ROCEMU_WR_RDMA_WRITE;
+  wr.send_flags = ROCEMU_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = peer.addr + offset;
+  wr.wr.rdma.rkey = peer.rkey;
+  return wr;
+}
+
 // Waits for one completion through the completion channel (arm, re-poll,
 // sleep on the eventfd), as an event-driven ibverbs application does.
 inline rocemu_wc WaitCompletionEvent(const ClientObjs& o) {
@@ -352,14 +366,7 @@ class VerbsSessionTest : public ::testing::Test {
           for (size_t i = 0; i < kWriteLen; ++i) base[i] = Pattern(i, seed);
           rocemu_sge sge{reinterpret_cast<uint64_t>(base), kWriteLen,
                          o.mr->lkey};
-          rocemu_send_wr wr{};
-          wr.wr_id = 42;
-          wr.sg_list = &sge;
-          wr.num_sge = 1;
-          wr.opcode = ROCEMU_WR_RDMA_WRITE;
-          wr.send_flags = ROCEMU_SEND_SIGNALED;
-          wr.wr.rdma.remote_addr = peer.addr;
-          wr.wr.rdma.rkey = peer.rkey;
+          rocemu_send_wr wr = RdmaWriteWr(42, &sge, 1, peer);
           rocemu_send_wr* bad = nullptr;
           if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
           const rocemu_wc w = WaitCompletionEvent(o);
@@ -452,6 +459,12 @@ class RawClient {
       std::memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
     }
     ASSERT_EQ(sendmsg(fd_, &m, 0), static_cast<ssize_t>(n));
+  }
+  // A Hello of the daemon's version, as the library sends it.
+  void SendHello(uint32_t seq) {
+    uint8_t buf[256];
+    wire::HelloReq hello{wire::kVersion, wire::kVersion, 0, 0, "raw"};
+    Send(buf, wire::EncodeRequest(wire::MsgType::kHello, seq, hello, buf));
   }
   // The reply's header and status, after the server had a Poll.
   bool Receive(wire::MsgHeader* h, wire::ReplyStatus* st,

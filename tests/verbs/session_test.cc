@@ -57,14 +57,7 @@ TEST_F(VerbsSessionTest, SigkilledClientIsCleanedUpAndOthersCarryOn) {
         ReadAll(down, &go, 1);
         rocemu_sge sge{reinterpret_cast<uint64_t>(o.buf->addr), kLen,
                        o.mr->lkey};
-        rocemu_send_wr wr{};
-        wr.wr_id = 1;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = ROCEMU_WR_RDMA_WRITE;
-        wr.send_flags = ROCEMU_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = peer.addr;
-        wr.wr.rdma.rkey = peer.rkey;
+        rocemu_send_wr wr = RdmaWriteWr(1, &sge, 1, peer);
         rocemu_send_wr* bad = nullptr;
         if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
         WriteAll(up, &go, 1);
@@ -162,14 +155,7 @@ TEST_F(VerbsSessionTest, OtherClientsKeysAreRefused) {
         char go;
         ReadAll(down, &go, 1);
         rocemu_sge sge{victim_info.addr, 4096, victim_info.lkey};
-        rocemu_send_wr wr{};
-        wr.wr_id = 13;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = ROCEMU_WR_RDMA_WRITE;
-        wr.send_flags = ROCEMU_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = peer.addr;
-        wr.wr.rdma.rkey = peer.rkey;
+        rocemu_send_wr wr = RdmaWriteWr(13, &sge, 1, peer);
         rocemu_send_wr* bad = nullptr;
         if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
         const rocemu_wc w = PollCompletion(o);
@@ -280,9 +266,7 @@ TEST_F(VerbsSessionTest, RefusedUidIsToldWhyAndClosed) {
   StartServer(opts);
   RawClient c(path_);
   ASSERT_TRUE(c.connected());
-  uint8_t buf[256];
-  wire::HelloReq hello{wire::kVersion, wire::kVersion, 0, 0, "raw"};
-  c.Send(buf, wire::EncodeRequest(wire::MsgType::kHello, 7, hello, buf));
+  c.SendHello(7);
   server_->Poll();
   wire::MsgHeader h;
   wire::ReplyStatus st;
@@ -308,9 +292,7 @@ TEST_F(VerbsSessionTest, ClientGoneBeforeAcceptIsNotABadRequest) {
   {
     RawClient c(path_);
     ASSERT_TRUE(c.connected());
-    uint8_t buf[256];
-    wire::HelloReq hello{wire::kVersion, wire::kVersion, 0, 0, "raw"};
-    c.Send(buf, wire::EncodeRequest(wire::MsgType::kHello, 1, hello, buf));
+    c.SendHello(1);
   }
   server_->Poll();
   server_->Poll();
