@@ -120,6 +120,29 @@ class ShmRing {
     ++head_;
     hdr_->head.store(head_, std::memory_order_release);
   }
+  // Batches: the free slot `ahead` places after the next one (ahead 0 is
+  // ProducerSlot()), or nullptr; slots filled this way become visible to
+  // the consumer together with one PublishN(ahead + 1), so a chain of work
+  // requests costs one release store.
+  void* ProducerSlotAhead(uint32_t ahead) {
+    if (head_ + ahead - cached_tail_ >= capacity_) {
+      cached_tail_ = hdr_->tail.load(std::memory_order_acquire);
+      if (head_ - cached_tail_ > capacity_) {
+        result_ = RingResult::kCorrupt;
+        return nullptr;
+      }
+      if (head_ + ahead - cached_tail_ >= capacity_) {
+        result_ = RingResult::kFull;
+        return nullptr;
+      }
+    }
+    return Slot(head_ + ahead);
+  }
+  void PublishN(uint32_t n) {
+    if (n == 0) return;
+    head_ += n;
+    hdr_->head.store(head_, std::memory_order_release);
+  }
   template <typename T>
   RingResult Push(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -156,6 +179,29 @@ class ShmRing {
   // Gives the slot returned by ConsumerSlot() back to the producer.
   void Release() {
     ++tail_;
+    hdr_->tail.store(tail_, std::memory_order_release);
+  }
+  // Consumer batches: the published slot `ahead` places after the oldest
+  // (ahead 0 is ConsumerSlot()), or nullptr; ReleaseN(k) gives k back with
+  // one release store.
+  const void* ConsumerSlotAhead(uint32_t ahead) {
+    if (cached_head_ - tail_ <= ahead) {
+      cached_head_ = hdr_->head.load(std::memory_order_acquire);
+      if (cached_head_ - tail_ > capacity_) {
+        result_ = RingResult::kCorrupt;
+        cached_head_ = tail_;
+        return nullptr;
+      }
+      if (cached_head_ - tail_ <= ahead) {
+        result_ = RingResult::kEmpty;
+        return nullptr;
+      }
+    }
+    return Slot(tail_ + ahead);
+  }
+  void ReleaseN(uint32_t n) {
+    if (n == 0) return;
+    tail_ += n;
     hdr_->tail.store(tail_, std::memory_order_release);
   }
   template <typename T>

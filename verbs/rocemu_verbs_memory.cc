@@ -1,0 +1,118 @@
+// The rocemu C API: protection domains, shared buffers and memory regions.
+#include "verbs/rocemu_verbs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <span>
+
+#include "verbs/client_control.h"
+#include "verbs/client_objects.h"
+#include "verbs/ring_slots.h"
+
+namespace wire = rocemu::verbs::wire;
+using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
+using rocemu::verbs::AsyncEventSlot;
+using rocemu::verbs::CqeSlot;
+using rocemu::verbs::RingResult;
+using rocemu::verbs::RqSlot;
+using rocemu::verbs::ShmRing;
+using rocemu::verbs::SqSlot;
+
+extern "C" {
+
+rocemu_pd* rocemu_alloc_pd(rocemu_context* ctx) {
+  wire::HandleResp resp{};
+  const int err = Call(ctx, wire::MsgType::kAllocPd, wire::Empty{}, &resp);
+  if (err != 0) return Fail<rocemu_pd>(err);
+  return new rocemu_pd{ctx, resp.handle};
+}
+
+int rocemu_dealloc_pd(rocemu_pd* pd) {
+  const int err = Handle(pd->ctx, wire::MsgType::kDeallocPd, pd->handle);
+  if (err == 0) delete pd;
+  return err;
+}
+
+rocemu_buf* rocemu_alloc_buf(rocemu_context* ctx, size_t length) {
+  if (length == 0) return Fail<rocemu_buf>(EINVAL);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t map_len = (length + page - 1) / page * page;
+  const int fd = memfd_create("rocemu-buf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return nullptr;
+  // Sealed so the daemon's mapping can never lose its pages under it.
+  if (ftruncate(fd, static_cast<off_t>(map_len)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    const int e = errno;
+    close(fd);
+    return Fail<rocemu_buf>(e);
+  }
+  void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    close(fd);
+    return Fail<rocemu_buf>(e);
+  }
+  auto* impl = new BufImpl{{p, length}, fd, map_len};
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  ctx->bufs.push_back(&impl->pub);
+  return &impl->pub;
+}
+
+int rocemu_free_buf(rocemu_buf* buf) {
+  // The bookkeeping stays in the context's list (freed with it); the daemon
+  // keeps its own mapping for regions still registered in the buffer.
+  BufImpl* impl = ImplOf(buf);
+  if (impl->pub.addr == nullptr) return EINVAL;
+  munmap(impl->pub.addr, impl->map_len);
+  close(impl->fd);
+  impl->fd = -1;
+  impl->pub.addr = nullptr;
+  impl->pub.length = 0;
+  return 0;
+}
+
+rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
+  rocemu_context* ctx = pd->ctx;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  BufImpl* found = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(ctx->mu);
+    for (rocemu_buf* b : ctx->bufs) {
+      const auto base = reinterpret_cast<uintptr_t>(b->addr);
+      if (b->addr != nullptr && a >= base && length <= b->length &&
+          a - base <= b->length - length) {
+        found = ImplOf(b);
+        break;
+      }
+    }
+  }
+  if (length == 0) return Fail<rocemu_mr>(EINVAL);
+  wire::RegMrReq req{};
+  req.pd = pd->handle;
+  req.access = static_cast<uint32_t>(access);
+  req.iova = a;
+  req.length = length;
+  // Inside a library buffer: the daemon maps the memfd. Anywhere else: no
+  // fd, the daemon reaches this process's memory with process_vm_*.
+  req.offset =
+      found != nullptr ? a - reinterpret_cast<uintptr_t>(found->pub.addr) : 0;
+  wire::RegMrResp resp{};
+  const int fd = found != nullptr ? found->fd : -1;
+  const int err = Call(ctx, wire::MsgType::kRegMr, req, &resp,
+                       std::span<const int>(&fd, found != nullptr ? 1u : 0u));
+  if (err != 0) return Fail<rocemu_mr>(err);
+  return new rocemu_mr{pd, addr, length, resp.lkey, resp.rkey};
+}
+
+int rocemu_dereg_mr(rocemu_mr* mr) {
+  const int err = Handle(mr->pd->ctx, wire::MsgType::kDeregMr, mr->lkey);
+  if (err == 0) delete mr;
+  return err;
+}
+
+}  // extern "C"

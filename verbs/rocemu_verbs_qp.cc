@@ -1,0 +1,263 @@
+// The rocemu C API: queue pairs, address handles and shared receive queues.
+#include "verbs/rocemu_verbs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <mutex>
+#include <span>
+
+#include "verbs/client_control.h"
+#include "verbs/client_datapath.h"
+#include "verbs/client_objects.h"
+#include "verbs/ring_slots.h"
+
+namespace wire = rocemu::verbs::wire;
+using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
+using rocemu::verbs::AsyncEventSlot;
+using rocemu::verbs::CqeSlot;
+using rocemu::verbs::RingResult;
+using rocemu::verbs::RqSlot;
+using rocemu::verbs::ShmRing;
+using rocemu::verbs::SqSlot;
+
+extern "C" {
+
+rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
+  if (attr->send_cq == nullptr || attr->recv_cq == nullptr) {
+    return Fail<rocemu_qp>(EINVAL);
+  }
+  wire::CreateQpReq req{};
+  req.pd = pd->handle;
+  req.qp_type = static_cast<uint8_t>(attr->qp_type);
+  req.sq_sig_all = attr->sq_sig_all != 0;
+  req.send_cq = attr->send_cq->handle;
+  req.recv_cq = attr->recv_cq->handle;
+  if (attr->srq != nullptr) {
+    req.flags = wire::kCreateQpWithSrq;
+    req.srq = attr->srq->handle;
+  }
+  req.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr,
+             attr->cap.max_send_sge, attr->cap.max_recv_sge,
+             attr->cap.max_inline_data};
+  wire::CreateQpResp resp{};
+  int fds[2] = {-1, -1};
+  const int err =
+      Call(pd->ctx, wire::MsgType::kCreateQp, req, &resp, {}, {fds, 2});
+  if (err != 0) return Fail<rocemu_qp>(err);
+  // The capabilities granted (ibv_create_qp writes them back).
+  attr->cap = {resp.cap.max_send_wr, resp.cap.max_recv_wr,
+               resp.cap.max_send_sge, resp.cap.max_recv_sge,
+               resp.cap.max_inline_data};
+  absl::StatusOr<ShmRing> sq = ShmRing::Attach(
+      fds[0], sizeof(SqSlot), std::bit_ceil(attr->cap.max_send_wr));
+  absl::StatusOr<ShmRing> rq =
+      ShmRing::Attach(fds[1], sizeof(RqSlot),
+                      std::bit_ceil(std::max(attr->cap.max_recv_wr, 1u)));
+  if (!sq.ok() || !rq.ok()) {
+    Handle(pd->ctx, wire::MsgType::kDestroyQp, resp.qpn);
+    return Fail<rocemu_qp>(EPROTO);
+  }
+  sq->CloseFd();
+  rq->CloseFd();
+  auto* qp = new rocemu_qp{};
+  qp->ctx = pd->ctx;
+  qp->pd = pd;
+  qp->qpn = resp.qpn;
+  qp->qp_type = attr->qp_type;
+  qp->state.store(ROCEMU_QPS_RESET, std::memory_order_relaxed);
+  qp->cap = attr->cap;
+  qp->sq = *std::move(sq);
+  qp->rq = *std::move(rq);
+  qp->srq = attr->srq;
+  std::lock_guard<std::mutex> lock(pd->ctx->mu);
+  pd->ctx->qps[qp->qpn] = qp;
+  return qp;
+}
+
+int rocemu_modify_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
+  wire::ModifyQpReq req{};
+  req.qpn = qp->qpn;
+  req.attr_mask = static_cast<uint32_t>(attr_mask);
+  wire::WireQpAttr& w = req.attr;
+  w.qp_state = static_cast<uint8_t>(attr->qp_state);
+  w.cur_qp_state = static_cast<uint8_t>(attr->cur_qp_state);
+  w.path_mtu = static_cast<uint8_t>(attr->path_mtu);
+  w.qkey = attr->qkey;
+  w.rq_psn = attr->rq_psn;
+  w.sq_psn = attr->sq_psn;
+  w.dest_qp_num = attr->dest_qp_num;
+  w.qp_access_flags = attr->qp_access_flags;
+  w.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge,
+           attr->cap.max_recv_sge, attr->cap.max_inline_data};
+  ToWireAh(attr->ah_attr, &w.ah_attr);
+  w.pkey_index = attr->pkey_index;
+  w.max_rd_atomic = attr->max_rd_atomic;
+  w.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  w.min_rnr_timer = attr->min_rnr_timer;
+  w.port_num = attr->port_num;
+  w.timeout = attr->timeout;
+  w.retry_cnt = attr->retry_cnt;
+  w.rnr_retry = attr->rnr_retry;
+  const int err = RetryWhileResolving([&] {
+    return Call<wire::ModifyQpReq, wire::Empty>(
+        qp->ctx, wire::MsgType::kModifyQp, req, nullptr);
+  });
+  if (err == 0 && (attr_mask & ROCEMU_QP_STATE) != 0)
+    qp->state = attr->qp_state;
+  return err;
+}
+
+int rocemu_query_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
+  (void)attr_mask;  // everything is returned
+  const wire::HandleReq req{qp->qpn, 0};
+  wire::QueryQpResp resp{};
+  const int err = Call(qp->ctx, wire::MsgType::kQueryQp, req, &resp);
+  if (err != 0) return err;
+  const wire::WireQpAttr& w = resp.attr;
+  *attr = rocemu_qp_attr{};
+  attr->qp_state = w.qp_state;
+  attr->cur_qp_state = w.cur_qp_state;
+  attr->path_mtu = w.path_mtu;
+  attr->qkey = w.qkey;
+  attr->rq_psn = w.rq_psn;
+  attr->sq_psn = w.sq_psn;
+  attr->dest_qp_num = w.dest_qp_num;
+  attr->qp_access_flags = w.qp_access_flags;
+  attr->cap = {w.cap.max_send_wr, w.cap.max_recv_wr, w.cap.max_send_sge,
+               w.cap.max_recv_sge, w.cap.max_inline_data};
+  FromWireAh(w.ah_attr, &attr->ah_attr);
+  attr->pkey_index = w.pkey_index;
+  attr->max_rd_atomic = w.max_rd_atomic;
+  attr->max_dest_rd_atomic = w.max_dest_rd_atomic;
+  attr->min_rnr_timer = w.min_rnr_timer;
+  attr->port_num = w.port_num;
+  attr->timeout = w.timeout;
+  attr->retry_cnt = w.retry_cnt;
+  attr->rnr_retry = w.rnr_retry;
+  return 0;
+}
+
+int rocemu_destroy_qp(rocemu_qp* qp) {
+  const int err = Handle(qp->ctx, wire::MsgType::kDestroyQp, qp->qpn);
+  if (err != 0) return err;
+  {
+    std::lock_guard<std::mutex> lock(qp->ctx->mu);
+    qp->ctx->qps.erase(qp->qpn);
+  }
+  delete qp;
+  return 0;
+}
+
+uint32_t rocemu_qp_num(const rocemu_qp* qp) { return qp->qpn; }
+
+namespace {
+struct RocemuSendTraits {
+  static uint32_t InvalidateRkey(const rocemu_send_wr& wr) {
+    return wr.invalidate_rkey;
+  }
+  static uint32_t AhHandle(const rocemu_send_wr& wr) {
+    return wr.wr.ud.ah != nullptr ? wr.wr.ud.ah->handle : 0;
+  }
+};
+}  // namespace
+
+int rocemu_post_send(rocemu_qp* qp, rocemu_send_wr* wr,
+                     rocemu_send_wr** bad_wr) {
+  return PostSendChain<RocemuSendTraits>(qp, wr, bad_wr);
+}
+
+int rocemu_post_recv(rocemu_qp* qp, rocemu_recv_wr* wr,
+                     rocemu_recv_wr** bad_wr) {
+  // A QP on an SRQ takes its receives from there (ibv_post_recv: EINVAL).
+  if (qp->state.load(std::memory_order_relaxed) == ROCEMU_QPS_RESET ||
+      qp->srq != nullptr) {
+    *bad_wr = wr;
+    return EINVAL;
+  }
+  return PostRecvChain(qp->rq, qp->rq_lock, qp->cap.max_recv_sge, wr, bad_wr);
+}
+
+rocemu_ah* rocemu_create_ah(rocemu_pd* pd, rocemu_ah_attr* attr) {
+  wire::CreateAhReq req{};
+  req.pd = pd->handle;
+  ToWireAh(*attr, &req.attr);
+  wire::HandleResp resp{};
+  const int err = RetryWhileResolving(
+      [&] { return Call(pd->ctx, wire::MsgType::kCreateAh, req, &resp); });
+  if (err != 0) return Fail<rocemu_ah>(err);
+  return new rocemu_ah{pd, resp.handle};
+}
+
+int rocemu_destroy_ah(rocemu_ah* ah) {
+  const int err = Handle(ah->pd->ctx, wire::MsgType::kDestroyAh, ah->handle);
+  if (err == 0) delete ah;
+  return err;
+}
+
+rocemu_srq* rocemu_create_srq(rocemu_pd* pd, rocemu_srq_init_attr* attr) {
+  wire::CreateSrqReq req{};
+  req.pd = pd->handle;
+  req.attr = {attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
+  wire::CreateSrqResp resp{};
+  int ring_fd = -1;
+  const int err =
+      Call(pd->ctx, wire::MsgType::kCreateSrq, req, &resp, {}, {&ring_fd, 1});
+  if (err != 0) return Fail<rocemu_srq>(err);
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Attach(ring_fd, sizeof(RqSlot), std::bit_ceil(resp.attr.max_wr));
+  if (!ring.ok()) {
+    Handle(pd->ctx, wire::MsgType::kDestroySrq, resp.srq);
+    return Fail<rocemu_srq>(EPROTO);
+  }
+  ring->CloseFd();
+  attr->attr = {resp.attr.max_wr, resp.attr.max_sge, resp.attr.srq_limit};
+  auto* srq = new rocemu_srq{};
+  srq->ctx = pd->ctx;
+  srq->pd = pd;
+  srq->handle = resp.srq;
+  srq->srq_context = attr->srq_context;
+  srq->max_sge = resp.attr.max_sge;
+  srq->ring = *std::move(ring);
+  std::lock_guard<std::mutex> lock(pd->ctx->mu);
+  pd->ctx->srqs[srq->handle] = srq;
+  return srq;
+}
+
+int rocemu_modify_srq(rocemu_srq* srq, rocemu_srq_attr* attr, int attr_mask) {
+  wire::ModifySrqReq req{};
+  req.srq = srq->handle;
+  req.attr_mask = static_cast<uint32_t>(attr_mask);
+  req.attr = {attr->max_wr, attr->max_sge, attr->srq_limit};
+  return Call<wire::ModifySrqReq, wire::Empty>(
+      srq->ctx, wire::MsgType::kModifySrq, req, nullptr);
+}
+
+int rocemu_query_srq(rocemu_srq* srq, rocemu_srq_attr* attr) {
+  const wire::HandleReq req{srq->handle, 0};
+  wire::QuerySrqResp r{};
+  const int err = Call(srq->ctx, wire::MsgType::kQuerySrq, req, &r);
+  if (err == 0) *attr = {r.attr.max_wr, r.attr.max_sge, r.attr.srq_limit};
+  return err;
+}
+
+int rocemu_destroy_srq(rocemu_srq* srq) {
+  const int err = Handle(srq->ctx, wire::MsgType::kDestroySrq, srq->handle);
+  if (err != 0) return err;
+  {
+    std::lock_guard<std::mutex> lock(srq->ctx->mu);
+    srq->ctx->srqs.erase(srq->handle);
+  }
+  delete srq;
+  return 0;
+}
+
+int rocemu_post_srq_recv(rocemu_srq* srq, rocemu_recv_wr* wr,
+                         rocemu_recv_wr** bad_wr) {
+  return PostRecvChain(srq->ring, srq->lock, srq->max_sge, wr, bad_wr);
+}
+
+}  // extern "C"
