@@ -57,6 +57,14 @@ bool DaemonGone(rocemu_context* ctx);
 
 int64_t MonotonicMs();
 
+// What a releasing call (dealloc, dereg, destroy) returns: once the daemon
+// has gone it freed everything of this client, so the library frees its
+// side too and reports success (libibverbs' "disassociated device" rule),
+// leaking nothing.
+inline int Released(rocemu_context* ctx, int err) {
+  return err == EIO && ctx->dead.load(std::memory_order_relaxed) ? 0 : err;
+}
+
 void ToWireAh(const rocemu_ah_attr& a, wire::WireAhAttr* w);
 void FromWireAh(const wire::WireAhAttr& w, rocemu_ah_attr* a);
 

@@ -83,6 +83,7 @@ struct rocemu_qp {
   rocemu_srq* srq;
   rocemu::verbs::SpinLock sq_lock;
   rocemu::verbs::SpinLock rq_lock;
+  void* owner = nullptr;  // the drop-in libibverbs' record, if any
 };
 
 struct rocemu_ah {

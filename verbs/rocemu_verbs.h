@@ -49,6 +49,7 @@ struct rocemu_mr {
   size_t length;
   uint32_t lkey;
   uint32_t rkey;
+  int access; /* as registered */
 };
 
 enum rocemu_access_flags {

@@ -78,7 +78,7 @@ rocemu_cq* rocemu_create_cq(rocemu_context* ctx, int cqe, void* cq_context,
 }
 
 int rocemu_destroy_cq(rocemu_cq* cq) {
-  const int err = Handle(cq->ctx, wire::MsgType::kDestroyCq, cq->handle);
+  const int err = Released(cq->ctx, Handle(cq->ctx, wire::MsgType::kDestroyCq, cq->handle));
   if (err != 0) return err;
   {
     std::lock_guard<std::mutex> lock(cq->ctx->mu);

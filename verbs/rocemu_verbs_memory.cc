@@ -33,7 +33,7 @@ rocemu_pd* rocemu_alloc_pd(rocemu_context* ctx) {
 }
 
 int rocemu_dealloc_pd(rocemu_pd* pd) {
-  const int err = Handle(pd->ctx, wire::MsgType::kDeallocPd, pd->handle);
+  const int err = Released(pd->ctx, Handle(pd->ctx, wire::MsgType::kDeallocPd, pd->handle));
   if (err == 0) delete pd;
   return err;
 }
@@ -106,11 +106,11 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
   const int err = Call(ctx, wire::MsgType::kRegMr, req, &resp,
                        std::span<const int>(&fd, found != nullptr ? 1u : 0u));
   if (err != 0) return Fail<rocemu_mr>(err);
-  return new rocemu_mr{pd, addr, length, resp.lkey, resp.rkey};
+  return new rocemu_mr{pd, addr, length, resp.lkey, resp.rkey, access};
 }
 
 int rocemu_dereg_mr(rocemu_mr* mr) {
-  const int err = Handle(mr->pd->ctx, wire::MsgType::kDeregMr, mr->lkey);
+  const int err = Released(mr->pd->ctx, Handle(mr->pd->ctx, wire::MsgType::kDeregMr, mr->lkey));
   if (err == 0) delete mr;
   return err;
 }

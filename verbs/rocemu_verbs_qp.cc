@@ -142,7 +142,7 @@ int rocemu_query_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
 }
 
 int rocemu_destroy_qp(rocemu_qp* qp) {
-  const int err = Handle(qp->ctx, wire::MsgType::kDestroyQp, qp->qpn);
+  const int err = Released(qp->ctx, Handle(qp->ctx, wire::MsgType::kDestroyQp, qp->qpn));
   if (err != 0) return err;
   {
     std::lock_guard<std::mutex> lock(qp->ctx->mu);
@@ -193,7 +193,7 @@ rocemu_ah* rocemu_create_ah(rocemu_pd* pd, rocemu_ah_attr* attr) {
 }
 
 int rocemu_destroy_ah(rocemu_ah* ah) {
-  const int err = Handle(ah->pd->ctx, wire::MsgType::kDestroyAh, ah->handle);
+  const int err = Released(ah->pd->ctx, Handle(ah->pd->ctx, wire::MsgType::kDestroyAh, ah->handle));
   if (err == 0) delete ah;
   return err;
 }
@@ -245,7 +245,7 @@ int rocemu_query_srq(rocemu_srq* srq, rocemu_srq_attr* attr) {
 }
 
 int rocemu_destroy_srq(rocemu_srq* srq) {
-  const int err = Handle(srq->ctx, wire::MsgType::kDestroySrq, srq->handle);
+  const int err = Released(srq->ctx, Handle(srq->ctx, wire::MsgType::kDestroySrq, srq->handle));
   if (err != 0) return err;
   {
     std::lock_guard<std::mutex> lock(srq->ctx->mu);

@@ -1,0 +1,137 @@
+// Asynchronous events: the daemon's affiliated and port events, and
+// IBV_EVENT_DEVICE_FATAL once the daemon has gone.
+#include <fcntl.h>
+#include <poll.h>
+
+#include "verbs/client_control.h"
+#include "verbs/ibverbs/dropin.h"
+
+using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
+
+namespace {
+
+template <typename T>
+void CountReported(pthread_mutex_t* mu, T* counter) {
+  pthread_mutex_lock(mu);
+  ++*counter;
+  pthread_mutex_unlock(mu);
+}
+
+// Maps an event about a rocemu object onto the application's object;
+// false when the object was destroyed meanwhile (the event is dropped).
+bool Translate(const rocemu_async_event& r, ibv_async_event* event) {
+  event->event_type = static_cast<ibv_event_type>(r.event_type);
+  switch (r.event_type) {
+    case IBV_EVENT_CQ_ERR: {
+      auto* c = static_cast<CqImpl*>(r.element.cq->cq_context);
+      CountReported(&c->cqx.mutex, &c->async_events_reported);
+      event->element.cq = ibv_cq_ex_to_cq(&c->cqx);
+      return true;
+    }
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+      auto* q = static_cast<QpImpl*>(r.element.qp->owner);
+      if (q == nullptr) return false;
+      CountReported(&q->qpx.qp_base.mutex, &q->events_reported);
+      event->element.qp = &q->qpx.qp_base;
+      return true;
+    }
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      auto* s = static_cast<SrqImpl*>(r.element.srq->srq_context);
+      CountReported(&s->srq.mutex, &s->events_reported);
+      event->element.srq = &s->srq;
+      return true;
+    }
+    default:
+      event->element.port_num = r.element.port_num;
+      return true;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int rocemu_ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
+  CtxImpl* ctx = Ctx(context);
+  for (;;) {
+    if (!Dead(ctx)) {
+      rocemu_async_event r{};
+      const int err = rocemu_get_async_event(ctx->rc, &r, 0);
+      if (err == 0) {
+        if (Translate(r, event)) return 0;
+        continue;
+      }
+      if (err != ETIMEDOUT) {
+        errno = err;
+        return -1;
+      }
+    }
+    if (Dead(ctx) || rocemu::verbs::client::DaemonGone(ctx->rc)) {
+      if (!ctx->fatal_reported.exchange(true)) {
+        event->event_type = IBV_EVENT_DEVICE_FATAL;
+        event->element.port_num = 0;
+        return 0;
+      }
+      errno = EIO;
+      return -1;
+    }
+    if ((fcntl(context->async_fd, F_GETFL) & O_NONBLOCK) != 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    pollfd p{context->async_fd, POLLIN, 0};
+    if (poll(&p, 1, -1) < 0 && errno != EINTR) return -1;
+  }
+}
+
+void rocemu_ibv_ack_async_event(ibv_async_event* event) {
+  switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR: {
+      ibv_cq* cq = event->element.cq;
+      pthread_mutex_lock(&cq->mutex);
+      ++cq->async_events_completed;
+      pthread_cond_signal(&cq->cond);
+      pthread_mutex_unlock(&cq->mutex);
+      return;
+    }
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+      ibv_qp* qp = event->element.qp;
+      pthread_mutex_lock(&qp->mutex);
+      ++qp->events_completed;
+      pthread_cond_signal(&qp->cond);
+      pthread_mutex_unlock(&qp->mutex);
+      return;
+    }
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      ibv_srq* srq = event->element.srq;
+      pthread_mutex_lock(&srq->mutex);
+      ++srq->events_completed;
+      pthread_cond_signal(&srq->cond);
+      pthread_mutex_unlock(&srq->mutex);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // extern "C"
+
+ROCEMU_IBV_1_1(ibv_get_async_event);
+ROCEMU_IBV_1_1(ibv_ack_async_event);

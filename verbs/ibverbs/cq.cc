@@ -1,0 +1,334 @@
+// Completion channels, completion queues (ibv_cq and ibv_cq_ex with its
+// start/next/end_poll iterator) and completion events.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "verbs/client_datapath.h"
+#include "verbs/ibverbs/dropin.h"
+
+namespace rocemu::ibverbs {
+namespace {
+
+using verbs::CqeSlot;
+
+// Work-completion flags a rocemu CQ can report through ibv_cq_ex (no
+// timestamps, VLANs, flow tags or tag matching).
+constexpr uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
+
+void FillWc(const CqeSlot& e, ibv_wc* w) {
+  w->wr_id = e.wr_id;
+  w->status = static_cast<ibv_wc_status>(e.status);
+  w->opcode = static_cast<ibv_wc_opcode>(e.opcode);
+  w->vendor_err = e.vendor_err;
+  w->byte_len = e.byte_len;
+  w->imm_data = (e.wc_flags & IBV_WC_WITH_INV) != 0 ? e.invalidated_rkey
+                                                    : htonl(e.imm_data);
+  w->qp_num = e.qp_num;
+  w->src_qp = e.src_qp;
+  w->wc_flags = e.wc_flags;
+  w->pkey_index = e.pkey_index;
+  w->slid = e.slid;
+  w->sl = e.sl;
+  w->dlid_path_bits = e.dlid_path_bits;
+}
+
+int PollCq(ibv_cq* cq, int num, ibv_wc* wc) {
+  return verbs::client::PollCqInto(Cq(cq)->rc, num, wc, FillWc);
+}
+
+int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
+  CqImpl* c = Cq(cq);
+  if (c->rc->channel == nullptr) return 0;  // nothing would be woken
+  return rocemu_req_notify_cq(c->rc, solicited_only);
+}
+
+// --- ibv_cq_ex iterator: the completion read is c->cur; the ring slots
+// taken since start_poll are released by end_poll in one store. ---
+
+bool Take(CqImpl* c) {
+  const void* s = c->rc->ring.ConsumerSlotAhead(c->taken);
+  if (s == nullptr) return false;
+  std::memcpy(&c->cur, s, sizeof(c->cur));
+  ++c->taken;
+  c->cqx.status = static_cast<ibv_wc_status>(c->cur.status);
+  c->cqx.wr_id = c->cur.wr_id;
+  return true;
+}
+
+int StartPoll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
+  if (attr != nullptr && attr->comp_mask != 0) return EINVAL;
+  CqImpl* c = Cq(cq);
+  c->rc->lock.lock();
+  c->taken = 0;
+  if (Take(c)) return 0;
+  c->rc->lock.unlock();  // the caller must not call end_poll after ENOENT
+  if (c->rc->ring.last_result() == verbs::RingResult::kCorrupt || Dead(c->ctx)) {
+    return EIO;
+  }
+  return ENOENT;
+}
+
+int NextPoll(ibv_cq_ex* cq) { return Take(Cq(cq)) ? 0 : ENOENT; }
+
+void EndPoll(ibv_cq_ex* cq) {
+  CqImpl* c = Cq(cq);
+  c->rc->ring.ReleaseN(c->taken);
+  c->taken = 0;
+  c->rc->lock.unlock();
+}
+
+enum ibv_wc_opcode ReadOpcode(ibv_cq_ex* cq) {
+  return static_cast<ibv_wc_opcode>(Cq(cq)->cur.opcode);
+}
+uint32_t ReadVendorErr(ibv_cq_ex* cq) { return Cq(cq)->cur.vendor_err; }
+uint32_t ReadByteLen(ibv_cq_ex* cq) { return Cq(cq)->cur.byte_len; }
+__be32 ReadImmData(ibv_cq_ex* cq) {
+  const CqeSlot& e = Cq(cq)->cur;
+  return (e.wc_flags & IBV_WC_WITH_INV) != 0 ? e.invalidated_rkey
+                                             : htonl(e.imm_data);
+}
+uint32_t ReadQpNum(ibv_cq_ex* cq) { return Cq(cq)->cur.qp_num; }
+uint32_t ReadSrcQp(ibv_cq_ex* cq) { return Cq(cq)->cur.src_qp; }
+unsigned int ReadWcFlags(ibv_cq_ex* cq) { return Cq(cq)->cur.wc_flags; }
+uint32_t ReadSlid(ibv_cq_ex* cq) { return Cq(cq)->cur.slid; }
+uint8_t ReadSl(ibv_cq_ex* cq) { return Cq(cq)->cur.sl; }
+uint8_t ReadDlidPathBits(ibv_cq_ex* cq) { return Cq(cq)->cur.dlid_path_bits; }
+
+int MakeChannelEpoll(int event_fd, int socket_fd) {
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return -1;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = event_fd;
+  epoll_event hup{};
+  hup.events = EPOLLRDHUP;
+  hup.data.fd = socket_fd;
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, event_fd, &ev) != 0 ||
+      epoll_ctl(ep, EPOLL_CTL_ADD, socket_fd, &hup) != 0) {
+    close(ep);
+    return -1;
+  }
+  return ep;
+}
+
+ibv_cq_ex* CreateCq(ibv_context* context, int cqe, ibv_comp_channel* channel,
+                    int comp_vector, void* cq_context, uint64_t wc_flags) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return FailNull<ibv_cq_ex>(EIO);
+  if (cqe <= 0 || cqe > ctx->attr.max_cqe) return FailNull<ibv_cq_ex>(EINVAL);
+  if (comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
+    return FailNull<ibv_cq_ex>(EINVAL);
+  }
+  auto* c = new CqImpl{};
+  rocemu_comp_channel* rch = channel != nullptr ? Chan(channel)->rch : nullptr;
+  c->rc = rocemu_create_cq(ctx->rc, cqe, c, rch, comp_vector);
+  if (c->rc == nullptr) {
+    delete c;
+    return nullptr;
+  }
+  c->ctx = ctx;
+  c->wc_flags = wc_flags;
+  ibv_cq_ex& x = c->cqx;
+  x.context = context;
+  x.channel = channel;
+  x.cq_context = cq_context;
+  x.handle = c->rc->handle;
+  x.cqe = static_cast<int>(c->rc->ring.capacity());
+  pthread_mutex_init(&x.mutex, nullptr);
+  pthread_cond_init(&x.cond, nullptr);
+  if (channel != nullptr) {
+    pthread_mutex_lock(&context->mutex);
+    ++channel->refcnt;
+    pthread_mutex_unlock(&context->mutex);
+  }
+  x.start_poll = StartPoll;
+  x.next_poll = NextPoll;
+  x.end_poll = EndPoll;
+  x.read_opcode = ReadOpcode;
+  x.read_vendor_err = ReadVendorErr;
+  x.read_byte_len = ReadByteLen;
+  x.read_imm_data = ReadImmData;
+  x.read_qp_num = ReadQpNum;
+  x.read_src_qp = ReadSrcQp;
+  x.read_wc_flags = ReadWcFlags;
+  x.read_slid = ReadSlid;
+  x.read_sl = ReadSl;
+  x.read_dlid_path_bits = ReadDlidPathBits;
+  return &x;
+}
+
+ibv_cq_ex* CreateCqEx(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  constexpr uint32_t kKnownMask =
+      IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
+  if ((attr->comp_mask & ~kKnownMask) != 0) return FailNull<ibv_cq_ex>(EINVAL);
+  if ((attr->wc_flags & ~kSupportedWcFlags) != 0) {
+    return FailNull<ibv_cq_ex>(EOPNOTSUPP);
+  }
+  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) != 0 &&
+      (attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED) != 0) {
+    return FailNull<ibv_cq_ex>(EOPNOTSUPP);
+  }
+  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) != 0) {
+    return FailNull<ibv_cq_ex>(EOPNOTSUPP);  // no parent domains
+  }
+  return CreateCq(context, static_cast<int>(attr->cqe), attr->channel,
+                  static_cast<int>(attr->comp_vector), attr->cq_context,
+                  attr->wc_flags);
+}
+
+}  // namespace
+
+void FillCqOps(CtxImpl* ctx) {
+  ctx->vctx.context.ops.poll_cq = PollCq;
+  ctx->vctx.context.ops.req_notify_cq = ReqNotifyCq;
+  ctx->vctx.create_cq_ex = CreateCqEx;
+}
+
+}  // namespace rocemu::ibverbs
+
+using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
+
+extern "C" {
+
+ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return FailNull<ibv_comp_channel>(EIO);
+  rocemu_comp_channel* rch = rocemu_create_comp_channel(ctx->rc);
+  if (rch == nullptr) return nullptr;
+  const int ep = MakeChannelEpoll(rocemu_comp_channel_fd(rch), ctx->rc->fd);
+  if (ep < 0) {
+    const int e = errno;
+    rocemu_destroy_comp_channel(rch);
+    return FailNull<ibv_comp_channel>(e);
+  }
+  auto* ch = new ChanImpl{};
+  ch->rch = rch;
+  ch->ch.context = context;
+  ch->ch.fd = ep;
+  ch->ch.refcnt = 0;
+  return &ch->ch;
+}
+
+int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
+  ibv_context* context = channel->context;
+  pthread_mutex_lock(&context->mutex);
+  if (channel->refcnt != 0) {
+    pthread_mutex_unlock(&context->mutex);
+    return EBUSY;
+  }
+  ChanImpl* ch = Chan(channel);
+  rocemu_destroy_comp_channel(ch->rch);
+  close(channel->fd);
+  pthread_mutex_unlock(&context->mutex);
+  delete ch;
+  return 0;
+}
+
+ibv_cq* rocemu_ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
+                      ibv_comp_channel* channel, int comp_vector) {
+  ibv_cq_ex* x = CreateCq(context, cqe, channel, comp_vector, cq_context,
+                          IBV_WC_STANDARD_FLAGS);
+  return x != nullptr ? ibv_cq_ex_to_cq(x) : nullptr;
+}
+
+int rocemu_ibv_resize_cq(ibv_cq* cq, int cqe) {
+  (void)cq;
+  (void)cqe;
+  return EOPNOTSUPP;
+}
+
+int rocemu_ibv_destroy_cq(ibv_cq* cq) {
+  CqImpl* c = Cq(cq);
+  ibv_comp_channel* channel = cq->channel;
+  WaitAcked(&cq->mutex, &cq->cond, &cq->comp_events_completed,
+            c->comp_events_reported);
+  WaitAcked(&cq->mutex, &cq->cond, &cq->async_events_completed,
+            c->async_events_reported);
+  const int err = rocemu_destroy_cq(c->rc);
+  if (err != 0) return err;
+  if (channel != nullptr) {
+    pthread_mutex_lock(&channel->context->mutex);
+    --channel->refcnt;
+    pthread_mutex_unlock(&channel->context->mutex);
+  }
+  pthread_mutex_destroy(&cq->mutex);
+  pthread_cond_destroy(&cq->cond);
+  delete c;
+  return 0;
+}
+
+// Blocks (unless the application made channel->fd non-blocking) until an
+// armed CQ of the channel fired; -1 with errno otherwise, as libibverbs.
+int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
+                     void** cq_context) {
+  ChanImpl* ch = Chan(channel);
+  rocemu_comp_channel* rch = ch->rch;
+  CtxImpl* ctx = Ctx(channel->context);
+  for (;;) {
+    // Clear the eventfd, then look: a signal published after the look
+    // writes it again, so the wait below cannot miss it.
+    uint64_t v;
+    (void)!read(rocemu_comp_channel_fd(rch), &v, sizeof(v));
+    CqImpl* fired = nullptr;
+    bool more = false;
+    {
+      std::lock_guard<std::mutex> lock(ctx->rc->mu);
+      for (rocemu_cq* rc : rch->cqs) {
+        const uint64_t s = rc->ring.signals();
+        if (s == rc->seen_signals) continue;
+        if (fired == nullptr) {
+          ++rc->seen_signals;
+          fired = static_cast<CqImpl*>(rc->cq_context);
+          more = more || s != rc->seen_signals;
+        } else {
+          more = true;
+        }
+      }
+    }
+    if (fired != nullptr) {
+      if (more) {
+        // Keep the fd readable while events wait, as a kernel channel is.
+        const uint64_t one = 1;
+        (void)!write(rocemu_comp_channel_fd(rch), &one, sizeof(one));
+      }
+      pthread_mutex_lock(&fired->cqx.mutex);
+      ++fired->comp_events_reported;
+      pthread_mutex_unlock(&fired->cqx.mutex);
+      *cq = ibv_cq_ex_to_cq(&fired->cqx);
+      *cq_context = fired->cqx.cq_context;
+      return 0;
+    }
+    if (Dead(ctx) || rocemu::verbs::client::DaemonGone(ctx->rc)) {
+      errno = EIO;
+      return -1;
+    }
+    if ((fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    pollfd p{channel->fd, POLLIN, 0};
+    if (poll(&p, 1, -1) < 0 && errno != EINTR) return -1;
+  }
+}
+
+void rocemu_ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+  pthread_mutex_lock(&cq->mutex);
+  cq->comp_events_completed += nevents;
+  pthread_cond_signal(&cq->cond);
+  pthread_mutex_unlock(&cq->mutex);
+}
+
+}  // extern "C"
+
+ROCEMU_IBV_1_1(ibv_create_cq);
+ROCEMU_IBV_1_1(ibv_resize_cq);
+ROCEMU_IBV_1_1(ibv_destroy_cq);
+ROCEMU_IBV_1_1(ibv_get_cq_event);
+ROCEMU_IBV_1_1(ibv_ack_cq_events);

@@ -1,0 +1,566 @@
+// Devices and contexts: discovery (rocemud verbs sockets instead of sysfs
+// and /dev/infiniband), open/close with the real ibv_context /
+// verbs_context layout, device and port queries, and the sysfs helpers
+// libibverbs exports (answered for our devices, read from /sys otherwise).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "verbs/client_control.h"
+#include "verbs/ibverbs/dropin.h"
+
+namespace rocemu::ibverbs {
+namespace {
+
+std::mutex& DevicesMu() {
+  static std::mutex mu;
+  return mu;
+}
+// Every device ever listed, by socket path; never freed (see DevImpl).
+std::vector<DevImpl*>& Devices() {
+  static auto* v = new std::vector<DevImpl*>;
+  return *v;
+}
+const char kVerbsDeviceOps[] = "rocemu";
+
+DevImpl* DeviceFor(const char* path, const char* name) {
+  for (DevImpl* d : Devices()) {
+    if (d->path == path) {
+      std::snprintf(d->dev.name, sizeof(d->dev.name), "%s", name);
+      return d;
+    }
+  }
+  auto* d = new DevImpl{};
+  d->verbs_device_ops = kVerbsDeviceOps;
+  d->path = path;
+  d->index = static_cast<int>(Devices().size());
+  d->dev.node_type = IBV_NODE_CA;
+  d->dev.transport_type = IBV_TRANSPORT_IB;  // RoCE devices say IB
+  std::snprintf(d->dev.name, sizeof(d->dev.name), "%s", name);
+  std::snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%d",
+                d->index);
+  std::snprintf(d->dev.dev_path, sizeof(d->dev.dev_path),
+                "/sys/class/infiniband_verbs/uverbs%d", d->index);
+  std::snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path),
+                "/sys/class/infiniband/%s", name);
+  Devices().push_back(d);
+  return d;
+}
+
+// Where discovery looked, for the one line printed when nothing answered.
+std::string Searched() {
+  if (const char* one = std::getenv("ROCEMU_VERBS_SOCKET")) {
+    return std::string("socket ") + one + " ($ROCEMU_VERBS_SOCKET)";
+  }
+  const char* dir = std::getenv("ROCEMU_VERBS_DIR");
+  return std::string("sockets in ") + (dir != nullptr ? dir : "/run/rocemu") +
+         (dir != nullptr ? " ($ROCEMU_VERBS_DIR)" : "");
+}
+
+int MakeEpoll(int data_fd, int socket_fd) {
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return -1;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = data_fd;
+  epoll_event hup{};
+  hup.events = EPOLLRDHUP;
+  hup.data.fd = socket_fd;
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, data_fd, &ev) != 0 ||
+      epoll_ctl(ep, EPOLL_CTL_ADD, socket_fd, &hup) != 0) {
+    close(ep);
+    return -1;
+  }
+  return ep;
+}
+
+uint8_t MtuCode(int v) { return static_cast<uint8_t>(v); }
+
+void FillPortAttr(const rocemu_port_attr& p, ibv_port_attr* a) {
+  *a = ibv_port_attr{};
+  a->state = static_cast<ibv_port_state>(p.state);
+  a->max_mtu = static_cast<ibv_mtu>(MtuCode(p.max_mtu));
+  a->active_mtu = static_cast<ibv_mtu>(MtuCode(p.active_mtu));
+  a->gid_tbl_len = p.gid_tbl_len;
+  a->port_cap_flags = p.port_cap_flags;
+  a->max_msg_sz = p.max_msg_sz;
+  a->bad_pkey_cntr = p.bad_pkey_cntr;
+  a->qkey_viol_cntr = p.qkey_viol_cntr;
+  a->pkey_tbl_len = p.pkey_tbl_len;
+  a->max_vl_num = p.max_vl_num;
+  a->active_width = p.active_width;
+  a->active_speed = p.active_speed;
+  a->phys_state = p.phys_state;
+  a->link_layer = IBV_LINK_LAYER_ETHERNET;
+}
+
+int QueryPortInto(ibv_context* context, uint8_t port_num, ibv_port_attr* out,
+                  size_t len) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return EIO;
+  rocemu_port_attr p{};
+  const int err = rocemu_query_port(ctx->rc, port_num, &p);
+  if (err != 0) return err;
+  ibv_port_attr a;
+  FillPortAttr(p, &a);
+  std::memcpy(out, &a, std::min(len, sizeof(a)));
+  return 0;
+}
+
+void FillDeviceAttr(const rocemu_device_attr& r, ibv_device_attr* a) {
+  *a = ibv_device_attr{};
+  std::snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", r.fw_ver);
+  a->node_guid = htobe64(r.node_guid);
+  a->sys_image_guid = htobe64(r.sys_image_guid);
+  a->max_mr_size = r.max_mr_size;
+  a->page_size_cap = r.page_size_cap;
+  a->vendor_id = r.vendor_id;
+  a->vendor_part_id = r.vendor_part_id;
+  a->hw_ver = r.hw_ver;
+  a->max_qp = r.max_qp;
+  a->max_qp_wr = r.max_qp_wr;
+  a->device_cap_flags = r.device_cap_flags;
+  a->max_sge = r.max_sge;
+  a->max_sge_rd = r.max_sge_rd;
+  a->max_cq = r.max_cq;
+  a->max_cqe = r.max_cqe;
+  a->max_mr = r.max_mr;
+  a->max_pd = r.max_pd;
+  a->max_qp_rd_atom = r.max_qp_rd_atom;
+  a->max_res_rd_atom = r.max_res_rd_atom;
+  a->max_qp_init_rd_atom = r.max_qp_init_rd_atom;
+  a->atomic_cap = static_cast<ibv_atomic_cap>(r.atomic_cap);
+  a->max_ah = r.max_ah;
+  a->max_srq = r.max_srq;
+  a->max_srq_wr = r.max_srq_wr;
+  a->max_srq_sge = r.max_srq_sge;
+  a->max_pkeys = r.max_pkeys;
+  a->local_ca_ack_delay = r.local_ca_ack_delay;
+  a->phys_port_cnt = r.phys_port_cnt;
+}
+
+int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
+                  ibv_device_attr_ex* out, size_t len) {
+  if (in != nullptr && in->comp_mask != 0) return EINVAL;
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return EIO;
+  rocemu_device_attr r{};
+  const int err = rocemu_query_device(ctx->rc, &r);
+  if (err != 0) return err;
+  ibv_device_attr_ex a{};
+  FillDeviceAttr(r, &a.orig_attr);
+  a.device_cap_flags_ex = r.device_cap_flags;
+  a.phys_port_cnt_ex = r.phys_port_cnt;
+  // No ODP, no completion timestamps, no TSO/RSS/WQs, no tag matching, no
+  // CQ moderation, no device memory: those capability blocks stay zero.
+  std::memcpy(out, &a, std::min(len, sizeof(a)));
+  return 0;
+}
+
+int QueryPortOp(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
+                size_t len) {
+  return QueryPortInto(context, port_num, attr, len);
+}
+
+// The virtual sysfs of our devices: what ibv_devinfo and friends read
+// through ibv_read_sysfs_file.
+bool VirtualSysfs(const char* dir, const char* file, std::string* out) {
+  std::lock_guard<std::mutex> lock(DevicesMu());
+  for (DevImpl* d : Devices()) {
+    if (std::strcmp(dir, d->dev.ibdev_path) != 0) continue;
+    if (std::strcmp(file, "board_id") == 0) {
+      *out = "ROCEMU_SOFT_ROCE\n";
+    } else if (std::strcmp(file, "node_type") == 0) {
+      *out = "1: CA\n";
+    } else if (std::strcmp(file, "hca_type") == 0) {
+      *out = "rocemu\n";
+    } else if (std::strcmp(file, "node_desc") == 0) {
+      *out = std::string("rocemu ") + d->dev.name + "\n";
+    } else {
+      return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void WarnOnce(const char* topic, const char* fmt, ...) {
+  static std::mutex mu;
+  static std::vector<std::string>* seen = new std::vector<std::string>;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (std::find(seen->begin(), seen->end(), topic) != seen->end()) return;
+    seen->emplace_back(topic);
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stderr, "rocemu libibverbs: ");
+  std::vfprintf(stderr, fmt, ap);
+  std::fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+void WaitAcked(pthread_mutex_t* mu, pthread_cond_t* cond,
+               const uint32_t* completed, uint32_t reported) {
+  pthread_mutex_lock(mu);
+  while (*completed != reported) pthread_cond_wait(cond, mu);
+  pthread_mutex_unlock(mu);
+}
+
+void FillDeviceOps(CtxImpl* ctx) {
+  verbs_context& v = ctx->vctx;
+  v.query_port = QueryPortOp;
+  v.query_device_ex = QueryDeviceEx;
+}
+
+}  // namespace rocemu::ibverbs
+
+using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
+
+extern "C" {
+
+ibv_device** rocemu_ibv_get_device_list(int* num_devices) {
+  int n = 0;
+  rocemu_device** found = rocemu_get_device_list(&n);
+  if (found == nullptr) return nullptr;
+  std::vector<ibv_device*> out;
+  {
+    std::lock_guard<std::mutex> lock(DevicesMu());
+    for (int i = 0; i < n; ++i) {
+      out.push_back(&DeviceFor(rocemu_get_device_path(found[i]),
+                               rocemu_get_device_name(found[i]))
+                         ->dev);
+    }
+  }
+  rocemu_free_device_list(found);
+  if (out.empty()) {
+    WarnOnce("no-device",
+             "no rocemud answered on the %s; is the daemon running?",
+             Searched().c_str());
+  }
+  auto** list = static_cast<ibv_device**>(
+      std::calloc(out.size() + 1, sizeof(ibv_device*)));
+  if (list == nullptr) return FailNull<ibv_device*>(ENOMEM);
+  std::copy(out.begin(), out.end(), list);
+  if (num_devices != nullptr) *num_devices = static_cast<int>(out.size());
+  return list;
+}
+
+void rocemu_ibv_free_device_list(ibv_device** list) { std::free(list); }
+
+const char* rocemu_ibv_get_device_name(ibv_device* device) { return device->name; }
+
+int ibv_get_device_index(ibv_device* device) { return Dev(device)->index; }
+
+__be64 rocemu_ibv_get_device_guid(ibv_device* device) {
+  rocemu_context* rc = rocemu_open_device(Dev(device)->path.c_str());
+  if (rc == nullptr) return 0;
+  rocemu_device_attr a{};
+  const int err = rocemu_query_device(rc, &a);
+  rocemu_close_device(rc);
+  return err == 0 ? htobe64(a.node_guid) : 0;
+}
+
+ibv_context* rocemu_ibv_open_device(ibv_device* device) {
+  DevImpl* dev = Dev(device);
+  rocemu_context* rc = rocemu_open_device(dev->path.c_str());
+  if (rc == nullptr) return nullptr;
+  auto* ctx = new CtxImpl{};
+  ctx->rc = rc;
+  ctx->dev = dev;
+  if (rocemu_query_device(rc, &ctx->attr) != 0) {
+    rocemu_close_device(rc);
+    delete ctx;
+    return FailNull<ibv_context>(EIO);
+  }
+  ctx->async_epfd = MakeEpoll(rocemu_async_fd(rc), rc->fd);
+  if (ctx->async_epfd < 0) {
+    const int e = errno;
+    rocemu_close_device(rc);
+    delete ctx;
+    return FailNull<ibv_context>(e);
+  }
+  verbs_context& v = ctx->vctx;
+  ibv_context& c = v.context;
+  c.device = device;
+  c.cmd_fd = rc->fd;
+  c.async_fd = ctx->async_epfd;
+  c.num_comp_vectors = 1;
+  pthread_mutex_init(&c.mutex, nullptr);
+  c.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  v.sz = sizeof(verbs_context);
+  // Every extension slot refuses unless a file below provides it, as
+  // libibverbs pre-fills a context with its dummy ops.
+  RefuseSlot(&v.query_port);
+  RefuseSlot(&v.advise_mr);
+  RefuseSlot(&v.alloc_null_mr);
+  RefuseSlot(&v.read_counters);
+  RefuseSlot(&v.attach_counters_point_flow);
+  RefuseSlot(&v.create_counters);
+  RefuseSlot(&v.destroy_counters);
+  RefuseSlot(&v.reg_dm_mr);
+  RefuseSlot(&v.alloc_dm);
+  RefuseSlot(&v.free_dm);
+  RefuseSlot(&v.modify_flow_action_esp);
+  RefuseSlot(&v.destroy_flow_action);
+  RefuseSlot(&v.create_flow_action_esp);
+  RefuseSlot(&v.modify_qp_rate_limit);
+  RefuseSlot(&v.alloc_parent_domain);
+  RefuseSlot(&v.dealloc_td);
+  RefuseSlot(&v.alloc_td);
+  RefuseSlot(&v.modify_cq);
+  RefuseSlot(&v.post_srq_ops);
+  RefuseSlot(&v.destroy_rwq_ind_table);
+  RefuseSlot(&v.create_rwq_ind_table);
+  RefuseSlot(&v.destroy_wq);
+  RefuseSlot(&v.modify_wq);
+  RefuseSlot(&v.create_wq);
+  RefuseSlot(&v.query_rt_values);
+  RefuseSlot(&v.create_cq_ex);
+  RefuseSlot(&v.query_device_ex);
+  RefuseSlot(&v.ibv_destroy_flow);
+  RefuseSlot(&v.ABI_placeholder2);
+  RefuseSlot(&v.ibv_create_flow);
+  RefuseSlot(&v.ABI_placeholder1);
+  RefuseSlot(&v.open_qp);
+  RefuseSlot(&v.create_qp_ex);
+  RefuseSlot(&v.get_srq_num);
+  RefuseSlot(&v.create_srq_ex);
+  RefuseSlot(&v.open_xrcd);
+  RefuseSlot(&v.close_xrcd);
+  ibv_context_ops& o = c.ops;
+  RefuseSlot(&o._compat_query_device);
+  RefuseSlot(&o._compat_query_port);
+  RefuseSlot(&o._compat_alloc_pd);
+  RefuseSlot(&o._compat_dealloc_pd);
+  RefuseSlot(&o._compat_reg_mr);
+  RefuseSlot(&o._compat_rereg_mr);
+  RefuseSlot(&o._compat_dereg_mr);
+  RefuseSlot(&o.alloc_mw);
+  RefuseSlot(&o.bind_mw);
+  RefuseSlot(&o.dealloc_mw);
+  RefuseSlot(&o._compat_create_cq);
+  RefuseSlot(&o.poll_cq);
+  RefuseSlot(&o.req_notify_cq);
+  RefuseSlot(&o._compat_cq_event);
+  RefuseSlot(&o._compat_resize_cq);
+  RefuseSlot(&o._compat_destroy_cq);
+  RefuseSlot(&o._compat_create_srq);
+  RefuseSlot(&o._compat_modify_srq);
+  RefuseSlot(&o._compat_query_srq);
+  RefuseSlot(&o._compat_destroy_srq);
+  RefuseSlot(&o.post_srq_recv);
+  RefuseSlot(&o._compat_create_qp);
+  RefuseSlot(&o._compat_query_qp);
+  RefuseSlot(&o._compat_modify_qp);
+  RefuseSlot(&o._compat_destroy_qp);
+  RefuseSlot(&o.post_send);
+  RefuseSlot(&o.post_recv);
+  RefuseSlot(&o._compat_create_ah);
+  RefuseSlot(&o._compat_destroy_ah);
+  RefuseSlot(&o._compat_attach_mcast);
+  RefuseSlot(&o._compat_detach_mcast);
+  RefuseSlot(&o._compat_async_event);
+  FillDeviceOps(ctx);
+  FillMemoryOps(ctx);
+  FillCqOps(ctx);
+  FillQpOps(ctx);
+  FillSrqOps(ctx);
+  return &c;
+}
+
+int rocemu_ibv_close_device(ibv_context* context) {
+  CtxImpl* ctx = Ctx(context);
+  rocemu_close_device(ctx->rc);
+  close(ctx->async_epfd);
+  pthread_mutex_destroy(&context->mutex);
+  delete ctx;
+  return 0;
+}
+
+int rocemu_ibv_query_device(ibv_context* context, ibv_device_attr* device_attr) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return EIO;
+  rocemu_device_attr r{};
+  const int err = rocemu_query_device(ctx->rc, &r);
+  if (err != 0) return err;
+  FillDeviceAttr(r, device_attr);
+  return 0;
+}
+
+// The exported form fills the 48-byte layout without port_cap_flags2
+// (programs that see an extended context call the verbs_context slot).
+int rocemu_ibv_query_port(ibv_context* context, uint8_t port_num,
+                   _compat_ibv_port_attr* port_attr) {
+  return QueryPortInto(context, port_num,
+                       reinterpret_cast<ibv_port_attr*>(port_attr),
+                       offsetof(ibv_port_attr, port_cap_flags2));
+}
+
+int rocemu_ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
+                  ibv_gid* gid) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) {
+    errno = EIO;
+    return -1;
+  }
+  const int err = rocemu_query_gid(ctx->rc, port_num, index, gid->raw);
+  if (err != 0) {
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num,
+                      uint32_t gid_index, ibv_gid_entry* entry,
+                      uint32_t flags, size_t entry_size) {
+  if (flags != 0) return EOPNOTSUPP;
+  if (entry_size < sizeof(ibv_gid_entry)) return EINVAL;
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return EIO;
+  if (port_num == 0 || port_num > 255) return EINVAL;
+  ibv_gid_entry e{};
+  const int err = rocemu_query_gid(ctx->rc, static_cast<uint8_t>(port_num),
+                                   static_cast<int>(gid_index), e.gid.raw);
+  if (err != 0) return err;
+  static const uint8_t kZero[16] = {};
+  if (std::memcmp(e.gid.raw, kZero, sizeof(kZero)) == 0) return ENODATA;
+  e.gid_index = gid_index;
+  e.port_num = port_num;
+  e.gid_type = IBV_GID_TYPE_ROCE_V2;
+  e.ndev_ifindex = 0;
+  std::memcpy(entry, &e, sizeof(e));
+  return 0;
+}
+
+ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries,
+                             size_t max_entries, uint32_t flags,
+                             size_t entry_size) {
+  if (flags != 0) return -EOPNOTSUPP;
+  if (entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return -EIO;
+  rocemu_port_attr p{};
+  int err = rocemu_query_port(ctx->rc, 1, &p);
+  if (err != 0) return -err;
+  size_t n = 0;
+  auto* out = reinterpret_cast<uint8_t*>(entries);
+  for (int i = 0; i < p.gid_tbl_len; ++i) {
+    ibv_gid_entry e{};
+    err = _ibv_query_gid_ex(context, 1, static_cast<uint32_t>(i), &e, 0,
+                            sizeof(e));
+    if (err == ENODATA) continue;
+    if (err != 0) return -err;
+    if (n == max_entries) return -EINVAL;
+    std::memcpy(out + n * entry_size, &e, sizeof(e));
+    ++n;
+  }
+  return static_cast<ssize_t>(n);
+}
+
+// Private to rdma-core but imported by ibv_devinfo and pyverbs: the sysfs
+// form of the GID type (rdma-core's enum ibv_gid_type_sysfs, an int: 0 for
+// IB/RoCE v1, 1 for RoCE v2).
+enum { kGidTypeSysfsIbRoceV1 = 0, kGidTypeSysfsRoceV2 = 1 };
+int ibv_query_gid_type(ibv_context* context, uint8_t port_num,
+                       unsigned int index, int* type) {
+  ibv_gid_entry e{};
+  const int err =
+      _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
+  if (err == ENODATA) {
+    *type = kGidTypeSysfsIbRoceV1;
+    return 0;
+  }
+  if (err != 0) {
+    errno = err;
+    return -1;
+  }
+  *type = kGidTypeSysfsRoceV2;
+  return 0;
+}
+
+int rocemu_ibv_query_pkey(ibv_context* context, uint8_t port_num, int index,
+                   __be16* pkey) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) {
+    errno = EIO;
+    return -1;
+  }
+  const int err = rocemu_query_pkey(ctx->rc, port_num, index, pkey);
+  if (err != 0) {
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+int ibv_get_pkey_index(ibv_context* context, uint8_t port_num, __be16 pkey) {
+  CtxImpl* ctx = Ctx(context);
+  rocemu_port_attr p{};
+  if (rocemu_query_port(ctx->rc, port_num, &p) != 0) return -1;
+  for (int i = 0; i < p.pkey_tbl_len; ++i) {
+    __be16 v = 0;
+    if (rocemu_query_pkey(ctx->rc, port_num, i, &v) != 0) return -1;
+    if (v == pkey) return i;
+  }
+  return -1;
+}
+
+const char* ibv_get_sysfs_path(void) {
+  const char* p = std::getenv("SYSFS_PATH");
+  return p != nullptr && getuid() == geteuid() ? p : "/sys";
+}
+
+int ibv_read_sysfs_file(const char* dir, const char* file, char* buf,
+                        size_t size) {
+  std::string v;
+  if (VirtualSysfs(dir, file, &v)) {
+    if (size == 0) return 0;
+    const size_t n = std::min(size - 1, v.size());
+    std::memcpy(buf, v.data(), n);
+    buf[n] = '\0';
+    if (n > 0 && buf[n - 1] == '\n') buf[n - 1] = '\0';
+    return static_cast<int>(n);
+  }
+  const std::string path = std::string(dir) + "/" + file;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t n = read(fd, buf, size);
+  close(fd);
+  if (n <= 0) return -1;
+  if (static_cast<size_t>(n) < size) buf[n] = '\0';
+  if (buf[n - 1] == '\n') buf[n - 1] = '\0';
+  return static_cast<int>(n);
+}
+
+// Kernel-device import: there is no kernel device to import from.
+ibv_context* ibv_import_device(int cmd_fd) {
+  (void)cmd_fd;
+  return FailNull<ibv_context>(EOPNOTSUPP);
+}
+
+}  // extern "C"
+
+ROCEMU_IBV_1_1(ibv_get_device_list);
+ROCEMU_IBV_1_1(ibv_free_device_list);
+ROCEMU_IBV_1_1(ibv_get_device_name);
+ROCEMU_IBV_1_1(ibv_get_device_guid);
+ROCEMU_IBV_1_1(ibv_open_device);
+ROCEMU_IBV_1_1(ibv_close_device);
+ROCEMU_IBV_1_1(ibv_query_device);
+ROCEMU_IBV_1_1(ibv_query_port);
+ROCEMU_IBV_1_1(ibv_query_gid);
+ROCEMU_IBV_1_1(ibv_query_pkey);

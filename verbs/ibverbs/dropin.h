@@ -1,0 +1,218 @@
+// The drop-in libibverbs.so.1: the objects unmodified programs see.
+//
+// Programs compiled against <infiniband/verbs.h> reach the library two
+// ways: through the exported ibv_* functions, and through function
+// pointers and fields the header's inline wrappers read directly
+// (ibv_context::ops for post/poll/notify, verbs_context for the _ex verbs,
+// ibv_qp_ex::wr_*, ibv_cq_ex::start_poll/read_*). So every object is the
+// real ABI struct as the first member of our record, and every slot an
+// application may call holds a function of ours: a real one, or one that
+// refuses the way libibverbs refuses on a device without the feature.
+//
+// Underneath, each record holds the rocemu client object (client_objects.h)
+// that talks to rocemud.
+#ifndef ROCEMU_VERBS_IBVERBS_DROPIN_H_
+#define ROCEMU_VERBS_IBVERBS_DROPIN_H_
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "verbs/client_objects.h"
+#include "verbs/ring_slots.h"
+
+// <infiniband/verbs.h> turns some names into macros over inline wrappers;
+// this library defines the real functions behind them.
+#undef ibv_get_device_list
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+namespace rocemu::ibverbs {
+
+// A device: one rocemud verbs socket. Records live until the process ends
+// (libibverbs keeps its device list for the process, and contexts point at
+// their device).
+struct DevImpl {
+  ibv_device dev;  // must be first
+  // Where libibverbs keeps `verbs_device::ops`: provider libraries loaded
+  // alongside (libmlx5 ...) compare it with their own to claim a device, so
+  // it points at something of ours.
+  const void* verbs_device_ops;
+  std::string path;
+  int index;
+};
+
+struct CtxImpl {
+  verbs_context vctx;  // applications hold &vctx.context (its last member)
+  rocemu_context* rc;
+  DevImpl* dev;
+  // What applications poll: epoll sets over the daemon's eventfd and the
+  // control socket, so the daemon's death wakes them too, and so the
+  // O_NONBLOCK an application sets is its own.
+  int async_epfd;
+  std::atomic<bool> fatal_reported{false};
+  rocemu_device_attr attr;  // cached at open
+};
+
+struct PdImpl {
+  ibv_pd pd;
+  rocemu_pd* rp;
+};
+
+struct MrImpl {
+  ibv_mr mr;
+  rocemu_mr* rm;
+};
+
+struct AhImpl {
+  ibv_ah ah;
+  rocemu_ah* ra;
+};
+
+struct ChanImpl {
+  ibv_comp_channel ch;  // ch.fd is an epoll set over the eventfd
+  rocemu_comp_channel* rch;
+};
+
+struct CqImpl {
+  ibv_cq_ex cqx;  // ibv_cq is its first 128 bytes
+  rocemu_cq* rc;
+  CtxImpl* ctx;
+  uint64_t wc_flags;
+  // ibv_start_poll .. ibv_end_poll: the completion being read and how many
+  // ring slots the batch has taken.
+  verbs::CqeSlot cur;
+  uint32_t taken;
+  uint32_t comp_events_reported;
+  uint32_t async_events_reported;
+};
+
+struct SrqImpl {
+  ibv_srq srq;
+  rocemu_srq* rs;
+  CtxImpl* ctx;
+  uint32_t events_reported;
+};
+
+struct QpImpl {
+  ibv_qp_ex qpx;  // qpx.qp_base is the ibv_qp applications see
+  rocemu_qp* rq;
+  CtxImpl* ctx;
+  bool extended;  // created with send_ops_flags: ibv_qp_to_qp_ex answers
+  uint64_t send_ops_flags;
+  uint32_t events_reported;
+  uint32_t sq_sig_all;
+  // ibv_wr_start .. ibv_wr_complete: slots filled ahead of the ring's head,
+  // the one being built, and the first error (reported by wr_complete).
+  uint32_t wr_count;
+  verbs::SqSlot* wr_cur;
+  int wr_err;
+};
+
+// The record behind an application's pointer.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+inline CtxImpl* Ctx(ibv_context* c) {
+  return reinterpret_cast<CtxImpl*>(reinterpret_cast<char*>(c) -
+                                    offsetof(CtxImpl, vctx) -
+                                    offsetof(verbs_context, context));
+}
+static_assert(offsetof(CtxImpl, vctx) == 0);
+static_assert(offsetof(DevImpl, dev) == 0);
+static_assert(offsetof(QpImpl, qpx) == 0);
+static_assert(offsetof(CqImpl, cqx) == 0);
+#pragma GCC diagnostic pop
+inline DevImpl* Dev(ibv_device* d) { return reinterpret_cast<DevImpl*>(d); }
+inline PdImpl* Pd(ibv_pd* p) { return reinterpret_cast<PdImpl*>(p); }
+inline MrImpl* Mr(ibv_mr* m) { return reinterpret_cast<MrImpl*>(m); }
+inline AhImpl* Ah(ibv_ah* a) { return reinterpret_cast<AhImpl*>(a); }
+inline ChanImpl* Chan(ibv_comp_channel* c) {
+  return reinterpret_cast<ChanImpl*>(c);
+}
+inline CqImpl* Cq(ibv_cq* c) { return reinterpret_cast<CqImpl*>(c); }
+inline CqImpl* Cq(ibv_cq_ex* c) { return reinterpret_cast<CqImpl*>(c); }
+inline SrqImpl* Srq(ibv_srq* s) { return reinterpret_cast<SrqImpl*>(s); }
+inline QpImpl* Qp(ibv_qp* q) { return reinterpret_cast<QpImpl*>(q); }
+inline QpImpl* Qp(ibv_qp_ex* q) { return reinterpret_cast<QpImpl*>(q); }
+
+// NULL with errno, as libibverbs' pointer-returning calls fail.
+template <typename T>
+T* FailNull(int err) {
+  errno = err;
+  return nullptr;
+}
+
+// A verbs slot of any signature that refuses: EOPNOTSUPP as an errno
+// return for int slots, NULL with errno for pointer slots.
+template <typename F>
+struct Refuse;
+template <typename R, typename... A>
+struct Refuse<R (*)(A...)> {
+  static R Fn(A...) {
+    errno = EOPNOTSUPP;
+    if constexpr (std::is_pointer_v<R>) {
+      return nullptr;
+    } else if constexpr (!std::is_void_v<R>) {
+      return static_cast<R>(EOPNOTSUPP);
+    }
+  }
+};
+template <typename Slot>
+void RefuseSlot(Slot* slot) {
+  *slot = &Refuse<Slot>::Fn;
+}
+
+// Context ops (device.cc fills the table; each concept's file provides its
+// own slots).
+void FillCqOps(CtxImpl* ctx);
+void FillQpOps(CtxImpl* ctx);
+void FillSrqOps(CtxImpl* ctx);
+void FillMemoryOps(CtxImpl* ctx);
+void FillDeviceOps(CtxImpl* ctx);
+
+// The calls of a context whose daemon has gone fail with EIO; releasing
+// calls still free what this process holds.
+inline bool Dead(const CtxImpl* ctx) {
+  return ctx->rc->dead.load(std::memory_order_relaxed);
+}
+
+// Waits until `completed` (under mutex) reaches `reported`: destroy calls
+// wait for the application to acknowledge every event it was handed, as
+// libibverbs does.
+void WaitAcked(pthread_mutex_t* mu, pthread_cond_t* cond,
+               const uint32_t* completed, uint32_t reported);
+
+// One line on stderr per process and topic (VERBS_LOG_LEVEL-like noise is
+// not wanted: programs print their own errors).
+void WarnOnce(const char* topic, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+}  // namespace rocemu::ibverbs
+
+// Our IBVERBS_1.1 implementations that other files call (see below).
+extern "C" {
+int rocemu_ibv_query_port(ibv_context* context, uint8_t port_num,
+                          _compat_ibv_port_attr* port_attr);
+int rocemu_ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
+                         ibv_gid* gid);
+}
+
+// libibverbs 1.0 exported 33 names that 1.1 replaced with new layouts; both
+// versions stay exported, and a program binds the default (1.1). Our 1.1
+// implementation of such a name is defined as rocemu_<name> and bound to
+// <name>@@IBVERBS_1.1 here (in the defining file, as the assembler needs);
+// compat.cc binds <name>@IBVERBS_1.0. The static_assert keeps the
+// definition's type the one <infiniband/verbs.h> declares.
+#define ROCEMU_IBV_1_1(name)                                                \
+  static_assert(std::is_same_v<decltype(&rocemu_##name), decltype(&::name)>, \
+                #name);                                                      \
+  __asm__(".symver rocemu_" #name "," #name "@@IBVERBS_1.1")
+
+#endif  // ROCEMU_VERBS_IBVERBS_DROPIN_H_

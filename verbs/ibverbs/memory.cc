@@ -1,0 +1,224 @@
+// Protection domains, memory regions (any memory of the process: the
+// daemon maps library buffers and reaches everything else itself, see
+// docs/verbs.md), re-registration, fork support and the import verbs.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "verbs/client_objects.h"
+#include "verbs/ibverbs/dropin.h"
+
+namespace rocemu::ibverbs {
+namespace {
+
+std::atomic<bool> g_fork_initialized{false};
+
+// Access bits a rocemu MR understands; the optional range
+// (IBV_ACCESS_OPTIONAL_RANGE, e.g. RELAXED_ORDERING) is a hint a device may
+// ignore, as libibverbs documents.
+constexpr unsigned kSupportedAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_HUGETLB;
+
+int CheckAccess(unsigned access) {
+  access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
+  if ((access & IBV_ACCESS_ON_DEMAND) != 0) return EOPNOTSUPP;  // no ODP
+  if ((access & (IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED)) != 0) {
+    return EOPNOTSUPP;  // memory windows are not offered (max_mw 0)
+  }
+  if ((access & ~kSupportedAccess) != 0) return EINVAL;
+  // IBTA 10.6.3.1: remote write or atomic access needs local write.
+  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0 &&
+      (access & IBV_ACCESS_LOCAL_WRITE) == 0) {
+    return EINVAL;
+  }
+  return 0;
+}
+
+int RocemuAccess(unsigned access) {
+  return static_cast<int>(access & (IBV_ACCESS_LOCAL_WRITE |
+                                    IBV_ACCESS_REMOTE_WRITE |
+                                    IBV_ACCESS_REMOTE_READ |
+                                    IBV_ACCESS_REMOTE_ATOMIC));
+}
+
+ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+              unsigned access) {
+  if (const int err = CheckAccess(access); err != 0) {
+    return FailNull<ibv_mr>(err);
+  }
+  if (iova != reinterpret_cast<uintptr_t>(addr)) {
+    // The daemon addresses a region by the application's own addresses.
+    return FailNull<ibv_mr>(EOPNOTSUPP);
+  }
+  PdImpl* p = Pd(pd);
+  rocemu_mr* rm = rocemu_reg_mr(p->rp, addr, length, RocemuAccess(access));
+  if (rm == nullptr) return nullptr;
+  auto* m = new MrImpl{};
+  m->rm = rm;
+  m->mr.context = pd->context;
+  m->mr.pd = pd;
+  m->mr.addr = addr;
+  m->mr.length = length;
+  m->mr.handle = rm->lkey;
+  m->mr.lkey = rm->lkey;
+  m->mr.rkey = rm->rkey;
+  return &m->mr;
+}
+
+}  // namespace
+
+void FillMemoryOps(CtxImpl* ctx) { (void)ctx; }
+
+}  // namespace rocemu::ibverbs
+
+using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
+
+extern "C" {
+
+ibv_pd* rocemu_ibv_alloc_pd(ibv_context* context) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return FailNull<ibv_pd>(EIO);
+  rocemu_pd* rp = rocemu_alloc_pd(ctx->rc);
+  if (rp == nullptr) return nullptr;
+  auto* p = new PdImpl{};
+  p->rp = rp;
+  p->pd.context = context;
+  p->pd.handle = rp->handle;
+  return &p->pd;
+}
+
+int rocemu_ibv_dealloc_pd(ibv_pd* pd) {
+  PdImpl* p = Pd(pd);
+  const int err = rocemu_dealloc_pd(p->rp);
+  if (err != 0) return err;
+  delete p;
+  return 0;
+}
+
+ibv_mr* rocemu_ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  return RegMr(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
+               static_cast<unsigned>(access));
+}
+
+ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                        int access) {
+  return RegMr(pd, addr, length, iova, static_cast<unsigned>(access));
+}
+
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length,
+                         uint64_t iova, unsigned int access) {
+  return RegMr(pd, addr, length, iova, access);
+}
+
+ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length,
+                          uint64_t iova, int fd, int access) {
+  (void)pd;
+  (void)offset;
+  (void)length;
+  (void)iova;
+  (void)fd;
+  (void)access;
+  return FailNull<ibv_mr>(EOPNOTSUPP);
+}
+
+int rocemu_ibv_dereg_mr(ibv_mr* mr) {
+  MrImpl* m = Mr(mr);
+  const int err = rocemu_dereg_mr(m->rm);
+  if (err != 0) return err;
+  delete m;
+  return 0;
+}
+
+// Re-registration registers the new region first, then releases the old
+// one, so a failure leaves the old region intact (IBV_REREG_MR_ERR_INPUT /
+// _CMD as libibverbs reports them). The keys may change, as on mlx5.
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr,
+                 size_t length, int access) {
+  constexpr int kKnown = IBV_REREG_MR_CHANGE_TRANSLATION |
+                         IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+  if (flags == 0 || (flags & ~kKnown) != 0) return IBV_REREG_MR_ERR_INPUT;
+  MrImpl* m = Mr(mr);
+  ibv_pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) != 0 ? pd : mr->pd;
+  void* new_addr =
+      (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 ? addr : mr->addr;
+  size_t new_len =
+      (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 ? length : mr->length;
+  unsigned new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) != 0
+                            ? static_cast<unsigned>(access)
+                            : static_cast<unsigned>(m->rm->access);
+  if (new_pd == nullptr || new_len == 0) return IBV_REREG_MR_ERR_INPUT;
+  if (CheckAccess(new_access) != 0) return IBV_REREG_MR_ERR_INPUT;
+  rocemu_mr* fresh = rocemu_reg_mr(Pd(new_pd)->rp, new_addr, new_len,
+                                   RocemuAccess(new_access));
+  if (fresh == nullptr) {
+    errno = errno != 0 ? errno : EINVAL;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  rocemu_dereg_mr(m->rm);
+  m->rm = fresh;
+  mr->pd = new_pd;
+  mr->addr = new_addr;
+  mr->length = new_len;
+  mr->handle = fresh->lkey;
+  mr->lkey = fresh->lkey;
+  mr->rkey = fresh->rkey;
+  return 0;
+}
+
+// Nothing is pinned (the daemon reaches memory on demand), so there is no
+// copy-on-write hazard to protect against: fork support is always there.
+int ibv_fork_init(void) {
+  g_fork_initialized.store(true);
+  return 0;
+}
+
+enum ibv_fork_status ibv_is_fork_initialized(void) {
+  return IBV_FORK_UNNEEDED;
+}
+
+int ibv_dontfork_range(void* base, size_t size) {
+  (void)base;
+  (void)size;
+  return 0;
+}
+
+int ibv_dofork_range(void* base, size_t size) {
+  (void)base;
+  (void)size;
+  return 0;
+}
+
+ibv_pd* ibv_import_pd(ibv_context* context, uint32_t pd_handle) {
+  (void)context;
+  (void)pd_handle;
+  return FailNull<ibv_pd>(EOPNOTSUPP);
+}
+
+void ibv_unimport_pd(ibv_pd* pd) { (void)pd; }
+
+ibv_mr* ibv_import_mr(ibv_pd* pd, uint32_t mr_handle) {
+  (void)pd;
+  (void)mr_handle;
+  return FailNull<ibv_mr>(EOPNOTSUPP);
+}
+
+void ibv_unimport_mr(ibv_mr* mr) { (void)mr; }
+
+ibv_dm* ibv_import_dm(ibv_context* context, uint32_t dm_handle) {
+  (void)context;
+  (void)dm_handle;
+  return FailNull<ibv_dm>(EOPNOTSUPP);
+}
+
+void ibv_unimport_dm(ibv_dm* dm) { (void)dm; }
+
+}  // extern "C"
+
+ROCEMU_IBV_1_1(ibv_alloc_pd);
+ROCEMU_IBV_1_1(ibv_dealloc_pd);
+ROCEMU_IBV_1_1(ibv_reg_mr);
+ROCEMU_IBV_1_1(ibv_dereg_mr);

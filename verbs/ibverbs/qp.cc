@@ -1,0 +1,407 @@
+// Queue pairs (ibv_create_qp, create_qp_ex, modify/query/destroy), the
+// post_send/post_recv slots, and address handles (incl. the ones built
+// from a received UD completion's GRH area).
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "verbs/client_datapath.h"
+#include "verbs/ibverbs/dropin.h"
+#include "verbs/ibverbs/qp_ex.h"
+
+namespace rocemu::ibverbs {
+namespace {
+
+struct IbvSendTraits {
+  static uint32_t InvalidateRkey(const ibv_send_wr& wr) {
+    return wr.opcode == IBV_WR_SEND_WITH_INV || wr.opcode == IBV_WR_LOCAL_INV
+               ? wr.invalidate_rkey
+               : 0;
+  }
+  static uint32_t AhHandle(const ibv_send_wr& wr) {
+    return wr.wr.ud.ah != nullptr ? Ah(wr.wr.ud.ah)->ra->handle : 0;
+  }
+};
+
+int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  QpImpl* q = Qp(qp);
+  if (Dead(q->ctx)) {
+    *bad_wr = wr;
+    return EIO;
+  }
+  return verbs::client::PostSendChain<IbvSendTraits>(q->rq, wr, bad_wr);
+}
+
+int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  QpImpl* q = Qp(qp);
+  rocemu_qp* r = q->rq;
+  if (Dead(q->ctx)) {
+    *bad_wr = wr;
+    return EIO;
+  }
+  if (r->state.load(std::memory_order_relaxed) == ROCEMU_QPS_RESET ||
+      r->srq != nullptr) {
+    *bad_wr = wr;
+    return EINVAL;
+  }
+  return verbs::client::PostRecvChain(r->rq, r->rq_lock, r->cap.max_recv_sge,
+                                      wr, bad_wr);
+}
+
+ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd,
+                 ibv_qp_init_attr_ex* attr) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return FailNull<ibv_qp>(EIO);
+  if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+      attr->qp_type != IBV_QPT_UD) {
+    return FailNull<ibv_qp>(EOPNOTSUPP);  // no raw packet, XRC or DC QPs
+  }
+  if (attr->send_cq == nullptr || attr->recv_cq == nullptr) {
+    return FailNull<ibv_qp>(EINVAL);
+  }
+  rocemu_qp_init_attr ra{};
+  ra.send_cq = Cq(attr->send_cq)->rc;
+  ra.recv_cq = Cq(attr->recv_cq)->rc;
+  ra.srq = attr->srq != nullptr ? Srq(attr->srq)->rs : nullptr;
+  ra.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr,
+            attr->cap.max_send_sge, attr->cap.max_recv_sge,
+            attr->cap.max_inline_data};
+  ra.qp_type = attr->qp_type;
+  ra.sq_sig_all = attr->sq_sig_all;
+  rocemu_qp* r = rocemu_create_qp(Pd(pd)->rp, &ra);
+  if (r == nullptr) return nullptr;
+  auto* q = new QpImpl{};
+  q->rq = r;
+  q->ctx = ctx;
+  r->owner = q;
+  q->sq_sig_all = attr->sq_sig_all != 0;
+  attr->cap = {ra.cap.max_send_wr, ra.cap.max_recv_wr, ra.cap.max_send_sge,
+               ra.cap.max_recv_sge, ra.cap.max_inline_data};
+  ibv_qp& b = q->qpx.qp_base;
+  b.context = context;
+  b.qp_context = attr->qp_context;
+  b.pd = pd;
+  b.send_cq = attr->send_cq;
+  b.recv_cq = attr->recv_cq;
+  b.srq = attr->srq;
+  b.handle = r->qpn;
+  b.qp_num = r->qpn;
+  b.state = IBV_QPS_RESET;
+  b.qp_type = attr->qp_type;
+  pthread_mutex_init(&b.mutex, nullptr);
+  pthread_cond_init(&b.cond, nullptr);
+  b.events_completed = 0;
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0) {
+    q->extended = true;
+    q->send_ops_flags = attr->send_ops_flags;
+    FillQpEx(q);
+  }
+  return &b;
+}
+
+ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  constexpr uint32_t kKnown =
+      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if ((attr->comp_mask & ~kKnown) != 0) return FailNull<ibv_qp>(EOPNOTSUPP);
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
+    return FailNull<ibv_qp>(EINVAL);
+  }
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0 &&
+      (attr->send_ops_flags & ~SupportedSendOps(attr->qp_type)) != 0) {
+    return FailNull<ibv_qp>(EOPNOTSUPP);
+  }
+  return CreateQp(context, attr->pd, attr);
+}
+
+// ibv_ah_attr -> the daemon's address vector. RoCE needs a GRH: the GID is
+// the peer's IP address; the MAC is resolved by the daemon (zero here).
+int ToRocemuAh(const ibv_ah_attr& a, rocemu_ah_attr* r) {
+  if (!a.is_global) return EINVAL;
+  *r = rocemu_ah_attr{};
+  std::memcpy(r->dgid, a.grh.dgid.raw, sizeof(r->dgid));
+  r->sgid_index = a.grh.sgid_index;
+  r->traffic_class = a.grh.traffic_class;
+  r->flow_label = a.grh.flow_label;
+  r->hop_limit = a.grh.hop_limit;
+  r->sl = a.sl;
+  r->port_num = a.port_num != 0 ? a.port_num : 1;
+  return 0;
+}
+
+void FromRocemuAh(const rocemu_ah_attr& r, ibv_ah_attr* a) {
+  *a = ibv_ah_attr{};
+  std::memcpy(a->grh.dgid.raw, r.dgid, sizeof(r.dgid));
+  a->grh.sgid_index = r.sgid_index;
+  a->grh.traffic_class = r.traffic_class;
+  a->grh.flow_label = r.flow_label;
+  a->grh.hop_limit = r.hop_limit;
+  a->sl = r.sl;
+  a->port_num = r.port_num;
+  a->is_global = 1;
+}
+
+}  // namespace
+
+void FillQpOps(CtxImpl* ctx) {
+  ctx->vctx.context.ops.post_send = PostSend;
+  ctx->vctx.context.ops.post_recv = PostRecv;
+  ctx->vctx.create_qp_ex = CreateQpEx;
+}
+
+}  // namespace rocemu::ibverbs
+
+using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
+
+extern "C" {
+
+ibv_qp* rocemu_ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
+  ibv_qp_init_attr_ex ex{};
+  std::memcpy(&ex, qp_init_attr, sizeof(*qp_init_attr));
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ex.pd = pd;
+  ibv_qp* qp = CreateQp(pd->context, pd, &ex);
+  if (qp != nullptr) qp_init_attr->cap = ex.cap;
+  return qp;
+}
+
+ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
+  QpImpl* q = Qp(qp);
+  return q->extended ? &q->qpx : nullptr;
+}
+
+int rocemu_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
+  QpImpl* q = Qp(qp);
+  if (Dead(q->ctx)) return EIO;
+  constexpr int kKnown =
+      IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |
+      IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY |
+      IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+      IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
+      IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+      IBV_QP_CAP | IBV_QP_DEST_QPN;
+  if ((attr_mask & (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
+                    IBV_QP_RATE_LIMIT)) != 0) {
+    return EOPNOTSUPP;  // no APM on RoCE, no per-QP rate limit
+  }
+  if ((attr_mask & ~kKnown) != 0) return EINVAL;
+  rocemu_qp_attr r{};
+  r.qp_state = attr->qp_state;
+  r.cur_qp_state = attr->cur_qp_state;
+  r.path_mtu = attr->path_mtu;
+  r.qkey = attr->qkey;
+  r.rq_psn = attr->rq_psn;
+  r.sq_psn = attr->sq_psn;
+  r.dest_qp_num = attr->dest_qp_num;
+  r.qp_access_flags = attr->qp_access_flags;
+  r.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr,
+           attr->cap.max_send_sge, attr->cap.max_recv_sge,
+           attr->cap.max_inline_data};
+  if ((attr_mask & IBV_QP_AV) != 0) {
+    if (const int err = ToRocemuAh(attr->ah_attr, &r.ah_attr); err != 0) {
+      return err;
+    }
+  }
+  r.pkey_index = attr->pkey_index;
+  r.max_rd_atomic = attr->max_rd_atomic;
+  r.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  r.min_rnr_timer = attr->min_rnr_timer;
+  r.port_num = attr->port_num;
+  r.timeout = attr->timeout;
+  r.retry_cnt = attr->retry_cnt;
+  r.rnr_retry = attr->rnr_retry;
+  const int err = rocemu_modify_qp(q->rq, &r, attr_mask);
+  if (err == 0 && (attr_mask & IBV_QP_STATE) != 0) qp->state = attr->qp_state;
+  return err;
+}
+
+int rocemu_ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask,
+                 ibv_qp_init_attr* init_attr) {
+  QpImpl* q = Qp(qp);
+  if (Dead(q->ctx)) return EIO;
+  rocemu_qp_attr r{};
+  const int err = rocemu_query_qp(q->rq, &r, attr_mask);
+  if (err != 0) return err;
+  *attr = ibv_qp_attr{};
+  attr->qp_state = static_cast<ibv_qp_state>(r.qp_state);
+  attr->cur_qp_state = static_cast<ibv_qp_state>(r.cur_qp_state);
+  attr->path_mtu = static_cast<ibv_mtu>(r.path_mtu);
+  attr->qkey = r.qkey;
+  attr->rq_psn = r.rq_psn;
+  attr->sq_psn = r.sq_psn;
+  attr->dest_qp_num = r.dest_qp_num;
+  attr->qp_access_flags = r.qp_access_flags;
+  attr->cap = {r.cap.max_send_wr, r.cap.max_recv_wr, r.cap.max_send_sge,
+               r.cap.max_recv_sge, r.cap.max_inline_data};
+  FromRocemuAh(r.ah_attr, &attr->ah_attr);
+  attr->pkey_index = r.pkey_index;
+  attr->max_rd_atomic = r.max_rd_atomic;
+  attr->max_dest_rd_atomic = r.max_dest_rd_atomic;
+  attr->min_rnr_timer = r.min_rnr_timer;
+  attr->port_num = r.port_num;
+  attr->timeout = r.timeout;
+  attr->retry_cnt = r.retry_cnt;
+  attr->rnr_retry = r.rnr_retry;
+  qp->state = attr->qp_state;
+  if (init_attr != nullptr) {
+    *init_attr = ibv_qp_init_attr{};
+    init_attr->qp_context = qp->qp_context;
+    init_attr->send_cq = qp->send_cq;
+    init_attr->recv_cq = qp->recv_cq;
+    init_attr->srq = qp->srq;
+    init_attr->cap = attr->cap;
+    init_attr->qp_type = qp->qp_type;
+    init_attr->sq_sig_all = static_cast<int>(q->sq_sig_all);
+  }
+  return 0;
+}
+
+int rocemu_ibv_destroy_qp(ibv_qp* qp) {
+  QpImpl* q = Qp(qp);
+  WaitAcked(&qp->mutex, &qp->cond, &qp->events_completed, q->events_reported);
+  const int err = rocemu_destroy_qp(q->rq);
+  if (err != 0) return err;
+  pthread_mutex_destroy(&qp->mutex);
+  pthread_cond_destroy(&qp->cond);
+  delete q;
+  return 0;
+}
+
+int ibv_query_qp_data_in_order(ibv_qp* qp, enum ibv_wr_opcode op,
+                               uint32_t flags) {
+  (void)qp;
+  (void)op;
+  (void)flags;
+  return 0;  // no ordering guarantee is promised beyond the spec's
+}
+
+int ibv_query_ece(ibv_qp* qp, ibv_ece* ece) {
+  (void)qp;
+  (void)ece;
+  return EOPNOTSUPP;
+}
+
+int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
+  (void)qp;
+  (void)ece;
+  return EOPNOTSUPP;
+}
+
+int rocemu_ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  (void)qp;
+  (void)gid;
+  (void)lid;
+  return EOPNOTSUPP;  // max_mcast_grp is 0
+}
+
+int rocemu_ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  (void)qp;
+  (void)gid;
+  (void)lid;
+  return EOPNOTSUPP;
+}
+
+ibv_ah* rocemu_ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+  CtxImpl* ctx = Ctx(pd->context);
+  if (Dead(ctx)) return FailNull<ibv_ah>(EIO);
+  rocemu_ah_attr r{};
+  if (const int err = ToRocemuAh(*attr, &r); err != 0) {
+    return FailNull<ibv_ah>(err);
+  }
+  rocemu_ah* ra = rocemu_create_ah(Pd(pd)->rp, &r);
+  if (ra == nullptr) return nullptr;
+  auto* a = new AhImpl{};
+  a->ra = ra;
+  a->ah.context = pd->context;
+  a->ah.pd = pd;
+  a->ah.handle = ra->handle;
+  return &a->ah;
+}
+
+int rocemu_ibv_destroy_ah(ibv_ah* ah) {
+  AhImpl* a = Ah(ah);
+  const int err = rocemu_destroy_ah(a->ra);
+  if (err != 0) return err;
+  delete a;
+  return 0;
+}
+
+// The GRH area of a UD receive holds, on RoCE v2, either an IPv6 header or
+// (IPv4) 20 bytes of padding then the IPv4 header. The reply goes back to
+// the packet's source; the source GID index is our GID the packet was
+// addressed to.
+int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc,
+                        ibv_grh* grh, ibv_ah_attr* ah_attr) {
+  *ah_attr = ibv_ah_attr{};
+  ah_attr->dlid = wc->slid;
+  ah_attr->sl = wc->sl;
+  ah_attr->port_num = port_num;
+  if ((wc->wc_flags & IBV_WC_GRH) == 0) return EINVAL;  // RoCE needs a GRH
+  ibv_gid src{}, dst{};
+  const auto* raw = reinterpret_cast<const uint8_t*>(grh);
+  if ((raw[0] >> 4) == 6) {
+    src = grh->sgid;
+    dst = grh->dgid;
+    const uint32_t v = ntohl(grh->version_tclass_flow);
+    ah_attr->grh.traffic_class = static_cast<uint8_t>((v >> 20) & 0xff);
+    ah_attr->grh.flow_label = v & 0xfffff;
+  } else if ((raw[20] >> 4) == 4) {
+    iphdr ip;
+    std::memcpy(&ip, raw + 20, sizeof(ip));
+    src.raw[10] = src.raw[11] = 0xff;
+    std::memcpy(src.raw + 12, &ip.saddr, 4);
+    dst.raw[10] = dst.raw[11] = 0xff;
+    std::memcpy(dst.raw + 12, &ip.daddr, 4);
+    ah_attr->grh.traffic_class = ip.tos;
+  } else {
+    return EINVAL;
+  }
+  ah_attr->is_global = 1;
+  ah_attr->grh.dgid = src;
+  ah_attr->grh.hop_limit = 0xff;
+  ibv_port_attr pa{};
+  if (rocemu_ibv_query_port(context, port_num,
+                     reinterpret_cast<_compat_ibv_port_attr*>(&pa)) != 0) {
+    return EINVAL;
+  }
+  for (int i = 0; i < pa.gid_tbl_len; ++i) {
+    ibv_gid g{};
+    if (rocemu_ibv_query_gid(context, port_num, i, &g) != 0) break;
+    if (std::memcmp(g.raw, dst.raw, sizeof(g.raw)) == 0) {
+      ah_attr->grh.sgid_index = static_cast<uint8_t>(i);
+      return 0;
+    }
+  }
+  return ENOENT;
+}
+
+ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh,
+                              uint8_t port_num) {
+  ibv_ah_attr attr{};
+  const int err = ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr);
+  if (err != 0) return FailNull<ibv_ah>(err);
+  return rocemu_ibv_create_ah(pd, &attr);
+}
+
+// The daemon resolves neighbours itself (an address vector carries no MAC
+// from the application), so the L2 address is not handed out.
+int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr,
+                                uint8_t eth_mac[6], uint16_t* vid) {
+  (void)context;
+  (void)attr;
+  (void)eth_mac;
+  (void)vid;
+  return EOPNOTSUPP;
+}
+
+}  // extern "C"
+
+ROCEMU_IBV_1_1(ibv_create_qp);
+ROCEMU_IBV_1_1(ibv_modify_qp);
+ROCEMU_IBV_1_1(ibv_query_qp);
+ROCEMU_IBV_1_1(ibv_destroy_qp);
+ROCEMU_IBV_1_1(ibv_attach_mcast);
+ROCEMU_IBV_1_1(ibv_detach_mcast);
+ROCEMU_IBV_1_1(ibv_create_ah);
+ROCEMU_IBV_1_1(ibv_destroy_ah);

@@ -1,0 +1,114 @@
+// Shared receive queues: create (plain and the basic type of
+// ibv_create_srq_ex), modify (limit), query, destroy, and post_srq_recv.
+#include <cstring>
+
+#include "verbs/client_datapath.h"
+#include "verbs/ibverbs/dropin.h"
+
+namespace rocemu::ibverbs {
+namespace {
+
+int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  SrqImpl* s = Srq(srq);
+  if (Dead(s->ctx)) {
+    *bad_wr = wr;
+    return EIO;
+  }
+  return verbs::client::PostRecvChain(s->rs->ring, s->rs->lock,
+                                      s->rs->max_sge, wr, bad_wr);
+}
+
+ibv_srq* CreateSrq(ibv_pd* pd, void* srq_context, ibv_srq_attr* attr) {
+  CtxImpl* ctx = Ctx(pd->context);
+  if (Dead(ctx)) return FailNull<ibv_srq>(EIO);
+  rocemu_srq_init_attr ra{};
+  auto* s = new SrqImpl{};
+  ra.srq_context = s;
+  ra.attr = {attr->max_wr, attr->max_sge, attr->srq_limit};
+  s->rs = rocemu_create_srq(Pd(pd)->rp, &ra);
+  if (s->rs == nullptr) {
+    delete s;
+    return nullptr;
+  }
+  attr->max_wr = ra.attr.max_wr;
+  attr->max_sge = ra.attr.max_sge;
+  s->ctx = ctx;
+  ibv_srq& b = s->srq;
+  b.context = pd->context;
+  b.srq_context = srq_context;
+  b.pd = pd;
+  b.handle = s->rs->handle;
+  pthread_mutex_init(&b.mutex, nullptr);
+  pthread_cond_init(&b.cond, nullptr);
+  b.events_completed = 0;
+  return &b;
+}
+
+ibv_srq* CreateSrqEx(ibv_context* context, ibv_srq_init_attr_ex* attr) {
+  constexpr uint32_t kKnown = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+  if ((attr->comp_mask & ~kKnown) != 0 ||
+      ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 &&
+       attr->srq_type != IBV_SRQT_BASIC)) {
+    return FailNull<ibv_srq>(EOPNOTSUPP);  // no XRC or tag-matching SRQs
+  }
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) == 0 || attr->pd == nullptr ||
+      attr->pd->context != context) {
+    return FailNull<ibv_srq>(EINVAL);
+  }
+  return CreateSrq(attr->pd, attr->srq_context, &attr->attr);
+}
+
+}  // namespace
+
+void FillSrqOps(CtxImpl* ctx) {
+  ctx->vctx.context.ops.post_srq_recv = PostSrqRecv;
+  ctx->vctx.create_srq_ex = CreateSrqEx;
+}
+
+}  // namespace rocemu::ibverbs
+
+using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
+
+extern "C" {
+
+ibv_srq* rocemu_ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* srq_init_attr) {
+  return CreateSrq(pd, srq_init_attr->srq_context, &srq_init_attr->attr);
+}
+
+int rocemu_ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask) {
+  SrqImpl* s = Srq(srq);
+  if (Dead(s->ctx)) return EIO;
+  rocemu_srq_attr r{srq_attr->max_wr, srq_attr->max_sge, srq_attr->srq_limit};
+  return rocemu_modify_srq(s->rs, &r, srq_attr_mask);
+}
+
+int rocemu_ibv_query_srq(ibv_srq* srq, ibv_srq_attr* srq_attr) {
+  SrqImpl* s = Srq(srq);
+  if (Dead(s->ctx)) return EIO;
+  rocemu_srq_attr r{};
+  const int err = rocemu_query_srq(s->rs, &r);
+  if (err != 0) return err;
+  srq_attr->max_wr = r.max_wr;
+  srq_attr->max_sge = r.max_sge;
+  srq_attr->srq_limit = r.srq_limit;
+  return 0;
+}
+
+int rocemu_ibv_destroy_srq(ibv_srq* srq) {
+  SrqImpl* s = Srq(srq);
+  WaitAcked(&srq->mutex, &srq->cond, &srq->events_completed,
+            s->events_reported);
+  const int err = rocemu_destroy_srq(s->rs);
+  if (err != 0) return err;
+  pthread_mutex_destroy(&srq->mutex);
+  pthread_cond_destroy(&srq->cond);
+  delete s;
+  return 0;
+}
+
+}  // extern "C"
+
+ROCEMU_IBV_1_1(ibv_create_srq);
+ROCEMU_IBV_1_1(ibv_modify_srq);
+ROCEMU_IBV_1_1(ibv_query_srq);
+ROCEMU_IBV_1_1(ibv_destroy_srq);
