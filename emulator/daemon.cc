@@ -52,6 +52,7 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
   f("rx_segmented", c.rx_segmented);
   f("rx_nic_no_endpoint", c.rx_nic_no_endpoint);
   f("tx_nombuf", c.tx_nombuf);
+  f("loopback_packets", c.loopback_packets);
   f("rx_missed", c.rx_missed);
   f("rx_errors", c.rx_errors);
   f("tx_errors", c.tx_errors);
@@ -146,6 +147,7 @@ absl::Status Daemon::Init() {
 
   for (unsigned i = 0; i < config_.ports.size(); ++i) {
     auto port = std::make_unique<Port>();
+    port->index = static_cast<uint16_t>(ports_.size());
     port->config = config_.ports[i];
     absl::StatusOr<DpdkPort> dev = DpdkPort::Open(port->config, i, socket_id);
     if (!dev.ok()) return dev.status();
@@ -325,6 +327,37 @@ void Daemon::QueueTx(Port& port, rte_mbuf* m) {
   port.tx_batch[port.tx_count++] = m;
 }
 
+// Frames to our own MAC (QPs of this RNIC talking to each other, or a UD
+// AH to our own GID) never reach the wire: the RNIC loops them back, as a
+// ConnectX does, after fault injection and capture saw them. Returns how
+// many of pkts[0, n) remain for the wire, compacted in order.
+uint16_t Daemon::LoopBack(Port& port, rte_mbuf** pkts, uint16_t n,
+                          nic::TimeNs now) {
+  const MacAddr& own = port.stack->mac();
+  nic::RxFrame looped[kBurst * 8];
+  rte_mbuf* looped_bufs[kBurst * 8];
+  size_t nlooped = 0;
+  uint16_t kept = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    if (port.endpoint != nullptr && nlooped < std::size(looped) &&
+        rte_pktmbuf_data_len(m) >= own.size() &&
+        std::memcmp(d, own.data(), own.size()) == 0) {
+      looped[nlooped] = {d, rte_pktmbuf_data_len(m)};
+      looped_bufs[nlooped++] = m;
+    } else {
+      pkts[kept++] = m;
+    }
+  }
+  if (nlooped > 0) {
+    port.counters.loopback_packets += nlooped;
+    port.endpoint->Receive(port.index, {looped, nlooped}, now);
+    rte_pktmbuf_free_bulk(looped_bufs, static_cast<unsigned>(nlooped));
+  }
+  return kept;
+}
+
 uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
   rte_mbuf* staged[kBurst * 8];
   rte_mbuf** pkts = port.tx_batch;
@@ -337,6 +370,8 @@ uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
   }
   if (n == 0) return 0;
   Capture(port.tx_capture, pkts, n, now);
+  n = LoopBack(port, pkts, n, now);
+  if (n == 0) return 0;
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
   uint16_t sent = rte_eth_tx_burst(port.dev->port_id(), 0, pkts, n);

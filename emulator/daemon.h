@@ -47,6 +47,7 @@ struct PortCounters {
   uint64_t rx_segmented = 0;        // chained mbufs: dropped
   uint64_t rx_nic_no_endpoint = 0;  // RoCE/PFC frames while no RNIC is attached
   uint64_t tx_nombuf = 0;           // no mbuf for a reply or a TX burst
+  uint64_t loopback_packets = 0;    // RNIC frames to our own MAC, looped back
   // From rte_eth_stats, refreshed once a second.
   uint64_t rx_missed = 0;
   uint64_t rx_errors = 0;
@@ -141,6 +142,7 @@ class Daemon {
     uint16_t tx_count = 0;
     nic::FrameEndpoint* endpoint = nullptr;
     nic::TimeNs next_event = 0;  // endpoint's NextEventTime
+    uint16_t index = 0;          // in ports_: the endpoint's port number
   };
 
   // Returns whether any frame was received or sent.
@@ -155,6 +157,7 @@ class Daemon {
   void QueueTx(Port& port, rte_mbuf* m);
   // Returns how many frames went to the PMD.
   uint16_t FlushTx(Port& port, nic::TimeNs now);
+  uint16_t LoopBack(Port& port, rte_mbuf** pkts, uint16_t n, nic::TimeNs now);
   void Slow(nic::TimeNs now);
   // One session server per port with a verbs socket (AttachRnics).
   absl::Status StartSessions();

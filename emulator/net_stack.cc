@@ -492,6 +492,9 @@ std::optional<MacAddr> NetStack::Resolve(const IpAddr& ip, nic::TimeNs now,
                                          std::span<uint8_t> out,
                                          size_t* out_len) {
   *out_len = 0;
+  // One of our own addresses (two QPs of this RNIC, or a UD AH to our own
+  // GID): the RNIC loops the frames back internally, as a ConnectX does.
+  if (IsOurAddress(ip)) return mac_;
   if (std::optional<MacAddr> mac = cache_->Lookup(ip, now)) return mac;
   if (cache_->ShouldSolicit(ip, now)) {
     *out_len = IsIpv4Mapped(ip) ? BuildArpRequest(ip, out)

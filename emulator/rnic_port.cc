@@ -14,6 +14,8 @@ absl::StatusOr<nic::RnicConfig> MakeRnicConfig(const config::Config& config,
   const config::PortConfig& p = config.ports.at(port);
   nic::RnicConfig rc;
   rc.mac = mac;
+  rc.device.node_guid = nic::GuidFromMac(mac);
+  rc.device.sys_image_guid = rc.device.node_guid;
   std::vector<IpAddr> gids = p.Gids();
   rc.gid = gids.empty() ? nic::LinkLocalGidFromMac(mac) : gids[0];
   // The largest IB MTU whose RoCEv2 frame fits the link for every address

@@ -29,15 +29,6 @@ std::string FormatGuid(uint64_t guid) {
                          guid & 0xFFFF);
 }
 
-// The modified EUI-64 of a MAC, as rxe derives its node GUID.
-uint64_t GuidFromMac(const protocol::MacAddr& m) {
-  return (static_cast<uint64_t>(m[0] ^ 2) << 56) |
-         (static_cast<uint64_t>(m[1]) << 48) |
-         (static_cast<uint64_t>(m[2]) << 40) | (uint64_t{0xFF} << 32) |
-         (uint64_t{0xFE} << 24) | (static_cast<uint64_t>(m[3]) << 16) |
-         (static_cast<uint64_t>(m[4]) << 8) | m[5];
-}
-
 // A GID in the colon form ibv_devinfo -v and `rdma` use.
 std::string FormatGid(const nic::Gid& g) {
   std::string s;
@@ -78,7 +69,7 @@ const char* GidTypeName(nic::GidType t) {
 void RnicPort::AppendDeviceJson(std::string* out) const {
   const nic::DeviceAttr& d = rnic_->device_attr();
   const uint64_t guid =
-      d.node_guid != 0 ? d.node_guid : GuidFromMac(rnic_->config().mac);
+      d.node_guid != 0 ? d.node_guid : nic::GuidFromMac(rnic_->config().mac);
   const uint64_t sys_guid = d.sys_image_guid != 0 ? d.sys_image_guid : guid;
   absl::StrAppendFormat(
       out,

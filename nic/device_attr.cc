@@ -4,6 +4,14 @@
 
 namespace rocemu::nic {
 
+uint64_t GuidFromMac(const protocol::MacAddr& m) {
+  return (static_cast<uint64_t>(m[0] ^ 2) << 56) |
+         (static_cast<uint64_t>(m[1]) << 48) |
+         (static_cast<uint64_t>(m[2]) << 40) | (uint64_t{0xFF} << 32) |
+         (uint64_t{0xFE} << 24) | (static_cast<uint64_t>(m[3]) << 16) |
+         (static_cast<uint64_t>(m[4]) << 8) | m[5];
+}
+
 namespace {
 // Bytes of a RoCEv2 packet around the payload that must fit the link MTU:
 // IP header, UDP, BTH, the largest extension header set (AtomicETH, 28

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "nic/work_request.h"
+#include "protocol/frame.h"
 
 namespace rocemu::nic {
 
@@ -45,6 +46,10 @@ enum class PortState : uint8_t {
 };
 const char* PortStateName(PortState s);
 
+// The modified EUI-64 of a MAC: the node GUID rxe and ConnectX derive from
+// the port's address.
+uint64_t GuidFromMac(const protocol::MacAddr& mac);
+
 // ibv_device_attr (the fields meaningful for a RoCE device).
 struct DeviceAttr {
   std::string fw_ver = "0.1.0";
@@ -57,11 +62,15 @@ struct DeviceAttr {
   uint32_t hw_ver = 0;
   uint32_t max_qp = 1u << 17;
   uint32_t max_qp_wr = 1u << 15;
-  uint32_t device_cap_flags = 0;
+  // IBV_DEVICE_* bits: P_Key and Q_Key violations are counted
+  // (BAD_PKEY_CNTR 1<<1, BAD_QKEY_CNTR 1<<2), the system image GUID is
+  // given (SYS_IMAGE_GUID 1<<11), RC responders send RNR NAKs
+  // (RC_RNR_NAK_GEN 1<<12).
+  uint32_t device_cap_flags = (1u << 1) | (1u << 2) | (1u << 11) | (1u << 12);
   uint32_t max_sge = kMaxSge;
   uint32_t max_sge_rd = kMaxSge;
   uint32_t max_cq = 1u << 17;
-  uint32_t max_cqe = 1u << 22;
+  uint32_t max_cqe = 1u << 20;  // the largest completion ring (verbs/shm_ring)
   uint32_t max_mr = 1u << 20;
   uint32_t max_pd = 1u << 17;
   uint32_t max_qp_rd_atom = 128;

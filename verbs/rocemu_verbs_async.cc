@@ -1,6 +1,4 @@
 // The rocemu C API: asynchronous events and names.
-#include "verbs/rocemu_verbs.h"
-
 #include <errno.h>
 #include <poll.h>
 #include <unistd.h>
@@ -11,6 +9,7 @@
 #include "nic/completion.h"
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
+#include "verbs/rocemu_verbs.h"
 
 namespace wire = rocemu::verbs::wire;
 using namespace rocemu::verbs::client;  // NOLINT: the library's own internals

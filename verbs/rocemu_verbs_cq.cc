@@ -1,6 +1,4 @@
 // The rocemu C API: completion channels and completion queues.
-#include "verbs/rocemu_verbs.h"
-
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -17,6 +15,7 @@
 #include "verbs/client_datapath.h"
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
+#include "verbs/rocemu_verbs.h"
 
 namespace wire = rocemu::verbs::wire;
 using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
@@ -78,7 +77,8 @@ rocemu_cq* rocemu_create_cq(rocemu_context* ctx, int cqe, void* cq_context,
 }
 
 int rocemu_destroy_cq(rocemu_cq* cq) {
-  const int err = Released(cq->ctx, Handle(cq->ctx, wire::MsgType::kDestroyCq, cq->handle));
+  const int err =
+      Released(cq->ctx, Handle(cq->ctx, wire::MsgType::kDestroyCq, cq->handle));
   if (err != 0) return err;
   {
     std::lock_guard<std::mutex> lock(cq->ctx->mu);

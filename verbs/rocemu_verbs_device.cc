@@ -1,6 +1,5 @@
 // The rocemu C API: devices, contexts and the port/device/GID/P_Key queries.
-#include "verbs/rocemu_verbs.h"
-
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <sys/mman.h>
@@ -8,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -18,6 +16,7 @@
 #include "verbs/client_control.h"
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
+#include "verbs/rocemu_verbs.h"
 
 namespace wire = rocemu::verbs::wire;
 using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
@@ -213,6 +212,5 @@ int rocemu_query_pkey(rocemu_context* ctx, uint8_t port_num, int index,
   if (err == 0) *pkey = htons(r.pkey);
   return err;
 }
-
 
 }  // extern "C"

@@ -1,6 +1,4 @@
 // The rocemu C API: protection domains, shared buffers and memory regions.
-#include "verbs/rocemu_verbs.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,6 +11,7 @@
 #include "verbs/client_control.h"
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
+#include "verbs/rocemu_verbs.h"
 
 namespace wire = rocemu::verbs::wire;
 using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
@@ -33,7 +32,8 @@ rocemu_pd* rocemu_alloc_pd(rocemu_context* ctx) {
 }
 
 int rocemu_dealloc_pd(rocemu_pd* pd) {
-  const int err = Released(pd->ctx, Handle(pd->ctx, wire::MsgType::kDeallocPd, pd->handle));
+  const int err =
+      Released(pd->ctx, Handle(pd->ctx, wire::MsgType::kDeallocPd, pd->handle));
   if (err == 0) delete pd;
   return err;
 }
@@ -110,7 +110,8 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
 }
 
 int rocemu_dereg_mr(rocemu_mr* mr) {
-  const int err = Released(mr->pd->ctx, Handle(mr->pd->ctx, wire::MsgType::kDeregMr, mr->lkey));
+  const int err = Released(
+      mr->pd->ctx, Handle(mr->pd->ctx, wire::MsgType::kDeregMr, mr->lkey));
   if (err == 0) delete mr;
   return err;
 }

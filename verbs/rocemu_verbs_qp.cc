@@ -1,6 +1,4 @@
 // The rocemu C API: queue pairs, address handles and shared receive queues.
-#include "verbs/rocemu_verbs.h"
-
 #include <arpa/inet.h>
 #include <errno.h>
 
@@ -14,6 +12,7 @@
 #include "verbs/client_datapath.h"
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
+#include "verbs/rocemu_verbs.h"
 
 namespace wire = rocemu::verbs::wire;
 using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
@@ -142,7 +141,8 @@ int rocemu_query_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
 }
 
 int rocemu_destroy_qp(rocemu_qp* qp) {
-  const int err = Released(qp->ctx, Handle(qp->ctx, wire::MsgType::kDestroyQp, qp->qpn));
+  const int err =
+      Released(qp->ctx, Handle(qp->ctx, wire::MsgType::kDestroyQp, qp->qpn));
   if (err != 0) return err;
   {
     std::lock_guard<std::mutex> lock(qp->ctx->mu);
@@ -193,7 +193,8 @@ rocemu_ah* rocemu_create_ah(rocemu_pd* pd, rocemu_ah_attr* attr) {
 }
 
 int rocemu_destroy_ah(rocemu_ah* ah) {
-  const int err = Released(ah->pd->ctx, Handle(ah->pd->ctx, wire::MsgType::kDestroyAh, ah->handle));
+  const int err = Released(
+      ah->pd->ctx, Handle(ah->pd->ctx, wire::MsgType::kDestroyAh, ah->handle));
   if (err == 0) delete ah;
   return err;
 }
@@ -245,7 +246,8 @@ int rocemu_query_srq(rocemu_srq* srq, rocemu_srq_attr* attr) {
 }
 
 int rocemu_destroy_srq(rocemu_srq* srq) {
-  const int err = Released(srq->ctx, Handle(srq->ctx, wire::MsgType::kDestroySrq, srq->handle));
+  const int err = Released(
+      srq->ctx, Handle(srq->ctx, wire::MsgType::kDestroySrq, srq->handle));
   if (err != 0) return err;
   {
     std::lock_guard<std::mutex> lock(srq->ctx->mu);

@@ -3,9 +3,12 @@
 #ifndef ROCEMU_VERBS_SESSION_OBJECTS_H_
 #define ROCEMU_VERBS_SESSION_OBJECTS_H_
 
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "nic/handles.h"
@@ -13,6 +16,28 @@
 #include "verbs/shm_ring.h"
 
 namespace rocemu::verbs {
+
+constexpr int kMaxFds = 4;
+constexpr int kMessagesPerPoll = 16;  // per client, for fairness
+constexpr uint64_t kListenTag = 0;
+// Async events a client may leave unread before further ones are dropped
+// (and counted): they are rare, a slow reader must not stall the daemon.
+constexpr uint32_t kAsyncEvents = 256;
+// The TTL / hop limit of the daemon's routes (Linux's default), given to
+// address vectors whose next hop the daemon resolves.
+constexpr uint8_t kRouteHopLimit = 64;
+
+struct SessionServer::Fds {
+  int fd[kMaxFds] = {-1, -1, -1, -1};
+  int n = 0;
+  ~Fds() {
+    for (int i = 0; i < n; ++i) {
+      if (fd[i] >= 0) close(fd[i]);
+    }
+  }
+  // Hands fd i over to the caller (it will not be closed here).
+  int Take(int i) { return i < n ? std::exchange(fd[i], -1) : -1; }
+};
 
 struct SessionServer::Client {
   nic::ClientId id = 0;

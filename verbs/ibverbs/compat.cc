@@ -11,9 +11,12 @@
 extern "C" {
 
 void rocemu_compat10_ibv_ack_async_event(void) {}
-__asm__(".symver rocemu_compat10_ibv_ack_async_event,ibv_ack_async_event@IBVERBS_1.0");
+__asm__(
+    ".symver "
+    "rocemu_compat10_ibv_ack_async_event,ibv_ack_async_event@IBVERBS_1.0");
 void rocemu_compat10_ibv_ack_cq_events(void) {}
-__asm__(".symver rocemu_compat10_ibv_ack_cq_events,ibv_ack_cq_events@IBVERBS_1.0");
+__asm__(
+    ".symver rocemu_compat10_ibv_ack_cq_events,ibv_ack_cq_events@IBVERBS_1.0");
 void* rocemu_compat10_ibv_alloc_pd(void) {
   errno = ENOSYS;
   return NULL;
@@ -23,12 +26,14 @@ int rocemu_compat10_ibv_attach_mcast(void) {
   errno = ENOSYS;
   return ENOSYS;
 }
-__asm__(".symver rocemu_compat10_ibv_attach_mcast,ibv_attach_mcast@IBVERBS_1.0");
+__asm__(
+    ".symver rocemu_compat10_ibv_attach_mcast,ibv_attach_mcast@IBVERBS_1.0");
 int rocemu_compat10_ibv_close_device(void) {
   errno = ENOSYS;
   return ENOSYS;
 }
-__asm__(".symver rocemu_compat10_ibv_close_device,ibv_close_device@IBVERBS_1.0");
+__asm__(
+    ".symver rocemu_compat10_ibv_close_device,ibv_close_device@IBVERBS_1.0");
 void* rocemu_compat10_ibv_create_ah(void) {
   errno = ENOSYS;
   return NULL;
@@ -83,31 +88,43 @@ int rocemu_compat10_ibv_detach_mcast(void) {
   errno = ENOSYS;
   return ENOSYS;
 }
-__asm__(".symver rocemu_compat10_ibv_detach_mcast,ibv_detach_mcast@IBVERBS_1.0");
+__asm__(
+    ".symver rocemu_compat10_ibv_detach_mcast,ibv_detach_mcast@IBVERBS_1.0");
 void rocemu_compat10_ibv_free_device_list(void) {}
-__asm__(".symver rocemu_compat10_ibv_free_device_list,ibv_free_device_list@IBVERBS_1.0");
+__asm__(
+    ".symver "
+    "rocemu_compat10_ibv_free_device_list,ibv_free_device_list@IBVERBS_1.0");
 int rocemu_compat10_ibv_get_async_event(void) {
   errno = ENOSYS;
   return -1;
 }
-__asm__(".symver rocemu_compat10_ibv_get_async_event,ibv_get_async_event@IBVERBS_1.0");
+__asm__(
+    ".symver "
+    "rocemu_compat10_ibv_get_async_event,ibv_get_async_event@IBVERBS_1.0");
 int rocemu_compat10_ibv_get_cq_event(void) {
   errno = ENOSYS;
   return -1;
 }
-__asm__(".symver rocemu_compat10_ibv_get_cq_event,ibv_get_cq_event@IBVERBS_1.0");
+__asm__(
+    ".symver rocemu_compat10_ibv_get_cq_event,ibv_get_cq_event@IBVERBS_1.0");
 uint64_t rocemu_compat10_ibv_get_device_guid(void) { return 0; }
-__asm__(".symver rocemu_compat10_ibv_get_device_guid,ibv_get_device_guid@IBVERBS_1.0");
+__asm__(
+    ".symver "
+    "rocemu_compat10_ibv_get_device_guid,ibv_get_device_guid@IBVERBS_1.0");
 void* rocemu_compat10_ibv_get_device_list(void) {
   errno = ENOSYS;
   return NULL;
 }
-__asm__(".symver rocemu_compat10_ibv_get_device_list,ibv_get_device_list@IBVERBS_1.0");
+__asm__(
+    ".symver "
+    "rocemu_compat10_ibv_get_device_list,ibv_get_device_list@IBVERBS_1.0");
 void* rocemu_compat10_ibv_get_device_name(void) {
   errno = ENOSYS;
   return NULL;
 }
-__asm__(".symver rocemu_compat10_ibv_get_device_name,ibv_get_device_name@IBVERBS_1.0");
+__asm__(
+    ".symver "
+    "rocemu_compat10_ibv_get_device_name,ibv_get_device_name@IBVERBS_1.0");
 int rocemu_compat10_ibv_modify_qp(void) {
   errno = ENOSYS;
   return ENOSYS;
@@ -127,7 +144,8 @@ int rocemu_compat10_ibv_query_device(void) {
   errno = ENOSYS;
   return ENOSYS;
 }
-__asm__(".symver rocemu_compat10_ibv_query_device,ibv_query_device@IBVERBS_1.0");
+__asm__(
+    ".symver rocemu_compat10_ibv_query_device,ibv_query_device@IBVERBS_1.0");
 int rocemu_compat10_ibv_query_gid(void) {
   errno = ENOSYS;
   return -1;
@@ -164,6 +182,8 @@ int rocemu_compat10_ibv_resize_cq(void) {
 }
 __asm__(".symver rocemu_compat10_ibv_resize_cq,ibv_resize_cq@IBVERBS_1.0");
 void rocemu_compat_ibv_register_driver(void) {}
-__asm__(".symver rocemu_compat_ibv_register_driver,ibv_register_driver@IBVERBS_1.1");
+__asm__(
+    ".symver "
+    "rocemu_compat_ibv_register_driver,ibv_register_driver@IBVERBS_1.1");
 
 }  // extern "C"

@@ -69,7 +69,8 @@ int StartPoll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   c->taken = 0;
   if (Take(c)) return 0;
   c->rc->lock.unlock();  // the caller must not call end_poll after ENOENT
-  if (c->rc->ring.last_result() == verbs::RingResult::kCorrupt || Dead(c->ctx)) {
+  if (c->rc->ring.last_result() == verbs::RingResult::kCorrupt ||
+      Dead(c->ctx)) {
     return EIO;
   }
   return ENOENT;
@@ -232,7 +233,7 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 }
 
 ibv_cq* rocemu_ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
-                      ibv_comp_channel* channel, int comp_vector) {
+                             ibv_comp_channel* channel, int comp_vector) {
   ibv_cq_ex* x = CreateCq(context, cqe, channel, comp_vector, cq_context,
                           IBV_WC_STANDARD_FLAGS);
   return x != nullptr ? ibv_cq_ex_to_cq(x) : nullptr;
@@ -267,7 +268,7 @@ int rocemu_ibv_destroy_cq(ibv_cq* cq) {
 // Blocks (unless the application made channel->fd non-blocking) until an
 // armed CQ of the channel fired; -1 with errno otherwise, as libibverbs.
 int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
-                     void** cq_context) {
+                            void** cq_context) {
   ChanImpl* ch = Chan(channel);
   rocemu_comp_channel* rch = ch->rch;
   CtxImpl* ctx = Ctx(channel->context);

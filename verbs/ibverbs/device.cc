@@ -47,8 +47,7 @@ DevImpl* DeviceFor(const char* path, const char* name) {
   d->dev.node_type = IBV_NODE_CA;
   d->dev.transport_type = IBV_TRANSPORT_IB;  // RoCE devices say IB
   std::snprintf(d->dev.name, sizeof(d->dev.name), "%s", name);
-  std::snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%d",
-                d->index);
+  std::snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%d", d->index);
   std::snprintf(d->dev.dev_path, sizeof(d->dev.dev_path),
                 "/sys/class/infiniband_verbs/uverbs%d", d->index);
   std::snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path),
@@ -260,7 +259,9 @@ ibv_device** rocemu_ibv_get_device_list(int* num_devices) {
 
 void rocemu_ibv_free_device_list(ibv_device** list) { std::free(list); }
 
-const char* rocemu_ibv_get_device_name(ibv_device* device) { return device->name; }
+const char* rocemu_ibv_get_device_name(ibv_device* device) {
+  return device->name;
+}
 
 int ibv_get_device_index(ibv_device* device) { return Dev(device)->index; }
 
@@ -390,7 +391,8 @@ int rocemu_ibv_close_device(ibv_context* context) {
   return 0;
 }
 
-int rocemu_ibv_query_device(ibv_context* context, ibv_device_attr* device_attr) {
+int rocemu_ibv_query_device(ibv_context* context,
+                            ibv_device_attr* device_attr) {
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) return EIO;
   rocemu_device_attr r{};
@@ -403,14 +405,14 @@ int rocemu_ibv_query_device(ibv_context* context, ibv_device_attr* device_attr) 
 // The exported form fills the 48-byte layout without port_cap_flags2
 // (programs that see an extended context call the verbs_context slot).
 int rocemu_ibv_query_port(ibv_context* context, uint8_t port_num,
-                   _compat_ibv_port_attr* port_attr) {
+                          _compat_ibv_port_attr* port_attr) {
   return QueryPortInto(context, port_num,
                        reinterpret_cast<ibv_port_attr*>(port_attr),
                        offsetof(ibv_port_attr, port_cap_flags2));
 }
 
 int rocemu_ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
-                  ibv_gid* gid) {
+                         ibv_gid* gid) {
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) {
     errno = EIO;
@@ -425,8 +427,8 @@ int rocemu_ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
 }
 
 int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num,
-                      uint32_t gid_index, ibv_gid_entry* entry,
-                      uint32_t flags, size_t entry_size) {
+                      uint32_t gid_index, ibv_gid_entry* entry, uint32_t flags,
+                      size_t entry_size) {
   if (flags != 0) return EOPNOTSUPP;
   if (entry_size < sizeof(ibv_gid_entry)) return EINVAL;
   CtxImpl* ctx = Ctx(context);
@@ -478,8 +480,7 @@ enum { kGidTypeSysfsIbRoceV1 = 0, kGidTypeSysfsRoceV2 = 1 };
 int ibv_query_gid_type(ibv_context* context, uint8_t port_num,
                        unsigned int index, int* type) {
   ibv_gid_entry e{};
-  const int err =
-      _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
+  const int err = _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
   if (err == ENODATA) {
     *type = kGidTypeSysfsIbRoceV1;
     return 0;
@@ -493,7 +494,7 @@ int ibv_query_gid_type(ibv_context* context, uint8_t port_num,
 }
 
 int rocemu_ibv_query_pkey(ibv_context* context, uint8_t port_num, int index,
-                   __be16* pkey) {
+                          __be16* pkey) {
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) {
     errno = EIO;

@@ -210,7 +210,7 @@ int rocemu_ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
 // <name>@@IBVERBS_1.1 here (in the defining file, as the assembler needs);
 // compat.cc binds <name>@IBVERBS_1.0. The static_assert keeps the
 // definition's type the one <infiniband/verbs.h> declares.
-#define ROCEMU_IBV_1_1(name)                                                \
+#define ROCEMU_IBV_1_1(name)                                                 \
   static_assert(std::is_same_v<decltype(&rocemu_##name), decltype(&::name)>, \
                 #name);                                                      \
   __asm__(".symver rocemu_" #name "," #name "@@IBVERBS_1.1")

@@ -55,8 +55,7 @@ void ibv_copy_qp_attr_from_kern(ibv_qp_attr* dst, ib_uverbs_qp_attr* src) {
   dst->alt_timeout = src->alt_timeout;
 }
 
-void ibv_copy_path_rec_from_kern(ibv_sa_path_rec* dst,
-                                 ib_user_path_rec* src) {
+void ibv_copy_path_rec_from_kern(ibv_sa_path_rec* dst, ib_user_path_rec* src) {
   std::memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
   std::memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
   dst->dlid = src->dlid;

@@ -39,10 +39,9 @@ int CheckAccess(unsigned access) {
 }
 
 int RocemuAccess(unsigned access) {
-  return static_cast<int>(access & (IBV_ACCESS_LOCAL_WRITE |
-                                    IBV_ACCESS_REMOTE_WRITE |
-                                    IBV_ACCESS_REMOTE_READ |
-                                    IBV_ACCESS_REMOTE_ATOMIC));
+  return static_cast<int>(access &
+                          (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC));
 }
 
 ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
@@ -109,8 +108,8 @@ ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
   return RegMr(pd, addr, length, iova, static_cast<unsigned>(access));
 }
 
-ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length,
-                         uint64_t iova, unsigned int access) {
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                         unsigned int access) {
   return RegMr(pd, addr, length, iova, access);
 }
 
@@ -136,8 +135,8 @@ int rocemu_ibv_dereg_mr(ibv_mr* mr) {
 // Re-registration registers the new region first, then releases the old
 // one, so a failure leaves the old region intact (IBV_REREG_MR_ERR_INPUT /
 // _CMD as libibverbs reports them). The keys may change, as on mlx5.
-int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr,
-                 size_t length, int access) {
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
+                 int access) {
   constexpr int kKnown = IBV_REREG_MR_CHANGE_TRANSLATION |
                          IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
   if (flags == 0 || (flags & ~kKnown) != 0) return IBV_REREG_MR_ERR_INPUT;
@@ -176,9 +175,7 @@ int ibv_fork_init(void) {
   return 0;
 }
 
-enum ibv_fork_status ibv_is_fork_initialized(void) {
-  return IBV_FORK_UNNEEDED;
-}
+enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
 
 int ibv_dontfork_range(void* base, size_t size) {
   (void)base;

@@ -50,8 +50,7 @@ int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
                                       wr, bad_wr);
 }
 
-ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd,
-                 ibv_qp_init_attr_ex* attr) {
+ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) return FailNull<ibv_qp>(EIO);
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
@@ -181,8 +180,8 @@ int rocemu_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
       IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
       IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
       IBV_QP_CAP | IBV_QP_DEST_QPN;
-  if ((attr_mask & (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
-                    IBV_QP_RATE_LIMIT)) != 0) {
+  if ((attr_mask &
+       (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_RATE_LIMIT)) != 0) {
     return EOPNOTSUPP;  // no APM on RoCE, no per-QP rate limit
   }
   if ((attr_mask & ~kKnown) != 0) return EINVAL;
@@ -195,9 +194,8 @@ int rocemu_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   r.sq_psn = attr->sq_psn;
   r.dest_qp_num = attr->dest_qp_num;
   r.qp_access_flags = attr->qp_access_flags;
-  r.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr,
-           attr->cap.max_send_sge, attr->cap.max_recv_sge,
-           attr->cap.max_inline_data};
+  r.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge,
+           attr->cap.max_recv_sge, attr->cap.max_inline_data};
   if ((attr_mask & IBV_QP_AV) != 0) {
     if (const int err = ToRocemuAh(attr->ah_attr, &r.ah_attr); err != 0) {
       return err;
@@ -217,7 +215,7 @@ int rocemu_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
 }
 
 int rocemu_ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask,
-                 ibv_qp_init_attr* init_attr) {
+                        ibv_qp_init_attr* init_attr) {
   QpImpl* q = Qp(qp);
   if (Dead(q->ctx)) return EIO;
   rocemu_qp_attr r{};
@@ -362,7 +360,8 @@ int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc,
   ah_attr->grh.hop_limit = 0xff;
   ibv_port_attr pa{};
   if (rocemu_ibv_query_port(context, port_num,
-                     reinterpret_cast<_compat_ibv_port_attr*>(&pa)) != 0) {
+                            reinterpret_cast<_compat_ibv_port_attr*>(&pa)) !=
+      0) {
     return EINVAL;
   }
   for (int i = 0; i < pa.gid_tbl_len; ++i) {

@@ -14,8 +14,8 @@ int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     *bad_wr = wr;
     return EIO;
   }
-  return verbs::client::PostRecvChain(s->rs->ring, s->rs->lock,
-                                      s->rs->max_sge, wr, bad_wr);
+  return verbs::client::PostRecvChain(s->rs->ring, s->rs->lock, s->rs->max_sge,
+                                      wr, bad_wr);
 }
 
 ibv_srq* CreateSrq(ibv_pd* pd, void* srq_context, ibv_srq_attr* attr) {
@@ -75,7 +75,8 @@ ibv_srq* rocemu_ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* srq_init_attr) {
   return CreateSrq(pd, srq_init_attr->srq_context, &srq_init_attr->attr);
 }
 
-int rocemu_ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask) {
+int rocemu_ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr,
+                          int srq_attr_mask) {
   SrqImpl* s = Srq(srq);
   if (Dead(s->ctx)) return EIO;
   rocemu_srq_attr r{srq_attr->max_wr, srq_attr->max_sge, srq_attr->srq_limit};

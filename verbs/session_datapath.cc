@@ -1,0 +1,242 @@
+// The session data path: work requests from the rings into the RNIC,
+// completions and async events back.
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "nic/access.h"
+#include "nic/qp_attr.h"
+#include "verbs/session_convert.h"
+#include "verbs/session_objects.h"
+#include "verbs/session_server.h"
+
+namespace rocemu::verbs {
+
+// --- data path -----------------------------------------------------------
+
+bool SessionServer::OwnsKeys(nic::ClientId client,
+                             const nic::SgList& sgl) const {
+  for (const nic::Sge& s : sgl) {
+    if (s.length == 0) continue;
+    auto it = mrs_.find(s.lkey);
+    if (it == mrs_.end() || it->second->owner != client) return false;
+  }
+  return true;
+}
+
+namespace {
+// An L_Key the RNIC never issues (slot index 0 is reserved): a request
+// carrying it fails in the engine with IBV_WC_LOC_PROT_ERR, in order with
+// the QP's other requests, and the QP goes to ERR.
+constexpr uint32_t kRefusedKey = 0;
+}  // namespace
+
+void SessionServer::DrainSq(Qp& qp) {
+  for (uint32_t i = 0; i < options_.post_budget; ++i) {
+    const void* s = qp.sq.ConsumerSlot();
+    if (s == nullptr) {
+      if (qp.sq.last_result() == RingResult::kCorrupt) {
+        ++counters_.ring_corruptions;
+        clients_.at(qp.owner)->dead = true;
+      }
+      return;
+    }
+    std::memcpy(&sq_slot_, s, sizeof(sq_slot_));
+    if (!SqSlotToSendWr(sq_slot_, &send_wr_)) {
+      qp.sq.Release();
+      ++counters_.bad_wqes;
+      FailWqe(qp, true, sq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
+      continue;
+    }
+    if (!send_wr_.is_inline()) RefuseForeignKeys(qp.owner, &send_wr_.sg_list);
+    const absl::Status st = rnic_.PostSend(qp.qpn, send_wr_);
+    if (st.code() == absl::StatusCode::kResourceExhausted) return;  // retry
+    qp.sq.Release();
+    ++counters_.sq_wqes;
+    if (!st.ok()) {
+      ++counters_.bad_wqes;
+      FailWqe(qp, true, send_wr_.wr_id, nic::WcStatus::kLocQpOpErr);
+    }
+  }
+}
+
+void SessionServer::DrainRq(Qp& qp) {
+  for (uint32_t i = 0; i < options_.post_budget; ++i) {
+    const void* s = qp.rq.ConsumerSlot();
+    if (s == nullptr) {
+      if (qp.rq.last_result() == RingResult::kCorrupt) {
+        ++counters_.ring_corruptions;
+        clients_.at(qp.owner)->dead = true;
+      }
+      return;
+    }
+    std::memcpy(&rq_slot_, s, sizeof(rq_slot_));
+    if (!RqSlotToRecvWr(rq_slot_, &recv_wr_)) {
+      qp.rq.Release();
+      ++counters_.bad_wqes;
+      FailWqe(qp, false, rq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
+      continue;
+    }
+    RefuseForeignKeys(qp.owner, &recv_wr_.sg_list);
+    const absl::Status st = rnic_.PostRecv(qp.qpn, recv_wr_);
+    if (st.code() == absl::StatusCode::kResourceExhausted) return;
+    qp.rq.Release();
+    ++counters_.rq_wqes;
+    if (!st.ok()) {
+      ++counters_.bad_wqes;
+      FailWqe(qp, false, recv_wr_.wr_id, nic::WcStatus::kLocQpOpErr);
+    }
+  }
+}
+
+bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl) {
+  if (OwnsKeys(client, *sgl)) return false;
+  ++counters_.lkey_violations;
+  for (uint32_t k = 0; k < sgl->size(); ++k) {
+    nic::Sge& g = (*sgl)[k];
+    auto it = mrs_.find(g.lkey);
+    if (it == mrs_.end() || it->second->owner != client) g.lkey = kRefusedKey;
+  }
+  return true;
+}
+
+void SessionServer::DrainSrq(Srq& srq) {
+  for (uint32_t i = 0; i < options_.post_budget; ++i) {
+    const void* s = srq.ring.ConsumerSlot();
+    if (s == nullptr) {
+      if (srq.ring.last_result() == RingResult::kCorrupt) {
+        ++counters_.ring_corruptions;
+        clients_.at(srq.owner)->dead = true;
+      }
+      return;
+    }
+    std::memcpy(&rq_slot_, s, sizeof(rq_slot_));
+    if (!RqSlotToRecvWr(rq_slot_, &recv_wr_)) {
+      // No QP to fail: an SRQ entry belongs to whichever QP takes it. The
+      // entry is dropped and counted (ibv_post_srq_recv checked it first).
+      srq.ring.Release();
+      ++counters_.bad_wqes;
+      continue;
+    }
+    RefuseForeignKeys(srq.owner, &recv_wr_.sg_list);
+    const absl::Status st = rnic_.PostSrqRecv(srq.handle, recv_wr_);
+    if (st.code() == absl::StatusCode::kResourceExhausted) return;
+    srq.ring.Release();
+    ++counters_.srq_wqes;
+    if (!st.ok()) ++counters_.bad_wqes;
+  }
+}
+
+void SessionServer::DeliverAsyncEvents() {
+  nic::AsyncEvent e;
+  while (rnic_.async_events().Pop(&e)) {
+    nic::ClientId owner = 0;
+    switch (e.type) {
+      case nic::AsyncEventType::kCqErr: {
+        auto it = cqs_.find(e.element);
+        if (it != cqs_.end()) owner = it->second->owner;
+        break;
+      }
+      case nic::AsyncEventType::kSrqErr:
+      case nic::AsyncEventType::kSrqLimitReached: {
+        auto it = srqs_.find(e.element);
+        if (it != srqs_.end()) owner = it->second->owner;
+        break;
+      }
+      case nic::AsyncEventType::kDeviceFatal:
+      case nic::AsyncEventType::kPortActive:
+      case nic::AsyncEventType::kPortErr:
+      case nic::AsyncEventType::kLidChange:
+      case nic::AsyncEventType::kPkeyChange:
+      case nic::AsyncEventType::kSmChange:
+      case nic::AsyncEventType::kClientReregister:
+      case nic::AsyncEventType::kGidChange:
+        // Unaffiliated: every client hears it.
+        for (auto& [id, c] : clients_) PushAsyncEvent(*c, e);
+        continue;
+      default: {  // QP events
+        auto it = qps_.find(e.element);
+        if (it != qps_.end()) owner = it->second->owner;
+        break;
+      }
+    }
+    if (owner == 0) continue;  // an object no client holds (any more)
+    auto c = clients_.find(owner);
+    if (c != clients_.end()) PushAsyncEvent(*c->second, e);
+  }
+}
+
+void SessionServer::PushAsyncEvent(Client& c, const nic::AsyncEvent& e) {
+  if (!c.async_ring.valid()) return;
+  async_slot_ = {static_cast<uint32_t>(e.type), e.element};
+  if (c.async_ring.Push(async_slot_) != RingResult::kOk) {
+    ++counters_.async_events_dropped;
+    return;
+  }
+  ++counters_.async_events;
+  c.async_fd.Signal();
+}
+
+void SessionServer::DrainCq(Cq& cq) {
+  std::span<nic::WorkCompletion> wc(wc_);
+  bool pushed = false;
+  bool wake_solicited = false;
+  for (;;) {
+    const uint32_t free = cq.ring.FreeSlots();
+    if (free == 0) break;
+    const size_t n =
+        rnic_.PollCq(cq.handle, wc.first(std::min<size_t>(free, wc.size())));
+    if (n == 0) break;
+    for (size_t i = 0; i < n; ++i) {
+      void* slot = cq.ring.ProducerSlot();
+      if (slot == nullptr) break;  // cannot happen: FreeSlots said so
+      CqeFromCompletion(wc[i], static_cast<CqeSlot*>(slot));
+      cq.ring.Publish();
+      // A solicited-only arm fires on a solicited receive or an error
+      // completion (IBTA 11.4.2.2).
+      wake_solicited |=
+          wc[i].status != nic::WcStatus::kSuccess || wc[i].solicited;
+    }
+    counters_.cqes += n;
+    pushed = true;
+  }
+  if (pushed && cq.channel.valid() && cq.ring.TakeArm(wake_solicited)) {
+    cq.channel.Signal();
+    ++counters_.cq_events;
+  }
+}
+
+void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
+                            nic::WcStatus status) {
+  Cq& cq = send ? *qp.send_cq : *qp.recv_cq;
+  DrainCq(cq);  // what the RNIC completed before comes first
+  nic::WorkCompletion wc;
+  wc.wr_id = wr_id;
+  wc.status = status;
+  wc.opcode = send ? nic::WcOpcode::kSend : nic::WcOpcode::kRecv;
+  wc.qp_num = qp.qpn;
+  void* slot = cq.ring.ProducerSlot();
+  if (slot != nullptr) {
+    CqeFromCompletion(wc, static_cast<CqeSlot*>(slot));
+    cq.ring.Publish();
+    ++counters_.cqes;
+    if (cq.channel.valid() && cq.ring.TakeArm(true)) {
+      cq.channel.Signal();
+      ++counters_.cq_events;
+    }
+  }
+  nic::QpAttr err;
+  err.qp_state = nic::QpState::kErr;
+  (void)rnic_.ModifyQp(qp.qpn, err, nic::qp_attr::kState);
+}
+
+// --- introspection -------------------------------------------------------
+
+}  // namespace rocemu::verbs
