@@ -141,7 +141,8 @@ absl::Status MrTable::Deregister(ClientId client, uint32_t key) {
 
 absl::StatusOr<uint32_t> MrTable::Reregister(
     ClientId client, uint32_t key, uint32_t flags, PdHandle pd, uint64_t iova,
-    uint64_t length, AccessFlags access, std::span<const HostChunk> chunks) {
+    uint64_t length, AccessFlags access, std::span<const HostChunk> chunks,
+    bool keep_key) {
   MemoryRegion* mr = mrs_.Get(key, client);
   if (mr == nullptr) {
     return absl::NotFoundError(absl::StrFormat("no MR with key 0x%08x", key));
@@ -183,7 +184,7 @@ absl::StatusOr<uint32_t> MrTable::Reregister(
   mr->pd_ = new_pd;
   mr->access_ = new_access;
   mr->valid_ = true;
-  mr->key_ = mrs_.Rekey(key);
+  if (!keep_key) mr->key_ = mrs_.Rekey(key);
   return mr->key_;
 }
 

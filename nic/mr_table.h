@@ -67,12 +67,15 @@ class MrTable {
   // ibv_rereg_mr: changes what `flags` says (translation: iova, length,
   // chunks; PD; access) and returns the region's new key; the old key is
   // refused from now on. On error the region is unchanged. A new
-  // translation makes a process region a host region.
+  // translation makes a process region a host region. With `keep_key` the
+  // key stays (what rxe and ConnectX do for a PD or access change, so a
+  // peer holding the R_Key keeps using it).
   absl::StatusOr<uint32_t> Reregister(ClientId client, uint32_t key,
                                       uint32_t flags, PdHandle pd,
                                       uint64_t iova, uint64_t length,
                                       AccessFlags access,
-                                      std::span<const HostChunk> chunks);
+                                      std::span<const HostChunk> chunks,
+                                      bool keep_key = false);
 
   // The region with exactly this key, or nullptr (hot path).
   const MemoryRegion* Find(uint32_t key) const { return mrs_.Get(key); }

@@ -136,15 +136,23 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
 // A chain of receive WRs into a QP's or an SRQ's receive ring, as
 // ibv_post_recv and ibv_post_srq_recv do: EINVAL for too many SGEs, ENOMEM
 // for a full ring, *bad_wr naming the first WR not posted.
+// At most `depth` WQEs are outstanding (posted and not completed), the
+// queue's granted max_recv_wr / SRQ max_wr: one more is ENOMEM, as a
+// hardware queue of that depth refuses it.
 template <typename WR>
-int PostRecvChain(ShmRing& ring, SpinLock& lock_, uint32_t max_sge, WR* wr,
-                  WR** bad_wr) {
+int PostRecvChain(ShmRing& ring, SpinLock& lock_, uint32_t max_sge,
+                  uint32_t depth, WR* wr, WR** bad_wr) {
   std::lock_guard<SpinLock> lock(lock_);
   uint32_t n = 0;
   int err = 0;
+  const uint64_t outstanding = ring.produced() - ring.retired();
   for (; wr != nullptr; wr = wr->next, ++n) {
     if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > max_sge) {
       err = EINVAL;
+      break;
+    }
+    if (outstanding + n >= depth) {
+      err = ENOMEM;
       break;
     }
     auto* s = static_cast<RqSlot*>(ring.ProducerSlotAhead(n));
@@ -176,14 +184,17 @@ template <typename WC, typename Fill>
 int PollCqInto(rocemu_cq* cq, int num, WC* wc, Fill&& fill) {
   std::lock_guard<SpinLock> lock(cq->lock);
   int n = 0;
-  for (; n < num; ++n) {
-    const void* s = cq->ring.ConsumerSlotAhead(static_cast<uint32_t>(n));
+  uint32_t taken = 0;
+  while (n < num) {
+    const void* s = cq->ring.ConsumerSlotAhead(taken);
     if (s == nullptr) break;
+    ++taken;
     CqeSlot e;
     std::memcpy(&e, s, sizeof(e));
-    fill(e, &wc[n]);
+    if ((e.flags & kCqeSkip) != 0) continue;
+    fill(e, &wc[n++]);
   }
-  cq->ring.ReleaseN(static_cast<uint32_t>(n));
+  cq->ring.ReleaseN(taken);
   if (n > 0) {
     cq->empty_polls = 0;
     return n;
@@ -201,6 +212,19 @@ int PollCqInto(rocemu_cq* cq, int num, WC* wc, Fill&& fill) {
     }
   }
   return 0;
+}
+
+// After a QP's RESET: its completions still in `cq`'s ring are withdrawn
+// (marked kCqeSkip), as mlx5 cleans a CQ of a reset QP's entries, so an
+// application restarting the QP does not poll the old flushes.
+inline void WithdrawCompletions(rocemu_cq* cq, uint32_t qpn) {
+  std::lock_guard<SpinLock> lock(cq->lock);
+  for (uint32_t k = 0;; ++k) {
+    auto* s = static_cast<CqeSlot*>(
+        const_cast<void*>(cq->ring.ConsumerSlotAhead(k)));
+    if (s == nullptr) break;
+    if (s->qp_num == qpn) s->flags |= kCqeSkip;
+  }
 }
 
 }  // namespace rocemu::verbs::client

@@ -81,6 +81,8 @@ struct rocemu_qp {
   rocemu::verbs::ShmRing sq;
   rocemu::verbs::ShmRing rq;
   rocemu_srq* srq;
+  rocemu_cq* send_cq;
+  rocemu_cq* recv_cq;
   rocemu::verbs::SpinLock sq_lock;
   rocemu::verbs::SpinLock rq_lock;
   void* owner = nullptr;  // the drop-in libibverbs' record, if any
@@ -97,6 +99,7 @@ struct rocemu_srq {
   uint32_t handle;
   void* srq_context;
   uint32_t max_sge;
+  uint32_t max_wr;
   rocemu::verbs::ShmRing ring;
   rocemu::verbs::SpinLock lock;
 };

@@ -70,9 +70,14 @@ struct CqeSlot {
   uint16_t slid;
   uint8_t sl;
   uint8_t dlid_path_bits;
-  uint32_t reserved;
+  uint32_t flags;  // kCqeSkip
 };
 static_assert(sizeof(CqeSlot) == 48);
+
+// Set by the consumer on a completion it withdrew (the QP went to RESET:
+// libibverbs providers purge its completions from the CQ); polls step
+// over it.
+inline constexpr uint32_t kCqeSkip = 1u << 0;
 
 // An affiliated or port event (ibv_async_event): the element is a QP
 // number, CQ or SRQ handle, or port number according to the type.

@@ -424,6 +424,11 @@ int rocemu_free_buf(struct rocemu_buf* buf);
 struct rocemu_mr* rocemu_reg_mr(struct rocemu_pd* pd, void* addr, size_t length,
                                 int access);
 int rocemu_dereg_mr(struct rocemu_mr* mr);
+/* ibv_rereg_mr without a new translation: ROCEMU_REREG_PD (2) moves the
+ * region to `pd`, ROCEMU_REREG_ACCESS (4) sets `access`; the keys stay. */
+enum { ROCEMU_REREG_PD = 2, ROCEMU_REREG_ACCESS = 4 };
+int rocemu_rereg_mr(struct rocemu_mr* mr, int flags, struct rocemu_pd* pd,
+                    int access);
 
 /* --- completion queues and channels --- */
 struct rocemu_comp_channel* rocemu_create_comp_channel(

@@ -109,6 +109,25 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
   return new rocemu_mr{pd, addr, length, resp.lkey, resp.rkey, access};
 }
 
+int rocemu_rereg_mr(rocemu_mr* mr, int flags, rocemu_pd* pd, int access) {
+  if (flags == 0 ||
+      (flags & ~(ROCEMU_REREG_PD | ROCEMU_REREG_ACCESS)) != 0 ||
+      ((flags & ROCEMU_REREG_PD) != 0 && pd == nullptr)) {
+    return EINVAL;
+  }
+  wire::ReregMrReq req{};
+  req.key = mr->lkey;
+  req.flags = static_cast<uint32_t>(flags);
+  req.pd = (flags & ROCEMU_REREG_PD) != 0 ? pd->handle : 0;
+  req.access = static_cast<uint32_t>(access);
+  const int err = Call<wire::ReregMrReq, wire::Empty>(
+      mr->pd->ctx, wire::MsgType::kReregMr, req, nullptr);
+  if (err != 0) return err;
+  if ((flags & ROCEMU_REREG_PD) != 0) mr->pd = pd;
+  if ((flags & ROCEMU_REREG_ACCESS) != 0) mr->access = access;
+  return 0;
+}
+
 int rocemu_dereg_mr(rocemu_mr* mr) {
   const int err = Released(
       mr->pd->ctx, Handle(mr->pd->ctx, wire::MsgType::kDeregMr, mr->lkey));

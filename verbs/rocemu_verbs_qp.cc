@@ -72,6 +72,8 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   qp->sq = *std::move(sq);
   qp->rq = *std::move(rq);
   qp->srq = attr->srq;
+  qp->send_cq = attr->send_cq;
+  qp->recv_cq = attr->recv_cq;
   std::lock_guard<std::mutex> lock(pd->ctx->mu);
   pd->ctx->qps[qp->qpn] = qp;
   return qp;
@@ -105,8 +107,17 @@ int rocemu_modify_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
     return Call<wire::ModifyQpReq, wire::Empty>(
         qp->ctx, wire::MsgType::kModifyQp, req, nullptr);
   });
-  if (err == 0 && (attr_mask & ROCEMU_QP_STATE) != 0)
+  if (err == 0 && (attr_mask & ROCEMU_QP_STATE) != 0) {
     qp->state = attr->qp_state;
+    if (attr->qp_state == ROCEMU_QPS_RESET) {
+      // The daemon moved every completion of the QP into the rings before
+      // answering; withdraw them.
+      WithdrawCompletions(qp->send_cq, qp->qpn);
+      if (qp->recv_cq != qp->send_cq) {
+        WithdrawCompletions(qp->recv_cq, qp->qpn);
+      }
+    }
+  }
   return err;
 }
 
@@ -178,7 +189,8 @@ int rocemu_post_recv(rocemu_qp* qp, rocemu_recv_wr* wr,
     *bad_wr = wr;
     return EINVAL;
   }
-  return PostRecvChain(qp->rq, qp->rq_lock, qp->cap.max_recv_sge, wr, bad_wr);
+  return PostRecvChain(qp->rq, qp->rq_lock, qp->cap.max_recv_sge,
+                       qp->cap.max_recv_wr, wr, bad_wr);
 }
 
 rocemu_ah* rocemu_create_ah(rocemu_pd* pd, rocemu_ah_attr* attr) {
@@ -222,6 +234,7 @@ rocemu_srq* rocemu_create_srq(rocemu_pd* pd, rocemu_srq_init_attr* attr) {
   srq->handle = resp.srq;
   srq->srq_context = attr->srq_context;
   srq->max_sge = resp.attr.max_sge;
+  srq->max_wr = resp.attr.max_wr;
   srq->ring = *std::move(ring);
   std::lock_guard<std::mutex> lock(pd->ctx->mu);
   pd->ctx->srqs[srq->handle] = srq;
@@ -259,7 +272,8 @@ int rocemu_destroy_srq(rocemu_srq* srq) {
 
 int rocemu_post_srq_recv(rocemu_srq* srq, rocemu_recv_wr* wr,
                          rocemu_recv_wr** bad_wr) {
-  return PostRecvChain(srq->ring, srq->lock, srq->max_sge, wr, bad_wr);
+  return PostRecvChain(srq->ring, srq->lock, srq->max_sge, srq->max_wr, wr,
+                       bad_wr);
 }
 
 }  // extern "C"

@@ -199,6 +199,9 @@ void SessionServer::DrainCq(Cq& cq) {
       if (slot == nullptr) break;  // cannot happen: FreeSlots said so
       CqeFromCompletion(wc[i], static_cast<CqeSlot*>(slot));
       cq.ring.Publish();
+      if (static_cast<uint32_t>(wc[i].opcode) >= kFirstRecvOpcode) {
+        RetireRecv(wc[i].qp_num);
+      }
       // A solicited-only arm fires on a solicited receive or an error
       // completion (IBTA 11.4.2.2).
       wake_solicited |=
@@ -210,6 +213,17 @@ void SessionServer::DrainCq(Cq& cq) {
   if (pushed && cq.channel.valid() && cq.ring.TakeArm(wake_solicited)) {
     cq.channel.Signal();
     ++counters_.cq_events;
+  }
+}
+
+void SessionServer::RetireRecv(uint32_t qpn) {
+  auto it = qps_.find(qpn);
+  if (it == qps_.end()) return;  // destroyed meanwhile: its ring is gone
+  Qp& qp = *it->second;
+  if (qp.srq != nullptr) {
+    qp.srq->ring.Retire(1);
+  } else {
+    qp.rq.Retire(1);
   }
 }
 
@@ -226,6 +240,7 @@ void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
   if (slot != nullptr) {
     CqeFromCompletion(wc, static_cast<CqeSlot*>(slot));
     cq.ring.Publish();
+    if (!send) RetireRecv(qp.qpn);
     ++counters_.cqes;
     if (cq.channel.valid() && cq.ring.TakeArm(true)) {
       cq.channel.Signal();

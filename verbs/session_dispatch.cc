@@ -134,6 +134,10 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       Reply(c, type, seq, st, &r, sizeof(r), {});
       break;
     }
+    case wire::MsgType::kReregMr:
+      st = OnReregMr(c, wire::BodyAs<wire::ReregMrReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
     case wire::MsgType::kDeregMr:
       st = OnDeregMr(c, wire::BodyAs<wire::HandleReq>(body).handle);
       Reply(c, type, seq, st, nullptr, 0, {});

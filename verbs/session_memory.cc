@@ -133,6 +133,32 @@ absl::Status SessionServer::OnDeregMr(Client& c, uint32_t key) {
   return absl::OkStatus();
 }
 
+absl::Status SessionServer::OnReregMr(Client& c, const wire::ReregMrReq& r) {
+  auto it = mrs_.find(r.key);
+  if (it == mrs_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such memory region");
+  }
+  constexpr uint32_t kAllowed = nic::rereg::kChangePd | nic::rereg::kChangeAccess;
+  if (r.flags == 0 || (r.flags & ~kAllowed) != 0) {
+    return absl::InvalidArgumentError(
+        "rereg_mr: only the PD and the access flags change in place");
+  }
+  if ((r.flags & nic::rereg::kChangePd) != 0) {
+    auto pit = pds_.find(r.pd);
+    if (pit == pds_.end() || pit->second != c.id) {
+      return absl::NotFoundError("no such PD");
+    }
+  }
+  Mr& mr = *it->second;
+  absl::StatusOr<uint32_t> key = rnic_.mr_table().Reregister(
+      nic::kKernelClient, r.key, r.flags, r.pd, 0, 0, r.access, {},
+      /*keep_key=*/true);
+  if (!key.ok()) return key.status();
+  if ((r.flags & nic::rereg::kChangePd) != 0) mr.pd = r.pd;
+  if ((r.flags & nic::rereg::kChangeAccess) != 0) mr.access = r.access;
+  return absl::OkStatus();
+}
+
 void SessionServer::ReleaseMr(uint32_t key, Mr& mr) {
   (void)rnic_.mr_table().Deregister(nic::kKernelClient, key);
   if (mr.map != nullptr) munmap(mr.map, mr.map_len);

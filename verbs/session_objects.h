@@ -18,6 +18,8 @@
 namespace rocemu::verbs {
 
 constexpr int kMaxFds = 4;
+// IBV_WC_RECV: this and the opcodes above it complete receive WQEs.
+constexpr uint32_t kFirstRecvOpcode = 128;
 constexpr int kMessagesPerPoll = 16;  // per client, for fairness
 constexpr uint64_t kListenTag = 0;
 // Async events a client may leave unread before further ones are dropped

@@ -150,7 +150,21 @@ absl::Status SessionServer::OnModifyQp(Client& c, const wire::ModifyQpReq& r) {
                      &attr.ah_attr.hop_limit);
     if (!st.ok()) return st;
   }
-  return rnic_.ModifyQp(r.qpn, attr, r.attr_mask);
+  st = rnic_.ModifyQp(r.qpn, attr, r.attr_mask);
+  // RESET empties the work queues without completions: what the client
+  // posted and the daemon has not taken yet goes too, and the receive
+  // queue's depth is free again.
+  if (st.ok() && (r.attr_mask & nic::qp_attr::kState) != 0 &&
+      attr.qp_state == nic::QpState::kReset) {
+    Qp& qp = *it->second;
+    qp.sq.DiscardAll();
+    if (qp.srq == nullptr) qp.rq.DiscardAll();
+    // Everything the RNIC completed for the QP goes to the rings now, so
+    // the library can withdraw it (it does on a reply to RESET).
+    DrainCq(*qp.send_cq);
+    if (qp.recv_cq != qp.send_cq) DrainCq(*qp.recv_cq);
+  }
+  return st;
 }
 
 absl::Status SessionServer::OnQueryQp(Client& c, uint32_t qpn,

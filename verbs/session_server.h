@@ -165,6 +165,10 @@ class SessionServer {
                        wire::HelloResp* out);
   absl::Status OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
                        wire::RegMrResp* out);
+  // A receive WQE of `qpn` (or of its SRQ) completed: the client may post
+  // one more.
+  void RetireRecv(uint32_t qpn);
+  absl::Status OnReregMr(Client& c, const wire::ReregMrReq& r);
   absl::Status OnDeregMr(Client& c, uint32_t key);
   absl::Status OnCreateCq(Client& c, const wire::CreateCqReq& r, int fd,
                           wire::CreateCqResp* out, int* ring_fd);

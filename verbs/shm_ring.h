@@ -35,7 +35,7 @@ namespace rocemu::verbs {
 
 inline constexpr size_t kCacheLine = 64;
 inline constexpr uint32_t kRingMagic = 0x524e4752;  // "RGNR"
-inline constexpr uint32_t kRingLayoutVersion = 1;
+inline constexpr uint32_t kRingLayoutVersion = 2;
 
 // How a consumer wants to be woken (ibv_req_notify_cq's solicited_only).
 enum class ArmMode : uint32_t {
@@ -53,6 +53,11 @@ struct RingHeader {
   uint32_t capacity;                               // a power of two
   alignas(kCacheLine) std::atomic<uint64_t> head;  // producer-owned
   alignas(kCacheLine) std::atomic<uint64_t> tail;  // consumer-owned
+  // Consumer-owned: entries whose work is over (a receive queue's WQEs
+  // completed). The producer bounds its outstanding entries by it, so a
+  // queue holds at most its granted depth even though the consumer frees
+  // slots as soon as it has copied them.
+  std::atomic<uint64_t> retired;
   // Consumer writes an ArmMode; the producer swaps it back to kNone when it
   // signals. `signals` counts the wake-ups so a channel shared by several
   // rings can tell which of them fired.
@@ -213,6 +218,27 @@ class ShmRing {
     Release();
     return RingResult::kOk;
   }
+  // --- outstanding work (receive queues) ---
+  // Producer: entries published so far, and how many of them are retired.
+  uint64_t produced() const { return head_; }
+  uint64_t retired() const {
+    return hdr_->retired.load(std::memory_order_acquire);
+  }
+  // Consumer: drops every published entry unread and retires them all
+  // (a queue reset). A corrupt head is left alone.
+  void DiscardAll() {
+    const uint64_t h = hdr_->head.load(std::memory_order_acquire);
+    if (h - tail_ > capacity_) return;
+    tail_ = cached_head_ = h;
+    hdr_->tail.store(tail_, std::memory_order_release);
+    hdr_->retired.store(h, std::memory_order_release);
+  }
+  // Consumer: `n` more entries are done.
+  void Retire(uint64_t n) {
+    hdr_->retired.store(hdr_->retired.load(std::memory_order_relaxed) + n,
+                        std::memory_order_release);
+  }
+
   // Why the last ProducerSlot/ConsumerSlot returned nullptr.
   RingResult last_result() const { return result_; }
 

@@ -59,6 +59,8 @@ const char* MsgTypeName(MsgType t) {
       return "destroy_srq";
     case MsgType::kOpenAsync:
       return "open_async";
+    case MsgType::kReregMr:
+      return "rereg_mr";
   }
   return "unknown";
 }
@@ -98,6 +100,8 @@ MsgLayout LayoutOf(MsgType t) {
       return {kH, sizeof(QuerySrqResp), 0, 0, 0};
     case MsgType::kOpenAsync:
       return {0, sizeof(OpenAsyncResp), 1, 1, 1};
+    case MsgType::kReregMr:
+      return {sizeof(ReregMrReq), 0, 0, 0, 0};
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:
     case MsgType::kDeregMr:

@@ -61,8 +61,9 @@ enum class MsgType : uint16_t {
   kQuerySrq = 20,
   kDestroySrq = 21,
   kOpenAsync = 22,
+  kReregMr = 23,
 };
-inline constexpr uint16_t kMaxMsgType = 22;
+inline constexpr uint16_t kMaxMsgType = 23;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -201,6 +202,15 @@ struct RegMrReq {
   uint64_t length;
   uint64_t offset;
 };
+// ibv_rereg_mr with IBV_REREG_MR_CHANGE_PD and/or _CHANGE_ACCESS (a new
+// translation is a new registration, made by the library): the key stays.
+struct ReregMrReq {
+  uint32_t key;
+  uint32_t flags;  // IBV_REREG_MR_CHANGE_PD = 2, _CHANGE_ACCESS = 4
+  uint32_t pd;
+  uint32_t access;
+};
+
 struct RegMrResp {
   uint32_t lkey;
   uint32_t rkey;
@@ -328,6 +338,7 @@ static_assert(sizeof(ModifySrqReq) == 20);
 static_assert(sizeof(HelloReq) == 48);
 static_assert(sizeof(HelloResp) == 80);
 static_assert(sizeof(RegMrReq) == 32);
+static_assert(sizeof(ReregMrReq) == 16);
 static_assert(sizeof(CreateQpReq) == 40);
 static_assert(sizeof(WireAhAttr) == 32);
 static_assert(sizeof(WireQpAttr) == 88);

@@ -53,10 +53,12 @@ int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
 // taken since start_poll are released by end_poll in one store. ---
 
 bool Take(CqImpl* c) {
-  const void* s = c->rc->ring.ConsumerSlotAhead(c->taken);
-  if (s == nullptr) return false;
-  std::memcpy(&c->cur, s, sizeof(c->cur));
-  ++c->taken;
+  do {
+    const void* s = c->rc->ring.ConsumerSlotAhead(c->taken);
+    if (s == nullptr) return false;
+    std::memcpy(&c->cur, s, sizeof(c->cur));
+    ++c->taken;
+  } while ((c->cur.flags & verbs::kCqeSkip) != 0);
   c->cqx.status = static_cast<ibv_wc_status>(c->cur.status);
   c->cqx.wr_id = c->cur.wr_id;
   return true;
@@ -68,6 +70,8 @@ int StartPoll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   c->rc->lock.lock();
   c->taken = 0;
   if (Take(c)) return 0;
+  c->rc->ring.ReleaseN(c->taken);  // withdrawn completions stepped over
+  c->taken = 0;
   c->rc->lock.unlock();  // the caller must not call end_poll after ENOENT
   if (c->rc->ring.last_result() == verbs::RingResult::kCorrupt ||
       Dead(c->ctx)) {

@@ -132,36 +132,48 @@ int rocemu_ibv_dereg_mr(ibv_mr* mr) {
   return 0;
 }
 
-// Re-registration registers the new region first, then releases the old
-// one, so a failure leaves the old region intact (IBV_REREG_MR_ERR_INPUT /
-// _CMD as libibverbs reports them). The keys may change, as on mlx5.
+// A new translation is a new registration (made first, so a failure leaves
+// the old region intact), then the old one is released: the keys change,
+// as on mlx5. A PD or access change alone happens in place and keeps the
+// keys (rxe and ConnectX do), so a peer holding the R_Key goes on using it.
 int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
                  int access) {
   constexpr int kKnown = IBV_REREG_MR_CHANGE_TRANSLATION |
                          IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
   if (flags == 0 || (flags & ~kKnown) != 0) return IBV_REREG_MR_ERR_INPUT;
   MrImpl* m = Mr(mr);
-  ibv_pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) != 0 ? pd : mr->pd;
-  void* new_addr =
-      (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 ? addr : mr->addr;
-  size_t new_len =
-      (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 ? length : mr->length;
-  unsigned new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) != 0
-                            ? static_cast<unsigned>(access)
-                            : static_cast<unsigned>(m->rm->access);
-  if (new_pd == nullptr || new_len == 0) return IBV_REREG_MR_ERR_INPUT;
+  if ((flags & IBV_REREG_MR_CHANGE_PD) != 0 && pd == nullptr) {
+    return IBV_REREG_MR_ERR_INPUT;
+  }
+  const unsigned new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) != 0
+                                  ? static_cast<unsigned>(access)
+                                  : static_cast<unsigned>(m->rm->access);
   if (CheckAccess(new_access) != 0) return IBV_REREG_MR_ERR_INPUT;
-  rocemu_mr* fresh = rocemu_reg_mr(Pd(new_pd)->rp, new_addr, new_len,
-                                   RocemuAccess(new_access));
-  if (fresh == nullptr) {
-    errno = errno != 0 ? errno : EINVAL;
+  if (Dead(Ctx(mr->context))) {
+    errno = EIO;
     return IBV_REREG_MR_ERR_CMD;
   }
+  ibv_pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) != 0 ? pd : mr->pd;
+  if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) == 0) {
+    const int err = rocemu_rereg_mr(
+        m->rm, flags & (IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS),
+        Pd(new_pd)->rp, RocemuAccess(new_access));
+    if (err != 0) {
+      errno = err;
+      return IBV_REREG_MR_ERR_INPUT;  // refused: the region is unchanged
+    }
+    mr->pd = new_pd;
+    return 0;
+  }
+  if (length == 0) return IBV_REREG_MR_ERR_INPUT;
+  rocemu_mr* fresh =
+      rocemu_reg_mr(Pd(new_pd)->rp, addr, length, RocemuAccess(new_access));
+  if (fresh == nullptr) return IBV_REREG_MR_ERR_INPUT;
   rocemu_dereg_mr(m->rm);
   m->rm = fresh;
   mr->pd = new_pd;
-  mr->addr = new_addr;
-  mr->length = new_len;
+  mr->addr = addr;
+  mr->length = length;
   mr->handle = fresh->lkey;
   mr->lkey = fresh->lkey;
   mr->rkey = fresh->rkey;

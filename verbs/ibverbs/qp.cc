@@ -47,7 +47,7 @@ int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     return EINVAL;
   }
   return verbs::client::PostRecvChain(r->rq, r->rq_lock, r->cap.max_recv_sge,
-                                      wr, bad_wr);
+                                      r->cap.max_recv_wr, wr, bad_wr);
 }
 
 ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
