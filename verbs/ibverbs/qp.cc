@@ -101,9 +101,17 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
 }
 
 ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
-  constexpr uint32_t kKnown =
-      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD |
+                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+                              IBV_QP_INIT_ATTR_CREATE_FLAGS;
   if ((attr->comp_mask & ~kKnown) != 0) return FailNull<ibv_qp>(EOPNOTSUPP);
+  // No multicast at all, so blocking multicast loopback is already true;
+  // the other creation flags (FCS scatter, VLAN stripping, source QPN,
+  // padding) belong to raw packet QPs or to one vendor.
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) != 0 &&
+      (attr->create_flags & ~IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0) {
+    return FailNull<ibv_qp>(EOPNOTSUPP);
+  }
   if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
     return FailNull<ibv_qp>(EINVAL);
   }

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""rdma-core's own test suite (Debian's python3-pyverbs, all 273 tests)
+against a rocemu device through the drop-in libibverbs.so.1.
+
+Every test must end as tests/ibverbs/pyverbs_expected.tsv says: `pass`
+tests pass (a drop in the pass count fails this test), `skip` tests skip
+with the reason recorded there (the suite's own message for a device that
+lacks the feature: no ODP, no device memory, not an mlx5 ...). No test may
+fail or error. A test that newly passes is reported, so the file can be
+updated with --record.
+
+Usage: pyverbs_test.py ROCEMUD DROPIN_DIR EXPECTED_TSV [--record]
+"""
+import glob
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from solo_daemon import SoloDaemon  # noqa: E402
+
+SUITE = "/usr/share/doc/rdma-core/tests"
+RESULT = re.compile(r"^(test_\S+) \((\S+)\)(?:\n.*?)? \.\.\. "
+                    r"(ok|FAIL|ERROR|skipped (['\"])(.*)\4|expected failure)$",
+                    re.M)
+
+
+def unpack(dst):
+    for src in glob.glob(os.path.join(SUITE, "*")):
+        name = os.path.basename(src)
+        if name.endswith(".gz"):
+            with gzip.open(src, "rb") as i, \
+                    open(os.path.join(dst, name[:-3]), "wb") as o:
+                shutil.copyfileobj(i, o)
+        elif os.path.isfile(src):
+            shutil.copy(src, dst)
+
+
+def main():
+    rocemud, dropin, expected_path = (os.path.abspath(p) for p in sys.argv[1:4])
+    record = "--record" in sys.argv[4:]
+    if not os.path.isdir(SUITE):
+        print(f"FAIL: {SUITE} missing (python3-pyverbs not installed)")
+        return 1
+    work = tempfile.mkdtemp(prefix="rocemu-pyverbs-")
+    daemon = SoloDaemon(rocemud)
+    failed = False
+    try:
+        tests = os.path.join(work, "tests")
+        os.mkdir(tests)
+        unpack(tests)
+        r = subprocess.run(
+            ["/usr/bin/python3", "tests/run_tests.py", "--dev",
+             daemon.device, "-v"],
+            cwd=work, env=daemon.env(dropin), capture_output=True, text=True,
+            timeout=900)
+        out = r.stdout + r.stderr
+        got = {}
+        for m in RESULT.finditer(out):
+            test_id = m.group(2)
+            kind = m.group(3)
+            if kind == "ok":
+                got[test_id] = ("pass", "")
+            elif kind.startswith("skipped"):
+                got[test_id] = ("skip", m.group(5))
+            else:
+                got[test_id] = ("fail", kind)
+        total = re.search(r"^Ran (\d+) tests", out, re.M)
+        print(f"suite ran {total.group(1) if total else '?'} tests; "
+              f"parsed {len(got)}: "
+              f"{sum(v[0] == 'pass' for v in got.values())} passed, "
+              f"{sum(v[0] == 'skip' for v in got.values())} skipped, "
+              f"{sum(v[0] == 'fail' for v in got.values())} failed")
+        if record:
+            with open(expected_path, "w") as f:
+                f.write("# pyverbs test id\texpected (pass|skip)\t"
+                        "the suite's skip reason\n")
+                for t in sorted(got):
+                    f.write(f"{t}\t{got[t][0]}\t{got[t][1]}\n")
+            print(f"recorded {expected_path}")
+            return 0
+        expected = {}
+        with open(expected_path) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                t, outcome, reason = (line.rstrip("\n").split("\t") + [""])[:3]
+                expected[t] = (outcome, reason)
+        for t, (outcome, reason) in sorted(expected.items()):
+            g = got.get(t)
+            if g is None:
+                print(f"FAIL {t}: did not run")
+                failed = True
+            elif outcome == "pass" and g[0] != "pass":
+                print(f"FAIL {t}: expected to pass, {g[0]} {g[1]}")
+                failed = True
+            elif outcome == "skip" and g[0] == "skip" and g[1] != reason:
+                print(f"FAIL {t}: skipped for a new reason: {g[1]!r} "
+                      f"(expected {reason!r})")
+                failed = True
+            elif outcome == "skip" and g[0] == "pass":
+                print(f"note {t}: passes now (was skipped: {reason})")
+        for t, g in sorted(got.items()):
+            if g[0] == "fail":
+                print(f"FAIL {t}: {g[1]}")
+                failed = True
+            elif t not in expected:
+                print(f"FAIL {t}: not in {expected_path} ({g[0]} {g[1]})")
+                failed = True
+        if failed:
+            print(out[-6000:])
+        want = sum(1 for v in expected.values() if v[0] == "pass")
+        print(f"{'FAIL' if failed else 'ok'}: {want} expected passes")
+        return 1 if failed else 0
+    finally:
+        daemon.cleanup(keep=failed)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""One rocemud on a net_ring port in a scratch directory: a device whose
+QPs reach each other through the RNIC's loopback, enough for programs that
+talk to themselves (pyverbs' suite) or for a server and client on one
+host. Needs no root and no network namespace."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+
+class SoloDaemon:
+    def __init__(self, rocemud, name="r0", prefix="rocemu-solo-"):
+        self.tmp = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(self.tmp, 0o755)
+        self.name = name
+        self.device = f"rocemu_{name}"
+        self.ctl = os.path.join(self.tmp, "ctl.sock")
+        self.verbs = os.path.join(self.tmp, "verbs.sock")
+        self.log = os.path.join(self.tmp, "rocemud.log")
+        cfg = os.path.join(self.tmp, "rocemud.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"""eal: {{file_prefix: rocemu-solo-{os.getpid()}, memory_mb: 256,
+      idle_sleep_us: 50, hugepages: "no"}}
+ports:
+  - name: {name}
+    devargs: net_ring0
+    mac: "02:00:00:78:00:01"
+    mtu: 4200
+    addresses: [10.78.0.1/24, fd78::1/64]
+control: {{socket: {self.ctl}}}
+verbs: {{socket: {self.verbs}, socket_mode: "0666"}}
+logging: {{file: {self.log}}}
+""")
+        self.proc = subprocess.Popen([rocemud, "--config", cfg],
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 15
+        while not os.path.exists(self.verbs):
+            if self.proc.poll() is not None:
+                raise RuntimeError("rocemud exited: " +
+                                   self.proc.stdout.read().decode())
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("rocemud: no verbs socket")
+            time.sleep(0.05)
+
+    def env(self, dropin_dir, **extra):
+        e = dict(os.environ)
+        e["LD_LIBRARY_PATH"] = dropin_dir
+        e["ROCEMU_VERBS_SOCKET"] = self.verbs
+        e.update(extra)
+        return e
+
+    def kill(self):
+        """Ends the daemon abruptly (SIGKILL), as a crash would."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self):
+        """SIGTERM; returns the exit status (0: clean shutdown)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                return -1
+        return self.proc.returncode
+
+    def cleanup(self, keep=False):
+        self.stop()
+        if not keep and not os.environ.get("ROCEMU_KEEP_TMP"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
