@@ -1,0 +1,482 @@
+/* An ordinary libibverbs program (built against Debian's <infiniband/verbs.h>
+ * and linked with -libverbs, as any user's code is) that checks behaviour
+ * the stock tools and pyverbs do not reach: the daemon dying under a
+ * running program, discovery without a daemon, completion-channel and
+ * async fds, several threads posting to one QP, and the refusals of what a
+ * software RoCE device lacks. Run over the drop-in by dropin_probe_test.py.
+ *
+ *   ibv_probe nodaemon|fatal|channel|threads|refuse
+ *
+ * Exit 0 when every check held; otherwise the failed check is printed.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+
+/* Both evaluate `cond` exactly once (it is often the call under test). */
+static int check(int ok, int err) {
+  printf(ok ? "ok   " : "FAIL ");
+  if (!ok) ++failures;
+  errno = err;
+  return ok;
+}
+
+#define CHECK(cond, ...)                     \
+  do {                                       \
+    const int ok_ = (cond);                  \
+    const int err_ = errno;                  \
+    check(ok_, err_);                        \
+    printf(__VA_ARGS__);                     \
+    printf(" (errno %d)\n", err_);           \
+    fflush(stdout);                          \
+  } while (0)
+
+#define REQUIRE(cond, ...)                   \
+  do {                                       \
+    const int ok_ = (cond);                  \
+    const int err_ = errno;                  \
+    check(ok_, err_);                        \
+    printf(__VA_ARGS__);                     \
+    printf(" (errno %d)\n", err_);           \
+    fflush(stdout);                          \
+    if (!ok_) exit(1);                       \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static struct ibv_context* open_first(void) {
+  int n = 0;
+  struct ibv_device** list = ibv_get_device_list(&n);
+  REQUIRE(list != NULL && n >= 1, "a device is listed (%d)", n);
+  struct ibv_context* ctx = ibv_open_device(list[0]);
+  REQUIRE(ctx != NULL, "ibv_open_device(%s)", ibv_get_device_name(list[0]));
+  ibv_free_device_list(list);
+  return ctx;
+}
+
+/* Two RC QPs of one device connected to each other (the RNIC loops the
+ * frames back), sharing one CQ. */
+struct pair {
+  struct ibv_context* ctx;
+  struct ibv_pd* pd;
+  struct ibv_comp_channel* ch;
+  struct ibv_cq* cq;
+  struct ibv_qp* a;
+  struct ibv_qp* b;
+  char* buf;
+  size_t len;
+  struct ibv_mr* mr;
+};
+
+static struct ibv_qp* make_qp(struct pair* p, uint32_t depth) {
+  struct ibv_qp_init_attr init;
+  memset(&init, 0, sizeof(init));
+  init.send_cq = p->cq;
+  init.recv_cq = p->cq;
+  init.cap.max_send_wr = depth;
+  init.cap.max_recv_wr = depth;
+  init.cap.max_send_sge = 2;
+  init.cap.max_recv_sge = 2;
+  init.qp_type = IBV_QPT_RC;
+  struct ibv_qp* qp = ibv_create_qp(p->pd, &init);
+  REQUIRE(qp != NULL, "ibv_create_qp RC depth %u", depth);
+  return qp;
+}
+
+static void connect_qp(struct pair* p, struct ibv_qp* qp, uint32_t dest) {
+  struct ibv_qp_attr a;
+  memset(&a, 0, sizeof(a));
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  REQUIRE(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                            IBV_QP_ACCESS_FLAGS) == 0,
+          "QP %u to INIT", qp->qp_num);
+  memset(&a, 0, sizeof(a));
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = dest;
+  a.rq_psn = 7;
+  a.max_dest_rd_atomic = 4;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  a.ah_attr.grh.hop_limit = 64;
+  REQUIRE(ibv_query_gid(p->ctx, 1, 0, &a.ah_attr.grh.dgid) == 0,
+          "our own GID 0");
+  REQUIRE(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                            IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                            IBV_QP_MAX_DEST_RD_ATOMIC |
+                            IBV_QP_MIN_RNR_TIMER) == 0,
+          "QP %u to RTR", qp->qp_num);
+  memset(&a, 0, sizeof(a));
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = 7;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 4;
+  REQUIRE(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+                            IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                            IBV_QP_MAX_QP_RD_ATOMIC) == 0,
+          "QP %u to RTS", qp->qp_num);
+}
+
+static void make_pair(struct pair* p, uint32_t depth, int with_channel) {
+  memset(p, 0, sizeof(*p));
+  p->ctx = open_first();
+  p->pd = ibv_alloc_pd(p->ctx);
+  REQUIRE(p->pd != NULL, "ibv_alloc_pd");
+  if (with_channel) {
+    p->ch = ibv_create_comp_channel(p->ctx);
+    REQUIRE(p->ch != NULL, "ibv_create_comp_channel");
+  }
+  p->cq = ibv_create_cq(p->ctx, (int)(4 * depth), &p->cq, p->ch, 0);
+  REQUIRE(p->cq != NULL, "ibv_create_cq");
+  p->len = 1 << 20;
+  REQUIRE(posix_memalign((void**)&p->buf, 4096, p->len) == 0, "buffer");
+  memset(p->buf, 0, p->len);
+  p->mr = ibv_reg_mr(p->pd, p->buf, p->len,
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                         IBV_ACCESS_REMOTE_READ);
+  REQUIRE(p->mr != NULL, "ibv_reg_mr of malloc'd memory");
+  p->a = make_qp(p, depth);
+  p->b = make_qp(p, depth);
+  connect_qp(p, p->a, p->b->qp_num);
+  connect_qp(p, p->b, p->a->qp_num);
+}
+
+static void free_pair(struct pair* p) {
+  CHECK(ibv_destroy_qp(p->a) == 0, "ibv_destroy_qp a");
+  CHECK(ibv_destroy_qp(p->b) == 0, "ibv_destroy_qp b");
+  CHECK(ibv_dereg_mr(p->mr) == 0, "ibv_dereg_mr");
+  CHECK(ibv_destroy_cq(p->cq) == 0, "ibv_destroy_cq");
+  if (p->ch != NULL) {
+    CHECK(ibv_destroy_comp_channel(p->ch) == 0, "ibv_destroy_comp_channel");
+  }
+  CHECK(ibv_dealloc_pd(p->pd) == 0, "ibv_dealloc_pd");
+  CHECK(ibv_close_device(p->ctx) == 0, "ibv_close_device");
+  free(p->buf);
+}
+
+static int post_write(struct ibv_qp* qp, struct pair* p, uint64_t wr_id,
+                      size_t src, size_t dst, uint32_t len) {
+  struct ibv_sge sge = {(uintptr_t)(p->buf + src), len, p->mr->lkey};
+  struct ibv_send_wr wr, *bad = NULL;
+  memset(&wr, 0, sizeof(wr));
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = (uintptr_t)(p->buf + dst);
+  wr.wr.rdma.rkey = p->mr->rkey;
+  return ibv_post_send(qp, &wr, &bad);
+}
+
+/* --- nodaemon: the list is empty, not an error (the stderr line is the
+ * test's to check). --- */
+static int probe_nodaemon(void) {
+  int n = -1;
+  struct ibv_device** list = ibv_get_device_list(&n);
+  CHECK(list != NULL, "ibv_get_device_list returns a list");
+  CHECK(n == 0, "with no device (%d)", n);
+  CHECK(list == NULL || list[0] == NULL, "NULL-terminated at once");
+  ibv_free_device_list(list);
+  return failures != 0;
+}
+
+/* --- fatal: the daemon is killed while we hold objects. --- */
+static int probe_fatal(void) {
+  struct pair p;
+  make_pair(&p, 16, 1);
+  char rbuf[64];
+  struct ibv_sge sge = {(uintptr_t)p.buf, 64, p.mr->lkey};
+  struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1};
+  struct ibv_recv_wr* bad = NULL;
+  REQUIRE(ibv_post_recv(p.b, &rwr, &bad) == 0, "a receive is posted");
+  REQUIRE(ibv_req_notify_cq(p.cq, 0) == 0, "the CQ is armed");
+  printf("ready\n");
+  fflush(stdout);
+  /* The test kills the daemon now; blocking calls must wake up. */
+  struct ibv_async_event ev;
+  const double t0 = now_s();
+  int rc = ibv_get_async_event(p.ctx, &ev);
+  CHECK(rc == 0 && ev.event_type == IBV_EVENT_DEVICE_FATAL,
+        "a blocked ibv_get_async_event returns IBV_EVENT_DEVICE_FATAL "
+        "(%d, %s)",
+        rc, rc == 0 ? ibv_event_type_str(ev.event_type) : "-");
+  if (rc == 0) ibv_ack_async_event(&ev);
+  rc = ibv_get_async_event(p.ctx, &ev);
+  CHECK(rc == -1 && errno == EIO, "then ibv_get_async_event fails with EIO");
+  struct ibv_cq* cq = NULL;
+  void* cq_ctx = NULL;
+  rc = ibv_get_cq_event(p.ch, &cq, &cq_ctx);
+  CHECK(rc == -1 && errno == EIO,
+        "ibv_get_cq_event on a dead device fails (EIO), does not block");
+  struct ibv_wc wc;
+  int polled = 0, n = 0;
+  while (now_s() - t0 < 30 && (n = ibv_poll_cq(p.cq, 1, &wc)) >= 0) {
+    if (n > 0) ++polled;
+  }
+  CHECK(n < 0, "ibv_poll_cq ends in an error instead of spinning (%d)", n);
+  errno = 0;
+  rc = ibv_post_recv(p.b, &rwr, &bad);
+  CHECK(rc == EIO, "ibv_post_recv fails with EIO (%d)", rc);
+  rc = post_write(p.a, &p, 2, 0, 4096, 8);
+  CHECK(rc == EIO, "ibv_post_send fails with EIO (%d)", rc);
+  errno = 0;
+  CHECK(ibv_alloc_pd(p.ctx) == NULL && errno == EIO,
+        "ibv_alloc_pd fails with EIO");
+  struct ibv_qp_attr a;
+  struct ibv_qp_init_attr ia;
+  CHECK(ibv_query_qp(p.a, &a, IBV_QP_STATE, &ia) == EIO,
+        "ibv_query_qp fails with EIO");
+  (void)rbuf;
+  /* Releasing still works and frees what this process holds. */
+  free_pair(&p);
+  return failures != 0;
+}
+
+/* --- channel: completion-channel and async fds behave like a kernel's. */
+static int probe_channel(void) {
+  struct pair p;
+  make_pair(&p, 16, 1);
+  struct pollfd pf = {p.ch->fd, POLLIN, 0};
+  CHECK(poll(&pf, 1, 0) == 0, "channel fd not readable before any event");
+  REQUIRE(ibv_req_notify_cq(p.cq, 0) == 0, "ibv_req_notify_cq");
+  REQUIRE(post_write(p.a, &p, 42, 0, 8192, 256) == 0, "a WRITE is posted");
+  CHECK(poll(&pf, 1, 10000) == 1 && (pf.revents & POLLIN),
+        "channel fd readable once the armed CQ got a completion");
+  struct ibv_cq* cq = NULL;
+  void* cq_ctx = NULL;
+  CHECK(ibv_get_cq_event(p.ch, &cq, &cq_ctx) == 0 && cq == p.cq &&
+            cq_ctx == &p.cq,
+        "ibv_get_cq_event hands back the CQ and its context");
+  ibv_ack_cq_events(cq, 1);
+  struct ibv_wc wc;
+  int n = 0;
+  const double t0 = now_s();
+  while ((n = ibv_poll_cq(p.cq, 1, &wc)) == 0 && now_s() - t0 < 10) {
+  }
+  CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 42 &&
+            wc.opcode == IBV_WC_RDMA_WRITE,
+        "the WRITE's completion (n %d status %d wr_id %llu)", n, wc.status,
+        (unsigned long long)wc.wr_id);
+  pf.revents = 0;
+  CHECK(poll(&pf, 1, 0) == 0, "channel fd quiet again after the event");
+  const int fl = fcntl(p.ch->fd, F_GETFL);
+  CHECK(fcntl(p.ch->fd, F_SETFL, fl | O_NONBLOCK) == 0,
+        "the application may make the channel fd non-blocking");
+  errno = 0;
+  CHECK(ibv_get_cq_event(p.ch, &cq, &cq_ctx) == -1 && errno == EAGAIN,
+        "then ibv_get_cq_event returns -1/EAGAIN instead of blocking");
+  const int afl = fcntl(p.ctx->async_fd, F_GETFL);
+  CHECK(fcntl(p.ctx->async_fd, F_SETFL, afl | O_NONBLOCK) == 0,
+        "the async fd may be made non-blocking");
+  struct ibv_async_event ev;
+  errno = 0;
+  CHECK(ibv_get_async_event(p.ctx, &ev) == -1 && errno == EAGAIN,
+        "then ibv_get_async_event returns -1/EAGAIN");
+  struct pollfd af = {p.ctx->async_fd, POLLIN, 0};
+  CHECK(poll(&af, 1, 0) == 0, "async fd not readable without an event");
+  free_pair(&p);
+  return failures != 0;
+}
+
+/* --- threads: several threads post to one QP while one polls. --- */
+enum { kThreads = 4, kPerThread = 2000, kChunk = 64, kWindow = 32 };
+static struct pair g_pair;
+static volatile int g_done[kThreads];
+static int g_seen[kThreads][kPerThread];
+
+static void* poster(void* arg) {
+  const int t = (int)(intptr_t)arg;
+  for (int i = 0; i < kPerThread; ++i) {
+    /* Keep at most kWindow of this thread's writes outstanding. */
+    while (i - __atomic_load_n(&g_done[t], __ATOMIC_ACQUIRE) >= kWindow) {
+    }
+    const size_t slot = ((size_t)t * kPerThread + (size_t)i) * kChunk;
+    const size_t src = slot % (g_pair.len / 2);
+    memset(g_pair.buf + src, (t * 31 + i) & 0xff, kChunk);
+    int rc;
+    while ((rc = post_write(g_pair.a, &g_pair,
+                            ((uint64_t)t << 32) | (uint64_t)i, src,
+                            g_pair.len / 2 + src, kChunk)) == ENOMEM) {
+    }
+    if (rc != 0) {
+      printf("FAIL thread %d post %d: %d\n", t, i, rc);
+      exit(1);
+    }
+  }
+  return NULL;
+}
+
+static int probe_threads(void) {
+  make_pair(&g_pair, 256, 0);
+  pthread_t th[kThreads];
+  for (int t = 0; t < kThreads; ++t) {
+    REQUIRE(pthread_create(&th[t], NULL, poster, (void*)(intptr_t)t) == 0,
+            "thread %d", t);
+  }
+  int total = 0, bad = 0, dup = 0;
+  const double t0 = now_s();
+  while (total < kThreads * kPerThread && now_s() - t0 < 120) {
+    struct ibv_wc wc[16];
+    const int n = ibv_poll_cq(g_pair.cq, 16, wc);
+    if (n < 0) break;
+    for (int k = 0; k < n; ++k) {
+      const int t = (int)(wc[k].wr_id >> 32);
+      const int i = (int)(wc[k].wr_id & 0xffffffff);
+      if (wc[k].status != IBV_WC_SUCCESS || t >= kThreads ||
+          i >= kPerThread) {
+        ++bad;
+        continue;
+      }
+      if (g_seen[t][i]++) ++dup;
+      __atomic_add_fetch(&g_done[t], 1, __ATOMIC_RELEASE);
+      ++total;
+    }
+  }
+  for (int t = 0; t < kThreads; ++t) pthread_join(th[t], NULL);
+  CHECK(total == kThreads * kPerThread,
+        "%d threads x %d WRITEs on one QP: %d completions", kThreads,
+        kPerThread, total);
+  CHECK(bad == 0 && dup == 0, "all successful, none twice (%d bad, %d dup)",
+        bad, dup);
+  /* Each thread's last write into each chunk left its pattern. */
+  free_pair(&g_pair);
+  return failures != 0;
+}
+
+/* --- refuse: what a software RoCE device lacks fails the libibverbs way.
+ */
+static int probe_refuse(void) {
+  struct ibv_context* ctx = open_first();
+  struct ibv_pd* pd = ibv_alloc_pd(ctx);
+  REQUIRE(pd != NULL, "ibv_alloc_pd");
+  struct verbs_context* v = verbs_get_ctx(ctx);
+  CHECK(v != NULL && v->sz >= sizeof(struct verbs_context),
+        "an extended context (verbs_context, sz %zu)", v ? v->sz : 0);
+  errno = 0;
+  CHECK(ibv_alloc_mw(pd, IBV_MW_TYPE_2) == NULL && errno == EOPNOTSUPP,
+        "ibv_alloc_mw: EOPNOTSUPP (max_mw 0)");
+  struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+                                               IBV_XRCD_INIT_ATTR_OFLAGS,
+                                  .fd = -1,
+                                  .oflags = O_CREAT};
+  errno = 0;
+  CHECK(ibv_open_xrcd(ctx, &xa) == NULL &&
+            (errno == EOPNOTSUPP || errno == ENOSYS),
+        "ibv_open_xrcd: not supported");
+  struct ibv_alloc_dm_attr dm = {.length = 4096};
+  errno = 0;
+  CHECK(ibv_alloc_dm(ctx, &dm) == NULL &&
+            (errno == EOPNOTSUPP || errno == ENOSYS),
+        "ibv_alloc_dm: not supported");
+  char* mem = malloc(8192);
+  errno = 0;
+  CHECK(ibv_reg_mr(pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) ==
+                NULL &&
+            errno == EOPNOTSUPP,
+        "ibv_reg_mr with IBV_ACCESS_ON_DEMAND: EOPNOTSUPP (no ODP)");
+  struct ibv_mr* mr =
+      ibv_reg_mr(pd, mem, 8192,
+                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+  CHECK(mr != NULL, "an optional access bit (relaxed ordering) is ignored");
+  if (mr) ibv_dereg_mr(mr);
+  errno = 0;
+  CHECK(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE) == NULL &&
+            errno == EOPNOTSUPP,
+        "ibv_reg_dmabuf_mr: EOPNOTSUPP");
+  struct ibv_cq_init_attr_ex cqa = {
+      .cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+  errno = 0;
+  CHECK(ibv_create_cq_ex(ctx, &cqa) == NULL && errno == EOPNOTSUPP,
+        "ibv_create_cq_ex with completion timestamps: EOPNOTSUPP");
+  cqa.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM;
+  struct ibv_cq_ex* cqx = ibv_create_cq_ex(ctx, &cqa);
+  CHECK(cqx != NULL, "ibv_create_cq_ex with standard flags");
+  struct ibv_qp_init_attr qa;
+  memset(&qa, 0, sizeof(qa));
+  qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cqx);
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  qa.qp_type = IBV_QPT_RAW_PACKET;
+  errno = 0;
+  CHECK(ibv_create_qp(pd, &qa) == NULL && errno == EOPNOTSUPP,
+        "a raw packet QP: EOPNOTSUPP");
+  qa.qp_type = IBV_QPT_RC;
+  struct ibv_qp* qp = ibv_create_qp(pd, &qa);
+  CHECK(qp != NULL, "an RC QP");
+  CHECK(qp != NULL && ibv_qp_to_qp_ex(qp) == NULL,
+        "ibv_qp_to_qp_ex is NULL for a QP made without send_ops_flags");
+  struct ibv_flow_attr fa = {.size = sizeof(fa), .port = 1};
+  errno = 0;
+  CHECK(qp != NULL && ibv_create_flow(qp, &fa) == NULL &&
+            (errno == EOPNOTSUPP || errno == ENOSYS),
+        "ibv_create_flow: not supported");
+  struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ, .max_wr = 4,
+                                .max_sge = 1, .pd = pd,
+                                .cq = ibv_cq_ex_to_cq(cqx)};
+  errno = 0;
+  CHECK(ibv_create_wq(ctx, &wa) == NULL,
+        "ibv_create_wq: not supported (errno %d)", errno);
+  struct ibv_query_device_ex_input in = {.comp_mask = 1};
+  struct ibv_device_attr_ex dax;
+  CHECK(ibv_query_device_ex(ctx, &in, &dax) == EINVAL,
+        "ibv_query_device_ex with an unknown input mask: EINVAL");
+  CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0 &&
+            dax.odp_caps.general_caps == 0 &&
+            dax.completion_timestamp_mask == 0 &&
+            dax.orig_attr.max_mw == 0,
+        "ibv_query_device_ex: no ODP, no timestamps, no MWs advertised");
+  /* The private provider interface exists and refuses. */
+  int (*cmd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "ibv_cmd_alloc_pd");
+  CHECK(cmd != NULL && cmd() == EOPNOTSUPP,
+        "IBVERBS_PRIVATE_34 ibv_cmd_alloc_pd refuses (EOPNOTSUPP)");
+  if (qp) ibv_destroy_qp(qp);
+  if (cqx) ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+  free(mem);
+  CHECK(ibv_dealloc_pd(pd) == 0, "ibv_dealloc_pd");
+  CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+  return failures != 0;
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s nodaemon|fatal|channel|threads|refuse\n",
+            argv[0]);
+    return 2;
+  }
+  const char* s = argv[1];
+  if (strcmp(s, "nodaemon") == 0) return probe_nodaemon();
+  if (strcmp(s, "fatal") == 0) return probe_fatal();
+  if (strcmp(s, "channel") == 0) return probe_channel();
+  if (strcmp(s, "threads") == 0) return probe_threads();
+  if (strcmp(s, "refuse") == 0) return probe_refuse();
+  fprintf(stderr, "unknown probe %s\n", s);
+  return 2;
+}
