@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Debian's unmodified RDMA tools (ibverbs-utils and perftest) between two
+rocemud daemons, each side running the stock binary over the drop-in
+libibverbs.so.1: ibv_devices, ibv_devinfo -v, ibv_{rc,uc,ud,srq}_pingpong
+with and without -e, and ib_{write,read,send,atomic}_{bw,lat} with -a (all
+sizes), -c UC/UD where perftest allows them, -q 4 and --report_gbits. Each
+tool's own success criteria (exit status, a result row per size) decide.
+
+Usage: stock_tools_test.py ROCEMUD DROPIN_DIR memif|veth [--quick]
+  --quick: the pingpongs and one size per perftest tool (for the second link)
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "emulator"))
+import netns_util  # noqa: E402
+from netns_util import sh  # noqa: E402
+
+DEV = "rocemu_p0"
+
+
+class Run:
+    def __init__(self, rocemud, dropin):
+        self.rocemud, self.dropin = rocemud, dropin
+        self.pid = os.getpid()
+        self.tmp = tempfile.mkdtemp(prefix="rocemu-stock-")
+        os.chmod(self.tmp, 0o755)
+        self.namespaces, self.procs, self.failures = [], [], []
+        self.port = 18515 + self.pid % 1000
+
+    def check(self, cond, msg):
+        print(("ok   " if cond else "FAIL ") + msg, flush=True)
+        if not cond:
+            self.failures.append(msg)
+
+    def netns(self, name):
+        name = f"{name}-{self.pid}"
+        sh("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        sh("ip", "link", "set", "lo", "up", ns=name)
+        return name
+
+    def daemon(self, ns, name, devargs, mac, ip):
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d)
+        ctl = os.path.join(d, "ctl.sock")
+        verbs = os.path.join(d, "verbs.sock")
+        cfg = os.path.join(d, "rocemud.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"""eal: {{file_prefix: rocemu-stock-{name}-{self.pid}, idle_sleep_us: 50}}
+ports:
+  - name: p0
+    devargs: {devargs}
+    mac: "{mac}"
+    mtu: 4200
+    addresses: [{ip}/24]
+control: {{socket: {ctl}}}
+verbs: {{socket: {verbs}}}
+logging: {{file: {d}/rocemud.log}}
+""")
+        p = netns_util.start_rocemud(ns, self.rocemud, cfg, (ctl, verbs),
+                                     name)
+        self.procs.append(p)
+        return {"name": name, "ctl": ctl, "verbs": verbs, "proc": p}
+
+    def cleanup(self):
+        netns_util.cleanup(self.procs, self.namespaces,
+                           self.tmp if not self.failures else "/nonexistent")
+        if self.failures:
+            print(f"     kept {self.tmp}")
+
+    def env(self, daemon):
+        e = dict(os.environ)
+        e["LD_LIBRARY_PATH"] = self.dropin
+        e["ROCEMU_VERBS_SOCKET"] = daemon["verbs"]
+        return e
+
+    def tool(self, ns, daemon, argv, timeout):
+        return subprocess.Popen(["ip", "netns", "exec", ns] + argv,
+                                env=self.env(daemon), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+
+    def pair(self, ns, a, b, argv, timeout=240):
+        """Server on daemon A, then the client on daemon B; both outputs."""
+        self.port += 1
+        port = ["-p", str(self.port)]
+        srv = self.tool(ns, a, argv + port, timeout)
+        time.sleep(0.5)
+        cli = self.tool(ns, b, argv + port + ["127.0.0.1"], timeout)
+        outs = []
+        deadline = time.monotonic() + timeout
+        for p in (cli, srv):
+            try:
+                out, _ = p.communicate(timeout=max(1, deadline -
+                                                   time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out, _ = p.communicate()
+                out += "\n(timed out)"
+            outs.append((p.returncode, out))
+        (crc, cout), (src, sout) = outs
+        return src, sout, crc, cout
+
+
+def perftest_rows(out):
+    """The result rows of a perftest table: {bytes: [numbers...]}."""
+    rows = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[0].isdigit() and f[1].isdigit():
+            try:
+                rows[int(f[0])] = [float(x) for x in f[1:]]
+            except ValueError:
+                pass
+    return rows
+
+
+def setup(r, link):
+    if link == "veth":
+        na, nb = r.netns("rocemu-sa"), r.netns("rocemu-sb")
+        va, vb = f"sa{r.pid % 100000}", f"sb{r.pid % 100000}"
+        sh("ip", "link", "add", va, "netns", na, "type", "veth", "peer",
+           "name", vb, "netns", nb)
+        for ns, dev in ((na, va), (nb, vb)):
+            sh("ip", "link", "set", dev, "mtu", "9000", ns=ns)
+            sh("ip", "link", "set", dev, "up", ns=ns)
+        opts = "framesz=8192,blocksz=8192"
+        a = r.daemon(na, "a", f"net_af_packet0,iface={va},{opts}",
+                     "02:00:00:7a:01:01", "10.122.1.1")
+        b = r.daemon(nb, "b", f"net_af_packet0,iface={vb},{opts}",
+                     "02:00:00:7a:01:02", "10.122.1.2")
+        # The tools' TCP exchange needs one loopback; the verbs sockets are
+        # files, reachable from any namespace.
+        return na, a, b
+    ns = r.netns("rocemu-sm")
+    sock = f"rocemu-stock-{r.pid}"
+    a = r.daemon(ns, "a", f"net_memif0,role=server,socket={sock},bsize=8192",
+                 "02:00:00:7a:02:01", "10.122.2.1")
+    b = r.daemon(ns, "b", f"net_memif0,role=client,socket={sock},bsize=8192",
+                 "02:00:00:7a:02:02", "10.122.2.2")
+    return ns, a, b
+
+
+PINGPONGS = [
+    ("ibv_rc_pingpong", ["-g", "0", "-n", "200", "-s", "4096", "-m", "1024"]),
+    ("ibv_uc_pingpong", ["-g", "0", "-n", "200", "-s", "4096", "-m", "1024"]),
+    ("ibv_ud_pingpong", ["-g", "0", "-n", "200", "-s", "1024"]),
+    ("ibv_srq_pingpong", ["-g", "0", "-n", "200", "-s", "4096", "-m", "1024"]),
+]
+
+# (tool, extra args, sizes expected in the table)
+ALL = list(range(1, 24))  # -a: 2^1 .. 2^23 bytes
+PERFTEST = [
+    ("ib_write_bw", ["-a", "--report_gbits"], ALL),
+    ("ib_read_bw", ["-a", "--report_gbits"], ALL),
+    ("ib_send_bw", ["-a", "--report_gbits"], ALL),
+    ("ib_atomic_bw", ["--report_gbits"], [3]),
+    ("ib_write_lat", ["-a"], ALL),
+    ("ib_read_lat", ["-a"], ALL),
+    ("ib_send_lat", ["-a"], ALL),
+    ("ib_atomic_lat", [], [3]),
+    # Other transports where perftest offers them (UD: up to the MTU).
+    ("ib_send_bw", ["-c", "UD", "-a", "--report_gbits"], list(range(1, 13))),
+    ("ib_send_bw", ["-c", "UC", "-a", "--report_gbits"], ALL),
+    ("ib_write_bw", ["-c", "UC", "-a", "--report_gbits"], ALL),
+    ("ib_send_lat", ["-c", "UD", "-a"], list(range(1, 13))),
+    ("ib_write_lat", ["-c", "UC", "-a"], ALL),
+    ("ib_send_lat", ["-c", "UC", "-a"], ALL),
+    # Several QPs.
+    ("ib_write_bw", ["-q", "4", "-s", "65536", "--report_gbits"], [16]),
+    ("ib_send_bw", ["-q", "4", "-s", "4096", "--report_gbits"], [12]),
+]
+QUICK = [
+    ("ib_write_bw", ["-s", "65536", "--report_gbits"], [16]),
+    ("ib_read_bw", ["-s", "4096", "--report_gbits"], [12]),
+    ("ib_send_bw", ["-s", "65536", "--report_gbits"], [16]),
+    ("ib_atomic_bw", ["--report_gbits"], [3]),
+    ("ib_write_lat", ["-s", "64"], [6]),
+    ("ib_read_lat", ["-s", "64"], [6]),
+    ("ib_send_lat", ["-s", "64"], [6]),
+    ("ib_atomic_lat", [], [3]),
+]
+
+
+def main():
+    rocemud, dropin = (os.path.abspath(p) for p in sys.argv[1:3])
+    link = sys.argv[3]
+    quick = "--quick" in sys.argv[4:]
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root")
+        return 1
+    r = Run(rocemud, dropin)
+    start = time.monotonic()
+    with netns_util.failures_reported(r):
+        ns, a, b = setup(r, link)
+        for d in (a, b):
+            out = subprocess.run(["ibv_devices"], env=r.env(d),
+                                 capture_output=True, text=True, timeout=30)
+            r.check(out.returncode == 0 and DEV in out.stdout,
+                    f"{d['name']}: ibv_devices lists {DEV}")
+            out = subprocess.run(["ibv_devinfo", "-v"], env=r.env(d),
+                                 capture_output=True, text=True, timeout=60)
+            r.check(out.returncode == 0 and "PORT_ACTIVE" in out.stdout and
+                    "link_layer:\t\tEthernet" in out.stdout and
+                    "RoCE v2" in out.stdout,
+                    f"{d['name']}: ibv_devinfo -v (active Ethernet port, "
+                    f"RoCE v2 GIDs)")
+        for tool, args in PINGPONGS:
+            for events in ([], ["-e"]):
+                t0 = time.monotonic()
+                src, sout, crc, cout = r.pair(ns, a, b, [tool] + args +
+                                              events, timeout=120)
+                ok = src == 0 and crc == 0 and \
+                    re.search(r"\d+ iters in", cout) is not None
+                r.check(ok, f"{tool} {' '.join(events)}: server {src}, "
+                        f"client {crc} ({time.monotonic() - t0:.1f} s)")
+                if not ok:
+                    print(sout[-800:], cout[-800:])
+        for tool, args, sizes in (QUICK if quick else PERFTEST):
+            argv = [tool, "-d", DEV, "-x", "0", "-n", "100"] + args
+            if tool.endswith("_lat") and "-a" in args:
+                argv[argv.index("-n") + 1] = "50"
+            t0 = time.monotonic()
+            src, sout, crc, cout = r.pair(ns, a, b, argv, timeout=400)
+            rows = perftest_rows(cout)
+            want = {1 << s for s in sizes}
+            missing = sorted(want - set(rows))
+            ok = src == 0 and crc == 0 and not missing
+            r.check(ok, f"{tool} {' '.join(args)}: server {src}, client "
+                    f"{crc}, {len(rows)} sizes ({time.monotonic() - t0:.1f} s)"
+                    + (f", missing {missing[:4]}" if missing else ""))
+            if not ok:
+                print(sout[-1200:], cout[-1200:])
+        # The tools' own checks passed; the RNICs must agree that nothing
+        # went wrong on the wire or in the engines.
+        for d in (a, b):
+            c = netns_util.control(d["ctl"], {"cmd": "counters"}, timeout=10)
+            rnic = c["ports"]["p0"]["rnic"]
+            bad = {k: rnic.get(k) for k in (
+                "retry_exceeded_err", "retry_rnr_exceeded_err",
+                "rx_malformed", "rx_bad_opcode", "resp_local_length_error",
+                "req_remote_access_errors", "resp_remote_access_errors",
+                "req_remote_invalid_request", "mr_access_faults")
+                   if rnic.get(k)}
+            r.check(not bad, f"{d['name']}: no RNIC error counters {bad}")
+    print(f"{link}: {time.monotonic() - start:.0f} s")
+    return netns_util.verdict(r.failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
