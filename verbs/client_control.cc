@@ -221,6 +221,17 @@ std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
   return ctx;
 }
 
+uint32_t PollYieldEvery() {
+  static const uint32_t every = [] {
+    const char* v = std::getenv("ROCEMU_POLL_YIELD");
+    if (v == nullptr || *v == '\0') return 64u;
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(v, &end, 10);
+    return *end == '\0' && n <= (1u << 20) ? static_cast<uint32_t>(n) : 64u;
+  }();
+  return every;
+}
+
 const char* DefaultSocket() {
   const char* p = std::getenv("ROCEMU_VERBS_SOCKET");
   return p != nullptr ? p : "/run/rocemu/verbs.sock";

@@ -57,6 +57,10 @@ bool DaemonGone(rocemu_context* ctx);
 
 int64_t MonotonicMs();
 
+// Empty CQ polls between two sched_yield() calls of a spinning poller
+// ($ROCEMU_POLL_YIELD, default 64; 0: never yield).
+uint32_t PollYieldEvery();
+
 // What a releasing call (dealloc, dereg, destroy) returns: once the daemon
 // has gone it freed everything of this client, so the library frees its
 // side too and reports success (libibverbs' "disassociated device" rule),

@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 
 #include <cstdint>
 #include <cstring>
@@ -204,6 +205,12 @@ int PollCqInto(rocemu_cq* cq, int num, WC* wc, Fill&& fill) {
     errno = EIO;
     return -1;
   }
+  // A program spinning on an empty CQ gives its core away now and then:
+  // the daemon that would produce the completion may need that core (two
+  // cores, four spinners). One syscall per PollYieldEvery() empty polls;
+  // ROCEMU_POLL_YIELD=0 turns it off.
+  const uint32_t every = PollYieldEvery();
+  if (every != 0 && cq->empty_polls % every == every - 1) sched_yield();
   if (++cq->empty_polls >= kEmptyPollsPerLivenessCheck) {
     cq->empty_polls = 0;
     if (DaemonGone(cq->ctx)) {
