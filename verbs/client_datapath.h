@@ -227,8 +227,8 @@ int PollCqInto(rocemu_cq* cq, int num, WC* wc, Fill&& fill) {
 inline void WithdrawCompletions(rocemu_cq* cq, uint32_t qpn) {
   std::lock_guard<SpinLock> lock(cq->lock);
   for (uint32_t k = 0;; ++k) {
-    auto* s = static_cast<CqeSlot*>(
-        const_cast<void*>(cq->ring.ConsumerSlotAhead(k)));
+    auto* s =
+        static_cast<CqeSlot*>(const_cast<void*>(cq->ring.ConsumerSlotAhead(k)));
     if (s == nullptr) break;
     if (s->qp_num == qpn) s->flags |= kCqeSkip;
   }

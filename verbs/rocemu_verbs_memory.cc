@@ -6,10 +6,12 @@
 
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <span>
 
 #include "verbs/client_control.h"
 #include "verbs/client_objects.h"
+#include "verbs/client_remap.h"
 #include "verbs/ring_slots.h"
 #include "verbs/rocemu_verbs.h"
 
@@ -97,21 +99,27 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
   req.access = static_cast<uint32_t>(access);
   req.iova = a;
   req.length = length;
-  // Inside a library buffer: the daemon maps the memfd. Anywhere else: no
-  // fd, the daemon reaches this process's memory with process_vm_*.
-  req.offset =
-      found != nullptr ? a - reinterpret_cast<uintptr_t>(found->pub.addr) : 0;
+  // Inside a library buffer: the daemon maps its memfd. Ordinary private
+  // memory is moved onto a memfd of its own (client_remap.h) so the daemon
+  // maps that. Anything else: no fd, the daemon reaches this process's
+  // memory with process_vm_*.
+  int fd = -1;
+  if (found != nullptr) {
+    fd = found->fd;
+    req.offset = a - reinterpret_cast<uintptr_t>(found->pub.addr);
+  } else if (std::optional<SharedRange> shared = ShareRange(addr, length)) {
+    fd = shared->fd;
+    req.offset = shared->offset;
+  }
   wire::RegMrResp resp{};
-  const int fd = found != nullptr ? found->fd : -1;
   const int err = Call(ctx, wire::MsgType::kRegMr, req, &resp,
-                       std::span<const int>(&fd, found != nullptr ? 1u : 0u));
+                       std::span<const int>(&fd, fd >= 0 ? 1u : 0u));
   if (err != 0) return Fail<rocemu_mr>(err);
   return new rocemu_mr{pd, addr, length, resp.lkey, resp.rkey, access};
 }
 
 int rocemu_rereg_mr(rocemu_mr* mr, int flags, rocemu_pd* pd, int access) {
-  if (flags == 0 ||
-      (flags & ~(ROCEMU_REREG_PD | ROCEMU_REREG_ACCESS)) != 0 ||
+  if (flags == 0 || (flags & ~(ROCEMU_REREG_PD | ROCEMU_REREG_ACCESS)) != 0 ||
       ((flags & ROCEMU_REREG_PD) != 0 && pd == nullptr)) {
     return EINVAL;
   }

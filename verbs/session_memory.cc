@@ -138,7 +138,8 @@ absl::Status SessionServer::OnReregMr(Client& c, const wire::ReregMrReq& r) {
   if (it == mrs_.end() || it->second->owner != c.id) {
     return absl::NotFoundError("no such memory region");
   }
-  constexpr uint32_t kAllowed = nic::rereg::kChangePd | nic::rereg::kChangeAccess;
+  constexpr uint32_t kAllowed =
+      nic::rereg::kChangePd | nic::rereg::kChangeAccess;
   if (r.flags == 0 || (r.flags & ~kAllowed) != 0) {
     return absl::InvalidArgumentError(
         "rereg_mr: only the PD and the access flags change in place");

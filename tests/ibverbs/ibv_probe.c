@@ -5,7 +5,7 @@
  * async fds, several threads posting to one QP, and the refusals of what a
  * software RoCE device lacks. Run over the drop-in by dropin_probe_test.py.
  *
- *   ibv_probe nodaemon|fatal|channel|threads|refuse
+ *   ibv_probe nodaemon|fatal|channel|threads|refuse|fork
  *
  * Exit 0 when every check held; otherwise the failed check is printed.
  */
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -370,6 +371,38 @@ static int probe_threads(void) {
   return failures != 0;
 }
 
+/* --- fork: a child gets its own copy of registered memory; the parent's
+ * region goes on working. --- */
+static int probe_fork(void) {
+  struct pair p;
+  make_pair(&p, 16, 0);
+  memset(p.buf, 0x11, 4096);
+  fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    memset(p.buf, 0x22, 4096); /* the child's copy only */
+    _exit(p.buf[100] == 0x22 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the child wrote its copy of the registered buffer");
+  CHECK(p.buf[100] == 0x11, "the parent's registered buffer is untouched");
+  REQUIRE(post_write(p.a, &p, 7, 0, 65536, 4096) == 0, "a WRITE after fork");
+  struct ibv_wc wc;
+  int n = 0;
+  const double t0 = now_s();
+  while ((n = ibv_poll_cq(p.cq, 1, &wc)) == 0 && now_s() - t0 < 10) {
+  }
+  CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7,
+        "it completes (status %d)", n == 1 ? (int)wc.status : -1);
+  int same = 1;
+  for (int i = 0; i < 4096; ++i) same &= p.buf[65536 + i] == 0x11;
+  CHECK(same, "and moved the parent's bytes, not the child's");
+  free_pair(&p);
+  return failures != 0;
+}
+
 /* --- refuse: what a software RoCE device lacks fails the libibverbs way.
  */
 static int probe_refuse(void) {
@@ -467,7 +500,7 @@ static int probe_refuse(void) {
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc != 2) {
-    fprintf(stderr, "usage: %s nodaemon|fatal|channel|threads|refuse\n",
+    fprintf(stderr, "usage: %s nodaemon|fatal|channel|threads|refuse|fork\n",
             argv[0]);
     return 2;
   }
@@ -477,6 +510,7 @@ int main(int argc, char** argv) {
   if (strcmp(s, "channel") == 0) return probe_channel();
   if (strcmp(s, "threads") == 0) return probe_threads();
   if (strcmp(s, "refuse") == 0) return probe_refuse();
+  if (strcmp(s, "fork") == 0) return probe_fork();
   fprintf(stderr, "unknown probe %s\n", s);
   return 2;
 }
