@@ -6,7 +6,12 @@
 #   2. the daemon's counters read from its control socket, and its RDMA
 #      device, ports and PFC state through rocemu-ctl,
 #   3. a capture switched on at run time and opened in tshark,
-#   4. rocemu-decode's verdict on every frame the codec builds.
+#   4. rocemu-decode's verdict on every frame the codec builds,
+#   5. RDMA moving between two RNICs: a second rocemud on another TAP port
+#      (bridged with the first in the namespace), and Debian's unmodified
+#      ibv_rc_pingpong and ib_write_bw run over them through the drop-in
+#      libibverbs (scripts/rocemu-run), with both RNICs' counters and
+#      tshark's view of the RoCEv2 frames they exchanged.
 # The daemon runs inside a network namespace of its own (rocemu-run), so
 # nothing on the host's network changes. On a terminal it then keeps running
 # until Ctrl-C; otherwise (or with --once) it stops after the demonstration.
@@ -24,7 +29,9 @@ work=$(mktemp -d /tmp/rocemu-run.XXXXXX)
 sock=$work/rocemud.sock
 cfg=$work/rocemu.yaml
 daemon_pid=""
+peer_pid=""
 cleanup() {
+  [[ -n "$peer_pid" ]] && kill -TERM "$peer_pid" 2>/dev/null && wait "$peer_pid" 2>/dev/null || true
   [[ -n "$daemon_pid" ]] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
   ip netns del "$ns" 2>/dev/null || true
 }
@@ -88,7 +95,7 @@ echo "== the capture, opened in tshark"
 for f in "$work"/*-rx.pcap "$work"/*-tx.pcap; do
   [[ -s "$f" ]] || continue
   echo "-- $f"
-  tshark -r "$f" -n 2>/dev/null | head -20
+  { tshark -r "$f" -n 2>/dev/null || true; } | head -20
 done
 
 echo
@@ -96,6 +103,55 @@ echo "== every RoCEv2/PFC frame type the codec builds, verified by rocemu-decode
 build/emulator/tools/rocemu-codec-demo "$work/demo.pcap" >/dev/null
 build/emulator/tools/rocemu-decode "$work/demo.pcap" | tail -5
 echo "(full list: build/emulator/tools/rocemu-decode $work/demo.pcap)"
+
+echo
+echo "== RDMA between two RNICs with unmodified Debian programs"
+# RNIC B: the same configuration on a second TAP port; both TAPs join a
+# bridge in the namespace, so the two RNICs share one Ethernet segment.
+peer_sock=$work/peer.sock
+sed -e "s|/run/rocemu/rocemud.sock|$peer_sock|" \
+    -e "s|/run/rocemu/verbs.sock|$work/peer-verbs.sock|" \
+    -e "s|/var/lib/rocemu/|$work/peer-|g" \
+    -e "s|name: tap0 |name: tap1 |" \
+    -e "s|net_tap0,iface=rocemu0|net_tap1,iface=rocemu1|" \
+    -e "s|10.77.0.2/24|10.77.0.3/24|" -e "s|fd77::2/64|fd77::3/64|" \
+    config/rocemu.yaml > "$work/peer.yaml"
+ip netns exec "$ns" build/emulator/rocemud --config "$work/peer.yaml" &
+peer_pid=$!
+for _ in $(seq 100); do
+  [[ -S "$peer_sock" ]] && ip netns exec "$ns" ip link show rocemu1 >/dev/null 2>&1 && break
+  sleep 0.1
+done
+ip netns exec "$ns" ip link add rocemubr type bridge
+for dev in rocemu0 rocemu1; do
+  ip netns exec "$ns" ip link set "$dev" master rocemubr
+  ip netns exec "$ns" ip link set "$dev" up
+done
+ip netns exec "$ns" ip link set rocemubr up
+ctl '{"cmd":"capture","enable":true}'
+run_a() { ip netns exec "$ns" scripts/rocemu-run --socket "$work/verbs.sock" "$@"; }
+run_b() { ip netns exec "$ns" scripts/rocemu-run --socket "$work/peer-verbs.sock" "$@"; }
+echo "-- ibv_devices, as each program sees it"
+run_a ibv_devices
+echo "-- ibv_rc_pingpong: server on RNIC A (10.77.0.2), client on RNIC B (10.77.0.3)"
+run_a ibv_rc_pingpong -g 0 -n 1000 -s 4096 > "$work/pp-server.txt" 2>&1 &
+pp=$!
+sleep 0.5
+run_b timeout 60 ibv_rc_pingpong -g 0 -n 1000 -s 4096 127.0.0.1
+wait "$pp"
+echo "-- ib_write_bw (perftest), 64 KiB messages"
+run_a timeout 60 ib_write_bw -d rocemu_tap0 -x 0 -s 65536 -n 2000 --report_gbits > "$work/bw-server.txt" 2>&1 &
+bw=$!
+sleep 0.5
+run_b timeout 60 ib_write_bw -d rocemu_tap1 -x 0 -s 65536 -n 2000 --report_gbits 127.0.0.1 | tail -4
+wait "$bw"
+ctl '{"cmd":"capture","enable":false}'
+echo "-- RNIC A's RDMA counters (rocemu-ctl counters)"
+build/emulator/tools/rocemu-ctl --socket "$sock" counters | grep -E "sent_pkts|rcvd_pkts|sent_bytes|rcvd_bytes|rx_write_requests|rdma_sends|rdma_recvs|out_of_sequence|duplicate_request" | head -12
+echo "-- RNIC B's"
+build/emulator/tools/rocemu-ctl --socket "$peer_sock" counters | grep -E "sent_pkts|rcvd_pkts|sent_bytes|rcvd_bytes|rx_write_requests|rdma_sends|rdma_recvs|out_of_sequence|duplicate_request" | head -12
+echo "-- the RoCEv2 frames RNIC A sent, in tshark (first 12)"
+{ tshark -r "$work/tap0-tx.pcap" -n -Y infiniband 2>/dev/null || true; } | head -12
 
 if ((once)); then
   echo "== done; stopping rocemud"

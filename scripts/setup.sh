@@ -26,3 +26,9 @@ else
   meson setup build >/dev/null
 fi
 ninja -C build
+# rocemu-run: unmodified RDMA programs over rocemu (the drop-in
+# libibverbs.so.1 in build/verbs/ibverbs). Linked into /usr/local/bin when
+# we may; scripts/rocemu-run works from the checkout in any case.
+if [[ $(id -u) -eq 0 && -d /usr/local/bin ]]; then
+  ln -sf "$PWD/scripts/rocemu-run" /usr/local/bin/rocemu-run
+fi
