@@ -7,6 +7,11 @@
 #   4096 B (-m 1024: SEND_FIRST/MIDDLE/LAST), UD at 64 B and 1024 B (a UD
 #   message is one packet: 1024 B is the most a 1024-byte MTU carries);
 #   jumbo frames (both sides' active MTU 4096): UD at 4096 B.
+# Unmodified programs on both sides (stock_* cases): Debian's own
+# ibv_rc_pingpong, ibv_ud_pingpong, ib_write_bw, ib_read_bw, ib_send_bw,
+# ib_atomic_bw and ib_write_lat run on rxe in the guest AND on the host over
+# rocemu's drop-in libibverbs.so.1, each side its own binary, rxe as server
+# and as client.
 # Each phase boots ONE guest that runs its cases in order. Every case's
 # bridge capture must pass ../shared/oracle/check_pcap.py --strict and show
 # the announced PSNs, opcodes, payload sizes and Q_Key
@@ -16,9 +21,11 @@
 #   cases: rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
 #          rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
 #          ud4096_rxe_server ud4096_rxe_client            (jumbo phase)
+#          stock_<tool>_rxe_server stock_<tool>_rxe_client, tool one of
+#          rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat
 #
-# Environment: ROCEMU_BUILD_DIR (default build/; or ROCEMUD and
-# ROCEMU_PINGPONG naming the binaries), ROCEMU_PEER_DIR (default
+# Environment: ROCEMU_BUILD_DIR (default build/; or ROCEMUD,
+# ROCEMU_PINGPONG and ROCEMU_IBVERBS (the drop-in's directory) naming them), ROCEMU_PEER_DIR (default
 # ../shared/peer), ITERS (default 10), INTEROP_OUT (kept results, default
 # /var/tmp/rocemu-interop), KEEP=1 keeps the scratch directory. Prints
 # "RESULT <case>: PASS|FAIL" and "N passed, M failed"; exit 1 on any
@@ -37,6 +44,8 @@ SHARED=$(cd "$PEER_DIR/.." && pwd)
 BLD=$(cd "${ROCEMU_BUILD_DIR:-$ROOT/build}" && pwd)
 ROCEMUD=${ROCEMUD:-$BLD/emulator/rocemud}
 PINGPONG=${ROCEMU_PINGPONG:-$BLD/verbs/tools/rocemu-pingpong}
+DROPIN=${ROCEMU_IBVERBS:-$BLD/verbs/ibverbs}
+CHECK_PCAP=$SHARED/oracle/check_pcap.py
 WIRE=$ROOT/tests/interop/pingpong_wire.py
 ITERS=${ITERS:-10}
 OUT=${INTEROP_OUT:-/var/tmp/rocemu-interop}
@@ -49,9 +58,11 @@ GUEST_IP=$(guest_ip 1)
 VETH_BR=rppint-br    # bridge end
 VETH_D=rppint-d      # rocemud's end
 
+STOCK_TOOLS="rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat"
 ALL_CASES="rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
 rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
-ud4096_rxe_server ud4096_rxe_client"
+ud4096_rxe_server ud4096_rxe_client
+$(for t in $STOCK_TOOLS; do echo "stock_${t}_rxe_server stock_${t}_rxe_client"; done)"
 # shellcheck disable=SC2086
 [ $# -gt 0 ] && CASES="$*" || CASES=$(echo $ALL_CASES)
 
@@ -123,10 +134,32 @@ EOF
     [ -S "$RUN/verbs.sock" ] || { echo "interop.sh: rocemud did not start:"; cat "$RUN/rocemud.out" "$RUN/rocemud.log" 2>/dev/null; exit 1; }
 }
 
+case_stock() { case $1 in stock_*) return 0;; *) return 1;; esac; }
+stock_tool() { local t=${1#stock_}; echo "${t%_rxe_*}"; }
+# The stock command line of a case on either side (DEV: rxe0 or rocemu_p0;
+# GID: the GID index; the peer address is appended by the caller).
+stock_cmd() {  # stock_cmd CASE DEV GID
+    case $(stock_tool "$1") in
+        rc_pingpong) echo "ibv_rc_pingpong -d $2 -g $3 -s 4096 -m 1024 -n $ITERS";;
+        ud_pingpong) echo "ibv_ud_pingpong -d $2 -g $3 -s 1024 -n $ITERS";;
+        write_bw) echo "ib_write_bw -d $2 -x $3 -F -m 1024 -s 4096 -n 100 --report_gbits";;
+        read_bw) echo "ib_read_bw -d $2 -x $3 -F -m 1024 -s 4096 -n 100 --report_gbits";;
+        send_bw) echo "ib_send_bw -d $2 -x $3 -F -m 1024 -s 4096 -n 100 --report_gbits";;
+        atomic_bw) echo "ib_atomic_bw -d $2 -x $3 -F -m 1024 -n 100 --report_gbits";;
+        write_lat) echo "ib_write_lat -d $2 -x $3 -F -m 1024 -s 64 -n 100";;
+    esac
+}
+# What each side printing means success, besides exit status 0.
+stock_ok() {  # stock_ok CASE OUTPUT_FILE
+    case $(stock_tool "$1") in
+        *_pingpong) grep -q "iters in" "$2";;
+        *) grep -qE "^ *[0-9]+ +[0-9]+ +[0-9.]+" "$2";;
+    esac
+}
 case_tool()  { case $1 in rc*) echo rc;; ud*) echo ud;; esac; }
 case_size()  { local s=${1%%_*}; echo "${s#??}"; }
 case_rxe_server() { case $1 in *_rxe_server) return 0;; *) return 1;; esac; }
-case_jumbo() { [ "$(case_tool "$1")" = ud ] && [ "$(case_size "$1")" -gt 1024 ]; }
+case_jumbo() { ! case_stock "$1" && [ "$(case_tool "$1")" = ud ] && [ "$(case_size "$1")" -gt 1024 ]; }
 mtu_args()   { if [ "$(case_tool "$1")" = rc ]; then echo "-m 1024"; fi; }
 
 wait_path() {  # wait_path FILE TIMEOUT_S
@@ -164,7 +197,11 @@ EOF
     local i=0 c cmd
     for c in "$@"; do
         i=$((i + 1))
-        cmd="ibv_$(case_tool "$c")_pingpong -d rxe0 -g \$GIDX -s $(case_size "$c") -n $ITERS $(mtu_args "$c")"
+        if case_stock "$c"; then
+            cmd="$(stock_cmd "$c" rxe0 '$GIDX')"
+        else
+            cmd="ibv_$(case_tool "$c")_pingpong -d rxe0 -g \$GIDX -s $(case_size "$c") -n $ITERS $(mtu_args "$c")"
+        fi
         echo "echo \"### case $i $c\""
         echo "wait_file \$SHARE/go.$i || { echo 'no go for case $i'; exit 1; }"
         if case_rxe_server "$c"; then
@@ -180,8 +217,55 @@ EOF
 
 pass=0 fail=0
 
+# run_stock N CASE SHARE : our side of stock case N (the same Debian tool,
+# over the drop-in libibverbs).
+run_stock() {
+    local i=$1 c=$2 share=$3
+    local pcap=$RUN/$c.pcap out=$RUN/$c.rocemu.out rxe_out=$share/rxe.$i.out
+    local t0=$SECONDS ok=1 rxe_rc cmd
+    cmd=$(stock_cmd "$c" rocemu_p0 0)
+    CAP_PID=$(cap_start_now "$pcap")
+    if case_rxe_server "$c"; then
+        touch "$share/go.$i"
+        if wait_path "$share/ready.$i" 120; then
+            # shellcheck disable=SC2086
+            ip netns exec "$NS" env LD_LIBRARY_PATH="$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
+                timeout 120 $cmd "$GUEST_IP" >"$out" 2>&1 || ok=0
+        else
+            echo "guest never got its server up" >"$out"; ok=0
+        fi
+    else
+        # shellcheck disable=SC2086
+        ip netns exec "$NS" env LD_LIBRARY_PATH="$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
+            timeout 120 $cmd >"$out" 2>&1 &
+        SERVER_PID=$!
+        for _ in $(seq 1 100); do listening && break; sleep 0.05; done
+        touch "$share/go.$i"
+        wait "$SERVER_PID" || ok=0
+        SERVER_PID=""
+    fi
+    wait_path "$share/rc.$i" 120 || true
+    cap_stop "$CAP_PID"; CAP_PID=""
+    rxe_rc=$(cat "$share/rc.$i" 2>/dev/null || echo none)
+    echo "--- $c: rocemu side exit $([ $ok = 1 ] && echo 0 || echo '!= 0'), rxe side exit $rxe_rc, $((SECONDS - t0)) s"
+    [ "$rxe_rc" = 0 ] || ok=0
+    stock_ok "$c" "$out" || { echo "    rocemu side printed no result"; ok=0; }
+    stock_ok "$c" "$rxe_out" || { echo "    rxe side printed no result"; ok=0; }
+    # Every RoCEv2 frame of both implementations, checked by the oracle.
+    if ! python3 "$CHECK_PCAP" --strict "$pcap" 2>&1 | tail -3 | sed 's/^/    oracle: /'; then
+        ok=0
+    fi
+    grep -E "bytes in|BW average|^ *[0-9]+ +[0-9]+ +[0-9.]|Failed|Couldn't|error" "$out" 2>/dev/null | head -4 | sed 's/^/    rocemu: /' || true
+    grep -E "bytes in|^ *[0-9]+ +[0-9]+ +[0-9.]|Failed|Couldn't|error" "$rxe_out" 2>/dev/null | head -4 | sed 's/^/    rxe:    /' || true
+    cp "$pcap" "$out" "$OUT/" 2>/dev/null || true
+    cp "$rxe_out" "$OUT/$c.rxe.out" 2>/dev/null || true
+    if [ $ok = 1 ]; then echo "RESULT $c: PASS"; pass=$((pass + 1));
+    else echo "RESULT $c: FAIL"; fail=$((fail + 1)); fi
+}
+
 # run_one N CASE SHARE : our side of case N of the running guest.
 run_one() {
+    if case_stock "$2"; then run_stock "$@"; return; fi
     local i=$1 c=$2 share=$3
     local tool size pcap rocemu_out rxe_out server_out client_out t0 ok rxe_rc
     tool=$(case_tool "$c") size=$(case_size "$c")
