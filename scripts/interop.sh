@@ -177,7 +177,7 @@ listening() { ip netns exec "$NS" ss -Hltn "sport = :18515" | grep -q 18515; }
 # short case stopped 0.5 s after its last frame loses its frames.
 cap_start_now() {
     rm -f "$1"
-    ip netns exec "$NS" tcpdump -i "$BR" -s 0 --immediate-mode -U -n -w "$1" >"$1.tcpdump.log" 2>&1 &
+    ip netns exec "$NS" tcpdump -i "$BR" -s 0 -B 131072 --immediate-mode -U -n -w "$1" >"$1.tcpdump.log" 2>&1 &
     local pid=$!
     wait_for_line "$1.tcpdump.log" 'listening on' 10 || echo "[interop] tcpdump did not start" >&2
     echo "$pid"
