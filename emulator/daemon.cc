@@ -899,30 +899,12 @@ std::string Daemon::PrometheusText() const {
     }
     if (index < sessions_.size() && sessions_[index] != nullptr) {
       const verbs::SessionCounters& c = sessions_[index]->counters();
-      for (const auto& [name, v] :
-           {std::pair<const char*, uint64_t>{"clients",
-                                             sessions_[index]->num_clients()},
-            {"clients_accepted", c.clients_accepted},
-            {"clients_refused", c.clients_refused},
-            {"clients_closed", c.clients_closed},
-            {"requests", c.requests},
-            {"bad_requests", c.bad_requests},
-            {"failed_requests", c.failed_requests},
-            {"sq_wqes", c.sq_wqes},
-            {"rq_wqes", c.rq_wqes},
-            {"srq_wqes", c.srq_wqes},
-            {"lkey_violations", c.lkey_violations},
-            {"bad_wqes", c.bad_wqes},
-            {"cqes", c.cqes},
-            {"cq_events", c.cq_events},
-            {"async_events", c.async_events},
-            {"async_events_dropped", c.async_events_dropped},
-            {"ring_corruptions", c.ring_corruptions},
-            {"qps_flushed", c.qps_flushed},
-            {"dmac_pending", c.dmac_pending}}) {
+      auto emit = [&](const char* name, uint64_t v) {
         absl::StrAppend(&out, "rocemu_verbs_", name, "{port=\"", p->config.name,
                         "\"} ", v, "\n");
-      }
+      };
+      emit("clients", sessions_[index]->num_clients());
+      verbs::ForEachSessionCounter(c, emit);
     }
   }
   return out;

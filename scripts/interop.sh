@@ -76,6 +76,11 @@ for c in $CASES; do
 done
 
 T0=$SECONDS
+# meson puts the build's libibverbs on LD_LIBRARY_PATH for this test; the
+# guest image's libraries come from ldd and must be Debian's own, so neither
+# the harness nor the guest build inherits it (the drop-in reaches rocemu's
+# side explicitly, below).
+unset LD_LIBRARY_PATH
 "$PEER_DIR/build-guest.sh" >/dev/null
 ns_up
 RUN=$(mktemp -d /tmp/rocemu-interop.XXXXXX)

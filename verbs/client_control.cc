@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -147,6 +148,35 @@ bool DaemonGone(rocemu_context* ctx) {
   return false;
 }
 
+namespace {
+
+// Maps this client's doorbell ring and the daemon's wake page.
+int OpenDoorbells(rocemu_context* ctx) {
+  wire::OpenDoorbellsResp r{};
+  int fds[3] = {-1, -1, -1};
+  int err = Call(ctx, wire::MsgType::kOpenDoorbells, wire::Empty{}, &r, {},
+                 {fds, 3});
+  if (err != 0) return err;
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Attach(fds[0], sizeof(DoorbellSlot), kDoorbellEntries);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* map = mmap(nullptr, page, PROT_READ, MAP_SHARED, fds[1], 0);
+  close(fds[1]);
+  if (!ring.ok() || map == MAP_FAILED) {
+    if (map != MAP_FAILED) munmap(map, page);
+    close(fds[2]);
+    return EPROTO;
+  }
+  ring->CloseFd();
+  ctx->doorbells = *std::move(ring);
+  ctx->wake = static_cast<const WakePage*>(map);
+  ctx->wake_len = page;
+  ctx->wake_fd = fds[2];
+  return 0;
+}
+
+}  // namespace
+
 std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
                                         int* err) {
   sockaddr_un addr{};
@@ -210,6 +240,7 @@ std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
       }
     }
   }
+  if (*err == 0 && !probe) *err = OpenDoorbells(ctx.get());
   if (*err != 0) {
     close(ctx->fd);
     if (ctx->async_fd >= 0) close(ctx->async_fd);

@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <unistd.h>
 #include <sched.h>
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "nic/work_request.h"
 #include "verbs/client_control.h"
 #include "verbs/client_objects.h"
+#include "verbs/doorbell.h"
 #include "verbs/ring_slots.h"
 
 namespace rocemu::verbs::client {
@@ -41,6 +43,28 @@ inline bool SendOpcodeAllowed(int qp_type, int op) {
       return qp_type == ROCEMU_QPT_RC;
     default:
       return false;
+  }
+}
+
+// Tells the daemon that `ring` (a queue of this client) got work: a
+// doorbell when the queue had none outstanding, and a wake-up when the
+// daemon sleeps (verbs/doorbell.h). No syscall while the daemon is busy.
+inline void RingDoorbell(rocemu_context* ctx, ShmRing& ring, DoorbellKind kind,
+                         uint32_t handle) {
+  if (!ctx->doorbells.valid()) return;  // a daemon that scans every queue
+  if (ring.RingDoorbell()) {
+    std::lock_guard<SpinLock> lock(ctx->doorbell_lock);
+    if (ctx->doorbells.Push(DoorbellSlot{static_cast<uint32_t>(kind),
+                                         handle}) != RingResult::kOk) {
+      // Full: flag the doorbell ring itself (the daemon then looks at
+      // every queue of this client).
+      ctx->doorbells.RingDoorbell();
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (ctx->wake->sleeping.load(std::memory_order_relaxed) != 0) {
+    const uint64_t one = 1;
+    (void)!write(ctx->wake_fd, &one, sizeof(one));
   }
 }
 
@@ -130,6 +154,7 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
     }
   }
   qp->sq.PublishN(n);
+  if (n > 0) RingDoorbell(qp->ctx, qp->sq, DoorbellKind::kSq, qp->qpn);
   if (err != 0) *bad_wr = wr;
   return err;
 }
@@ -141,7 +166,8 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
 // queue's granted max_recv_wr / SRQ max_wr: one more is ENOMEM, as a
 // hardware queue of that depth refuses it.
 template <typename WR>
-int PostRecvChain(ShmRing& ring, SpinLock& lock_, uint32_t max_sge,
+int PostRecvChain(rocemu_context* ctx, DoorbellKind kind, uint32_t handle,
+                  ShmRing& ring, SpinLock& lock_, uint32_t max_sge,
                   uint32_t depth, WR* wr, WR** bad_wr) {
   std::lock_guard<SpinLock> lock(lock_);
   uint32_t n = 0;
@@ -169,6 +195,7 @@ int PostRecvChain(ShmRing& ring, SpinLock& lock_, uint32_t max_sge,
     }
   }
   ring.PublishN(n);
+  if (n > 0) RingDoorbell(ctx, ring, kind, handle);
   if (err != 0) *bad_wr = wr;
   return err;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "verbs/doorbell.h"
 #include "verbs/rocemu_verbs.h"
 #include "verbs/shm_ring.h"
 #include "verbs/spin_lock.h"
@@ -38,6 +39,13 @@ struct rocemu_context {
   // Set once the daemon is gone (its socket hung up): every call fails
   // with EIO from then on and polls report an error instead of spinning.
   std::atomic<bool> dead{false};
+  // Doorbells (verbs/doorbell.h): the ring this client rings (any thread,
+  // under doorbell_lock), the daemon's wake page, this client's wake fd.
+  rocemu::verbs::ShmRing doorbells;
+  rocemu::verbs::SpinLock doorbell_lock;
+  const rocemu::verbs::WakePage* wake = nullptr;
+  size_t wake_len = 0;
+  int wake_fd = -1;
 };
 
 struct rocemu_device {

@@ -100,6 +100,10 @@ int rocemu_close_device(rocemu_context* ctx) {
   // is a disconnection.
   close(ctx->fd);
   if (ctx->async_fd >= 0) close(ctx->async_fd);
+  if (ctx->wake_fd >= 0) close(ctx->wake_fd);
+  if (ctx->wake != nullptr) {
+    munmap(const_cast<rocemu::verbs::WakePage*>(ctx->wake), ctx->wake_len);
+  }
   for (rocemu_buf* b : ctx->bufs) {
     BufImpl* impl = ImplOf(b);
     if (impl->pub.addr != nullptr) {

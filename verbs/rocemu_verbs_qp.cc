@@ -189,7 +189,8 @@ int rocemu_post_recv(rocemu_qp* qp, rocemu_recv_wr* wr,
     *bad_wr = wr;
     return EINVAL;
   }
-  return PostRecvChain(qp->rq, qp->rq_lock, qp->cap.max_recv_sge,
+  return PostRecvChain(qp->ctx, rocemu::verbs::DoorbellKind::kRq, qp->qpn,
+                       qp->rq, qp->rq_lock, qp->cap.max_recv_sge,
                        qp->cap.max_recv_wr, wr, bad_wr);
 }
 
@@ -272,7 +273,9 @@ int rocemu_destroy_srq(rocemu_srq* srq) {
 
 int rocemu_post_srq_recv(rocemu_srq* srq, rocemu_recv_wr* wr,
                          rocemu_recv_wr** bad_wr) {
-  return PostRecvChain(srq->ring, srq->lock, srq->max_sge, srq->max_wr, wr,
+  return PostRecvChain(srq->ctx, rocemu::verbs::DoorbellKind::kSrq,
+                       srq->handle, srq->ring, srq->lock, srq->max_sge,
+                       srq->max_wr, wr,
                        bad_wr);
 }
 

@@ -38,7 +38,7 @@ namespace {
 constexpr uint32_t kRefusedKey = 0;
 }  // namespace
 
-void SessionServer::DrainSq(Qp& qp) {
+bool SessionServer::DrainSq(Qp& qp) {
   for (uint32_t i = 0; i < options_.post_budget; ++i) {
     const void* s = qp.sq.ConsumerSlot();
     if (s == nullptr) {
@@ -46,7 +46,7 @@ void SessionServer::DrainSq(Qp& qp) {
         ++counters_.ring_corruptions;
         clients_.at(qp.owner)->dead = true;
       }
-      return;
+      return false;
     }
     std::memcpy(&sq_slot_, s, sizeof(sq_slot_));
     if (!SqSlotToSendWr(sq_slot_, &send_wr_)) {
@@ -57,7 +57,7 @@ void SessionServer::DrainSq(Qp& qp) {
     }
     if (!send_wr_.is_inline()) RefuseForeignKeys(qp.owner, &send_wr_.sg_list);
     const absl::Status st = rnic_.PostSend(qp.qpn, send_wr_);
-    if (st.code() == absl::StatusCode::kResourceExhausted) return;  // retry
+    if (st.code() == absl::StatusCode::kResourceExhausted) return true;  // retry
     qp.sq.Release();
     ++counters_.sq_wqes;
     if (!st.ok()) {
@@ -65,9 +65,10 @@ void SessionServer::DrainSq(Qp& qp) {
       FailWqe(qp, true, send_wr_.wr_id, nic::WcStatus::kLocQpOpErr);
     }
   }
+  return true;  // budget spent: more may wait
 }
 
-void SessionServer::DrainRq(Qp& qp) {
+bool SessionServer::DrainRq(Qp& qp) {
   for (uint32_t i = 0; i < options_.post_budget; ++i) {
     const void* s = qp.rq.ConsumerSlot();
     if (s == nullptr) {
@@ -75,7 +76,7 @@ void SessionServer::DrainRq(Qp& qp) {
         ++counters_.ring_corruptions;
         clients_.at(qp.owner)->dead = true;
       }
-      return;
+      return false;
     }
     std::memcpy(&rq_slot_, s, sizeof(rq_slot_));
     if (!RqSlotToRecvWr(rq_slot_, &recv_wr_)) {
@@ -86,7 +87,7 @@ void SessionServer::DrainRq(Qp& qp) {
     }
     RefuseForeignKeys(qp.owner, &recv_wr_.sg_list);
     const absl::Status st = rnic_.PostRecv(qp.qpn, recv_wr_);
-    if (st.code() == absl::StatusCode::kResourceExhausted) return;
+    if (st.code() == absl::StatusCode::kResourceExhausted) return true;
     qp.rq.Release();
     ++counters_.rq_wqes;
     if (!st.ok()) {
@@ -94,6 +95,7 @@ void SessionServer::DrainRq(Qp& qp) {
       FailWqe(qp, false, recv_wr_.wr_id, nic::WcStatus::kLocQpOpErr);
     }
   }
+  return true;  // budget spent: more may wait
 }
 
 bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl) {
@@ -107,7 +109,7 @@ bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl) {
   return true;
 }
 
-void SessionServer::DrainSrq(Srq& srq) {
+bool SessionServer::DrainSrq(Srq& srq) {
   for (uint32_t i = 0; i < options_.post_budget; ++i) {
     const void* s = srq.ring.ConsumerSlot();
     if (s == nullptr) {
@@ -115,7 +117,7 @@ void SessionServer::DrainSrq(Srq& srq) {
         ++counters_.ring_corruptions;
         clients_.at(srq.owner)->dead = true;
       }
-      return;
+      return false;
     }
     std::memcpy(&rq_slot_, s, sizeof(rq_slot_));
     if (!RqSlotToRecvWr(rq_slot_, &recv_wr_)) {
@@ -127,11 +129,12 @@ void SessionServer::DrainSrq(Srq& srq) {
     }
     RefuseForeignKeys(srq.owner, &recv_wr_.sg_list);
     const absl::Status st = rnic_.PostSrqRecv(srq.handle, recv_wr_);
-    if (st.code() == absl::StatusCode::kResourceExhausted) return;
+    if (st.code() == absl::StatusCode::kResourceExhausted) return true;
     srq.ring.Release();
     ++counters_.srq_wqes;
     if (!st.ok()) ++counters_.bad_wqes;
   }
+  return true;  // budget spent: more may wait
 }
 
 void SessionServer::DeliverAsyncEvents() {
@@ -198,10 +201,12 @@ void SessionServer::DrainCq(Cq& cq) {
       void* slot = cq.ring.ProducerSlot();
       if (slot == nullptr) break;  // cannot happen: FreeSlots said so
       CqeFromCompletion(wc[i], static_cast<CqeSlot*>(slot));
-      cq.ring.Publish();
+      // Retired before the CQE is visible: an application that reposts the
+      // receive as soon as it polls it must find the slot free.
       if (static_cast<uint32_t>(wc[i].opcode) >= kFirstRecvOpcode) {
         RetireRecv(wc[i].qp_num);
       }
+      cq.ring.Publish();
       // A solicited-only arm fires on a solicited receive or an error
       // completion (IBTA 11.4.2.2).
       wake_solicited |=
@@ -213,6 +218,121 @@ void SessionServer::DrainCq(Cq& cq) {
   if (pushed && cq.channel.valid() && cq.ring.TakeArm(wake_solicited)) {
     cq.channel.Signal();
     ++counters_.cq_events;
+  }
+}
+
+void SessionServer::TakeDoorbells(Client& c) {
+  if (c.doorbells.doorbell_rung()) {
+    // The ring overflowed: some doorbells were never written. Every queue
+    // of the client gets a look.
+    c.doorbells.ClearDoorbell();
+    ++counters_.doorbell_overflows;
+    for (const auto& [qpn, q] : qps_) {
+      if (q->owner != c.id) continue;
+      Activate(c.id, {static_cast<uint32_t>(DoorbellKind::kSq), qpn});
+      if (q->srq == nullptr) {
+        Activate(c.id, {static_cast<uint32_t>(DoorbellKind::kRq), qpn});
+      }
+    }
+    for (const auto& [h, srq] : srqs_) {
+      if (srq->owner == c.id) {
+        Activate(c.id, {static_cast<uint32_t>(DoorbellKind::kSrq), h});
+      }
+    }
+  }
+  DoorbellSlot d;
+  for (uint32_t i = 0; i < kDoorbellEntries; ++i) {
+    const RingResult r = c.doorbells.Pop(&d);
+    if (r == RingResult::kEmpty) return;
+    if (r == RingResult::kCorrupt) {
+      ++counters_.ring_corruptions;
+      c.dead = true;
+      return;
+    }
+    ++counters_.doorbells;
+    Activate(c.id, {d.kind, d.handle});
+  }
+}
+
+void SessionServer::Activate(nic::ClientId owner, QueueRef ref) {
+  bool* flag = nullptr;
+  switch (static_cast<DoorbellKind>(ref.kind)) {
+    case DoorbellKind::kSq:
+    case DoorbellKind::kRq: {
+      auto it = qps_.find(ref.handle);
+      if (it == qps_.end() || it->second->owner != owner) break;
+      Qp& q = *it->second;
+      if (static_cast<DoorbellKind>(ref.kind) == DoorbellKind::kSq) {
+        flag = &q.sq_active;
+      } else if (q.srq == nullptr) {
+        flag = &q.rq_active;
+      }
+      break;
+    }
+    case DoorbellKind::kSrq: {
+      auto it = srqs_.find(ref.handle);
+      if (it != srqs_.end() && it->second->owner == owner) {
+        flag = &it->second->active;
+      }
+      break;
+    }
+  }
+  if (flag == nullptr) {
+    ++counters_.bad_doorbells;  // no such queue of this client: ignored
+    return;
+  }
+  if (*flag) return;  // already queued
+  *flag = true;
+  active_.push_back(ref);
+}
+
+void SessionServer::DrainActive() {
+  size_t keep = 0;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const QueueRef ref = active_[i];
+    bool more = false;
+    switch (static_cast<DoorbellKind>(ref.kind)) {
+      case DoorbellKind::kSq:
+      case DoorbellKind::kRq: {
+        auto it = qps_.find(ref.handle);
+        if (it == qps_.end()) break;  // destroyed since it rang
+        Qp& q = *it->second;
+        // Clear first, then drain: a post racing with this either is seen
+        // by the drain or rings again.
+        if (static_cast<DoorbellKind>(ref.kind) == DoorbellKind::kSq) {
+          q.sq.ClearDoorbell();
+          more = q.sq_active = DrainSq(q);
+        } else {
+          q.rq.ClearDoorbell();
+          more = q.rq_active = DrainRq(q);
+        }
+        break;
+      }
+      case DoorbellKind::kSrq: {
+        auto it = srqs_.find(ref.handle);
+        if (it == srqs_.end()) break;
+        Srq& srq = *it->second;
+        srq.ring.ClearDoorbell();
+        more = srq.active = DrainSrq(srq);
+        break;
+      }
+    }
+    if (more) active_[keep++] = ref;
+  }
+  active_.resize(keep);
+}
+
+void SessionServer::DrainUnrung() {
+  for (auto& [qpn, qp] : qps_) {
+    auto c = clients_.find(qp->owner);
+    if (c == clients_.end() || c->second->doorbells.valid()) continue;
+    DrainSq(*qp);
+    if (qp->srq == nullptr) DrainRq(*qp);
+  }
+  for (auto& [h, srq] : srqs_) {
+    auto c = clients_.find(srq->owner);
+    if (c == clients_.end() || c->second->doorbells.valid()) continue;
+    DrainSrq(*srq);
   }
 }
 
@@ -239,8 +359,8 @@ void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
   void* slot = cq.ring.ProducerSlot();
   if (slot != nullptr) {
     CqeFromCompletion(wc, static_cast<CqeSlot*>(slot));
-    cq.ring.Publish();
     if (!send) RetireRecv(qp.qpn);
+    cq.ring.Publish();
     ++counters_.cqes;
     if (cq.channel.valid() && cq.ring.TakeArm(true)) {
       cq.channel.Signal();

@@ -1,6 +1,8 @@
 // Session handlers: Hello, device/port/GID/P_Key queries, async events.
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -148,6 +150,35 @@ absl::Status SessionServer::OnOpenAsync(Client& c, int fd,
   c.async_fd = std::move(channel);
   *ring_fd = c.async_ring.fd();
   out->capacity = c.async_ring.capacity();
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnOpenDoorbells(Client& c,
+                                            wire::OpenDoorbellsResp* out,
+                                            int fds[3]) {
+  if (c.doorbells.valid()) {
+    return absl::FailedPreconditionError("doorbells already open");
+  }
+  absl::StatusOr<ShmRing> ring = ShmRing::Create(
+      "rocemu-doorbells", sizeof(DoorbellSlot), kDoorbellEntries);
+  if (!ring.ok()) return ring.status();
+  // The client's own wake eventfd: a client that fills its counter can
+  // only ever block itself.
+  EventFd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.valid()) return absl::ErrnoToStatus(errno, "eventfd");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = c.id;
+  if (epoll_ctl(wake_epoll_fd_, EPOLL_CTL_ADD, wake.fd(), &ev) != 0) {
+    return absl::ErrnoToStatus(errno, "epoll_ctl wake");
+  }
+  c.doorbells = *std::move(ring);
+  c.wake = std::move(wake);
+  --unrung_clients_;
+  fds[0] = c.doorbells.fd();
+  fds[1] = wake_page_fd_;
+  fds[2] = c.wake.fd();
+  out->capacity = c.doorbells.capacity();
   return absl::OkStatus();
 }
 

@@ -56,6 +56,10 @@ struct SessionServer::Client {
   // eventfd it signals after each event.
   ShmRing async_ring;
   EventFd async_fd;
+  // Doorbells (open_doorbells): the ring the client rings, and its wake
+  // eventfd (in wake_epoll_fd_).
+  ShmRing doorbells;
+  EventFd wake;
 };
 
 struct SessionServer::Cq {
@@ -73,6 +77,7 @@ struct SessionServer::Srq {
   nic::PdHandle pd = 0;
   ShmRing ring;
   uint32_t users = 0;  // QPs bound to it
+  bool active = false;  // in active_ (its doorbell was taken)
 };
 
 struct SessionServer::Qp {
@@ -84,6 +89,8 @@ struct SessionServer::Qp {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;
+  bool sq_active = false;  // in active_
+  bool rq_active = false;
 };
 
 struct SessionServer::Mr {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -74,6 +75,25 @@ absl::Status SessionServer::Listen() {
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
     return absl::ErrnoToStatus(errno, "epoll_ctl");
   }
+  // The wake page: writable here, sealed so that clients can only map it
+  // read-only (F_SEAL_FUTURE_WRITE keeps this mapping writable).
+  wake_page_fd_ = memfd_create("rocemu-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (wake_page_fd_ < 0) return absl::ErrnoToStatus(errno, "memfd_create");
+  const size_t page = PageSize();
+  if (ftruncate(wake_page_fd_, static_cast<off_t>(page)) != 0) {
+    return absl::ErrnoToStatus(errno, "ftruncate wake page");
+  }
+  void* map = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   wake_page_fd_, 0);
+  if (map == MAP_FAILED) return absl::ErrnoToStatus(errno, "mmap wake page");
+  wake_page_ = new (map) WakePage{};
+  if (fcntl(wake_page_fd_, F_ADD_SEALS,
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) !=
+      0) {
+    return absl::ErrnoToStatus(errno, "seal wake page");
+  }
+  wake_epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (wake_epoll_fd_ < 0) return absl::ErrnoToStatus(errno, "epoll_create1");
   return absl::OkStatus();
 }
 
@@ -86,6 +106,9 @@ SessionServer::~SessionServer() {
     unlink(options_.socket_path.c_str());
   }
   if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_page_ != nullptr) munmap(wake_page_, PageSize());
+  if (wake_page_fd_ >= 0) close(wake_page_fd_);
+  if (wake_epoll_fd_ >= 0) close(wake_epoll_fd_);
 }
 
 // --- the loop ------------------------------------------------------------
@@ -119,13 +142,53 @@ void SessionServer::PollControl() {
 }
 
 void SessionServer::PollData() {
-  for (auto& [qpn, qp] : qps_) {
-    DrainSq(*qp);
-    DrainRq(*qp);
+  // Only queues whose clients rang (verbs/doorbell.h), plus every queue of
+  // clients that have no doorbells.
+  for (auto& [id, c] : clients_) {
+    if (c->doorbells.valid()) TakeDoorbells(*c);
   }
-  for (auto& [h, srq] : srqs_) DrainSrq(*srq);
+  DrainActive();
+  if (unrung_clients_ > 0) DrainUnrung();
   for (auto& [h, cq] : cqs_) DrainCq(*cq);
   DeliverAsyncEvents();
+}
+
+bool SessionServer::PrepareToSleep() {
+  wake_page_->sleeping.store(1, std::memory_order_seq_cst);
+  bool work = !active_.empty();
+  for (auto it = clients_.begin(); !work && it != clients_.end(); ++it) {
+    const Client& c = *it->second;
+    work = c.doorbells.valid() &&
+           (c.doorbells.HasPending() || c.doorbells.doorbell_rung());
+  }
+  if (!work && unrung_clients_ > 0) {
+    for (auto it = qps_.begin(); !work && it != qps_.end(); ++it) {
+      const Qp& q = *it->second;
+      work = q.sq.HasPending() || (q.srq == nullptr && q.rq.HasPending());
+    }
+    for (auto it = srqs_.begin(); !work && it != srqs_.end(); ++it) {
+      work = it->second->ring.HasPending();
+    }
+  }
+  if (work) {
+    wake_page_->sleeping.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  ++counters_.sleeps;
+  return true;
+}
+
+void SessionServer::Awake() {
+  wake_page_->sleeping.store(0, std::memory_order_seq_cst);
+  epoll_event ev[16];
+  const int n = epoll_wait(wake_epoll_fd_, ev, 16, 0);
+  for (int i = 0; i < n; ++i) {
+    auto it = clients_.find(static_cast<nic::ClientId>(ev[i].data.u64));
+    if (it != clients_.end() && it->second->wake.valid()) {
+      uint64_t v;
+      (void)!read(it->second->wake.fd(), &v, sizeof(v));
+    }
+  }
 }
 
 void SessionServer::Accept() {
@@ -174,6 +237,7 @@ void SessionServer::Accept() {
       close(fd);
       continue;
     }
+    ++unrung_clients_;  // until it opens doorbells
     if (c->refusal.ok()) {
       ++counters_.clients_accepted;
     } else {
@@ -282,6 +346,12 @@ void SessionServer::Disconnect(nic::ClientId id) {
     pid_shared |= other != id && oc->cred.pid == pid;
   }
   if (!pid_shared) rnic_.mr_table().InvalidateProcess(pid);
+  Client& gone = *cit->second;
+  if (gone.wake.valid()) {
+    // The client's copy keeps the eventfd open: leave the set explicitly.
+    epoll_ctl(wake_epoll_fd_, EPOLL_CTL_DEL, gone.wake.fd(), nullptr);
+  }
+  if (!gone.doorbells.valid()) --unrung_clients_;
   // QPs first (to ERR, which flushes their queues, then destroyed), so no
   // engine touches the MRs unmapped next.
   for (auto it = qps_.begin(); it != qps_.end();) {

@@ -45,6 +45,7 @@
 #include "nic/rnic.h"
 #include "protocol/ethernet.h"
 #include "verbs/ring_slots.h"
+#include "verbs/doorbell.h"
 #include "verbs/shm_ring.h"
 #include "verbs/wire_protocol.h"
 
@@ -96,7 +97,39 @@ struct SessionCounters {
   uint64_t ring_corruptions = 0;      // client broke a ring: disconnected
   uint64_t qps_flushed = 0;           // moved to ERR because their client left
   uint64_t dmac_pending = 0;          // address vectors answered EAGAIN
+  uint64_t doorbells = 0;             // queues a client rang
+  uint64_t bad_doorbells = 0;         // naming no queue of the client
+  uint64_t doorbell_overflows = 0;    // a full doorbell ring: full scan
+  uint64_t sleeps = 0;                // PrepareToSleep() said yes
 };
+
+// Every session counter with its exported name, in one place for the
+// state JSON and Prometheus.
+template <typename F>
+void ForEachSessionCounter(const SessionCounters& k, F f) {
+  f("clients_accepted", k.clients_accepted);
+  f("clients_refused", k.clients_refused);
+  f("clients_closed", k.clients_closed);
+  f("requests", k.requests);
+  f("bad_requests", k.bad_requests);
+  f("failed_requests", k.failed_requests);
+  f("sq_wqes", k.sq_wqes);
+  f("rq_wqes", k.rq_wqes);
+  f("srq_wqes", k.srq_wqes);
+  f("lkey_violations", k.lkey_violations);
+  f("bad_wqes", k.bad_wqes);
+  f("cqes", k.cqes);
+  f("cq_events", k.cq_events);
+  f("async_events", k.async_events);
+  f("async_events_dropped", k.async_events_dropped);
+  f("ring_corruptions", k.ring_corruptions);
+  f("qps_flushed", k.qps_flushed);
+  f("dmac_pending", k.dmac_pending);
+  f("doorbells", k.doorbells);
+  f("bad_doorbells", k.bad_doorbells);
+  f("doorbell_overflows", k.doorbell_overflows);
+  f("sleeps", k.sleeps);
+}
 
 class SessionServer {
  public:
@@ -122,6 +155,15 @@ class SessionServer {
   // An fd that becomes readable when a control message or connection
   // waits (the daemon may sleep on it when idle).
   int wait_fd() const { return epoll_fd_; }
+  // Sleeping (verbs/doorbell.h): readable when a client rang while the
+  // daemon said it sleeps. The daemon calls PrepareToSleep() after a pass
+  // that found nothing to do: false means work came meanwhile (do not
+  // sleep). If it was true, the daemon may wait on wake_fd() (and
+  // wait_fd(), its ports, its timers) and calls Awake() when it wakes, in
+  // every case, before the next PollData().
+  int wake_fd() const { return wake_epoll_fd_; }
+  bool PrepareToSleep();
+  void Awake();
   const std::string& socket_path() const { return options_.socket_path; }
   const std::string& device_name() const { return options_.device_name; }
   const SessionCounters& counters() const { return counters_; }
@@ -197,12 +239,28 @@ class SessionServer {
   absl::Status OnDestroySrq(Client& c, uint32_t srq);
   absl::Status OnOpenAsync(Client& c, int fd, wire::OpenAsyncResp* out,
                            int* ring_fd);
+  absl::Status OnOpenDoorbells(Client& c, wire::OpenDoorbellsResp* out,
+                               int fds[3]);
 
-  // Data path.
-  void DrainSq(Qp& qp);
-  void DrainRq(Qp& qp);
+  // Data path. The Drain* calls return true while the queue still holds
+  // work (budget spent, or the RNIC's queue full).
+  bool DrainSq(Qp& qp);
+  bool DrainRq(Qp& qp);
   void DrainCq(Cq& cq);
-  void DrainSrq(Srq& srq);
+  bool DrainSrq(Srq& srq);
+  // A queue named by a doorbell, kept until drained.
+  struct QueueRef {
+    uint32_t kind;  // DoorbellKind
+    uint32_t handle;
+  };
+  // Pops a client's doorbells into active_ (a full ring: all its queues).
+  void TakeDoorbells(Client& c);
+  void Activate(nic::ClientId owner, QueueRef ref);
+  // Drains the queues in active_, keeping those not done.
+  void DrainActive();
+  // Scans every queue of clients that have no doorbells (older clients,
+  // tests driving rings by hand).
+  void DrainUnrung();
   // Moves the RNIC's async events to the rings of the clients owning
   // their elements (port events to every client).
   void DeliverAsyncEvents();
@@ -224,6 +282,13 @@ class SessionServer {
   SessionServerOptions options_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
+  // Sleeping: the page every client maps read-only, and an epoll set over
+  // the clients' wake eventfds.
+  int wake_page_fd_ = -1;
+  WakePage* wake_page_ = nullptr;
+  int wake_epoll_fd_ = -1;
+  std::vector<QueueRef> active_;
+  size_t unrung_clients_ = 0;  // clients without doorbells
   nic::ClientId next_client_ = 1;
   // Refused connections still waiting for their answer (in clients_).
   static constexpr size_t kMaxRefusedPending = 16;

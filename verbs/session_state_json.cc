@@ -19,32 +19,12 @@ void SessionServer::AppendStateJson(std::string* out) const {
   AppendJsonString(options_.socket_path, out);
   out->append(",\"device\":");
   AppendJsonString(options_.device_name, out);
-  const SessionCounters& k = counters_;
-  const std::pair<const char*, uint64_t> counters[] = {
-      {"clients_accepted", k.clients_accepted},
-      {"clients_refused", k.clients_refused},
-      {"clients_closed", k.clients_closed},
-      {"requests", k.requests},
-      {"bad_requests", k.bad_requests},
-      {"failed_requests", k.failed_requests},
-      {"sq_wqes", k.sq_wqes},
-      {"rq_wqes", k.rq_wqes},
-      {"srq_wqes", k.srq_wqes},
-      {"lkey_violations", k.lkey_violations},
-      {"bad_wqes", k.bad_wqes},
-      {"cqes", k.cqes},
-      {"cq_events", k.cq_events},
-      {"async_events", k.async_events},
-      {"async_events_dropped", k.async_events_dropped},
-      {"ring_corruptions", k.ring_corruptions},
-      {"qps_flushed", k.qps_flushed},
-      {"dmac_pending", k.dmac_pending},
-  };
   out->append(",\"counters\":{");
-  for (size_t i = 0; i < std::size(counters); ++i) {
-    absl::StrAppendFormat(out, "%s\"%s\":%u", i == 0 ? "" : ",",
-                          counters[i].first, counters[i].second);
-  }
+  bool first = true;
+  ForEachSessionCounter(counters_, [&](const char* name, uint64_t v) {
+    absl::StrAppendFormat(out, "%s\"%s\":%u", first ? "" : ",", name, v);
+    first = false;
+  });
   out->append("}");
   out->append(",");
   {

@@ -35,7 +35,7 @@ namespace rocemu::verbs {
 
 inline constexpr size_t kCacheLine = 64;
 inline constexpr uint32_t kRingMagic = 0x524e4752;  // "RGNR"
-inline constexpr uint32_t kRingLayoutVersion = 2;
+inline constexpr uint32_t kRingLayoutVersion = 3;
 
 // How a consumer wants to be woken (ibv_req_notify_cq's solicited_only).
 enum class ArmMode : uint32_t {
@@ -63,6 +63,9 @@ struct RingHeader {
   // rings can tell which of them fired.
   alignas(kCacheLine) std::atomic<uint32_t> arm;
   std::atomic<uint64_t> signals;
+  // Work queues: set by the producer when it published work the consumer
+  // has not been told about (verbs/doorbell.h); cleared by the consumer.
+  std::atomic<uint32_t> doorbell;
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
@@ -218,6 +221,23 @@ class ShmRing {
     Release();
     return RingResult::kOk;
   }
+  // --- doorbells (verbs/doorbell.h) ---
+  // Producer: true when the flag was clear (the caller pushes a doorbell).
+  bool RingDoorbell() {
+    return hdr_->doorbell.exchange(1, std::memory_order_seq_cst) == 0;
+  }
+  // Consumer: clears the flag before draining the ring.
+  void ClearDoorbell() {
+    hdr_->doorbell.store(0, std::memory_order_seq_cst);
+  }
+  bool doorbell_rung() const {
+    return hdr_->doorbell.load(std::memory_order_acquire) != 0;
+  }
+  // Consumer: anything published and not taken yet (no side effects).
+  bool HasPending() const {
+    return hdr_->head.load(std::memory_order_acquire) != tail_;
+  }
+
   // --- outstanding work (receive queues) ---
   // Producer: entries published so far, and how many of them are retired.
   uint64_t produced() const { return head_; }

@@ -61,6 +61,8 @@ const char* MsgTypeName(MsgType t) {
       return "open_async";
     case MsgType::kReregMr:
       return "rereg_mr";
+    case MsgType::kOpenDoorbells:
+      return "open_doorbells";
   }
   return "unknown";
 }
@@ -102,6 +104,8 @@ MsgLayout LayoutOf(MsgType t) {
       return {0, sizeof(OpenAsyncResp), 1, 1, 1};
     case MsgType::kReregMr:
       return {sizeof(ReregMrReq), 0, 0, 0, 0};
+    case MsgType::kOpenDoorbells:
+      return {0, sizeof(OpenDoorbellsResp), 0, 0, 3};
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:
     case MsgType::kDeregMr:

@@ -24,8 +24,8 @@ namespace rocemu::verbs::wire {
 
 inline constexpr uint32_t kMagic = 0x52434d55;  // "RCMU"
 // 2: device name in Hello, SRQs, process-memory MRs, GID/P_Key queries,
-// async events.
-inline constexpr uint16_t kVersion = 2;
+// async events. 3: rereg_mr, doorbells, receive-queue retirement.
+inline constexpr uint16_t kVersion = 3;
 // Largest datagram either side sends or accepts.
 inline constexpr size_t kMaxMessage = 512;
 // Reply types are the request type with this bit set.
@@ -62,8 +62,9 @@ enum class MsgType : uint16_t {
   kDestroySrq = 21,
   kOpenAsync = 22,
   kReregMr = 23,
+  kOpenDoorbells = 24,
 };
-inline constexpr uint16_t kMaxMsgType = 23;
+inline constexpr uint16_t kMaxMsgType = 24;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -326,6 +327,14 @@ struct QuerySrqResp {
 // open_async: the client's eventfd goes with the request; the reply brings
 // the ring of AsyncEventSlot (ring_slots.h) the daemon writes events into.
 struct OpenAsyncResp {
+  uint32_t capacity;
+  uint32_t reserved;
+};
+
+// open_doorbells (verbs/doorbell.h): the reply brings the client's doorbell
+// ring (the client produces DoorbellSlots), the daemon's WakePage (to map
+// read-only) and the client's own wake eventfd.
+struct OpenDoorbellsResp {
   uint32_t capacity;
   uint32_t reserved;
 };

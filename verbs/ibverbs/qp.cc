@@ -46,7 +46,8 @@ int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     *bad_wr = wr;
     return EINVAL;
   }
-  return verbs::client::PostRecvChain(r->rq, r->rq_lock, r->cap.max_recv_sge,
+  return verbs::client::PostRecvChain(r->ctx, verbs::DoorbellKind::kRq, r->qpn,
+                                      r->rq, r->rq_lock, r->cap.max_recv_sge,
                                       r->cap.max_recv_wr, wr, bad_wr);
 }
 
