@@ -36,10 +36,12 @@ struct EalConfig {
   std::string file_prefix;   // empty: rocemu-<pid>
   uint32_t memory_mb = 512;  // -m
   std::string log_level = "*:warning";
-  // 0: poll without pause (lowest latency, one core busy). Otherwise sleep
-  // this long whenever the loop has been idle for a while and no timer is
-  // due: for shared machines, laptops and CI.
-  uint32_t idle_sleep_us = 0;
+  // 0: poll without pause (lowest latency, one core busy). Otherwise,
+  // after idle_spin_us without work, the loop sleeps until a doorbell, a
+  // frame (ports with RX interrupts), a socket or a timer wakes it; a port
+  // without RX interrupts is looked at every idle_sleep_us meanwhile.
+  uint32_t idle_sleep_us = 50;
+  uint32_t idle_spin_us = 200;
 };
 
 struct IpPrefix {

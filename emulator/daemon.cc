@@ -26,11 +26,13 @@ namespace {
 constexpr nic::TimeNs kFastPeriod = 1'000'000;      // control sockets
 constexpr nic::TimeNs kSlowPeriod = 1'000'000'000;  // stats, neighbours
 constexpr nic::TimeNs kReorderWait = 1'000'000;     // if no frame follows
-constexpr uint64_t kIdleLoops = 10000;  // empty polls before idle sleeping
 // Verbs control messages (create_qp, modify_qp, ...) are answered within
 // this much loop time: interactive for applications, one epoll_wait per
 // period.
 constexpr nic::TimeNs kSessionControlPeriod = 150'000;
+// Shorter waits are not worth two epoll syscalls and the wake-up latency.
+constexpr nic::TimeNs kMinSleep = 20'000;
+constexpr uint32_t kMaxIdleBackoff = 16;
 
 uint64_t WallNs() {
   timespec ts;
@@ -634,29 +636,33 @@ void Daemon::Run(DaemonSignals* signals) {
                   ports_.size(), any_endpoint() ? "" : ", no RNIC attached");
   const nic::TimeNs idle_sleep_ns =
       static_cast<nic::TimeNs>(config_.eal.idle_sleep_us) * 1000;
+  const nic::TimeNs idle_spin_ns =
+      static_cast<nic::TimeNs>(config_.eal.idle_spin_us) * 1000;
+  if (idle_sleep_ns > 0) SetUpIdleWait();
+  nic::TimeNs last_busy = clock_->Now();
   while (!signals->stop) {
     nic::TimeNs now = clock_->Now();
-    // Applications post without syscalls: their rings are read every pass
-    // (and so at least every idle_sleep_us while idle).
+    // Applications post without syscalls: their rings are read every pass.
     bool busy = !sessions_.empty() && PollSessionData();
     for (unsigned i = 0; i < ports_.size(); ++i) {
       busy |= PollPort(i, now);
     }
     const nic::TimeNs next_event = RefreshNextEvents();
     ++loops_;
-    idle_loops_ = busy ? 0 : idle_loops_ + 1;
-    // Optional idle back-off (eal.idle_sleep_us): after a quiet spell,
-    // sleep briefly unless a timer of the endpoint is due sooner. Never
-    // taken while frames flow, so it costs no syscall per packet.
-    const bool idle = idle_loops_ > kIdleLoops;
-    if (idle_sleep_ns > 0 && idle && next_event > now + idle_sleep_ns) {
-      timespec ts{0, static_cast<long>(idle_sleep_ns)};
-      nanosleep(&ts, nullptr);
+    if (busy) {
+      last_busy = now;
+      idle_backoff_ = 1;
+    }
+    // After idle_spin_us without work, sleep until work can exist again.
+    // Never taken while frames flow, so it costs no syscall per packet.
+    const bool idle = !busy && now - last_busy >= idle_spin_ns;
+    if (idle_sleep_ns > 0 && idle && Sleep(now, next_event, idle_sleep_ns)) {
+      last_busy = clock_->Now();  // spin again before the next sleep
+      next_session_control_ = 0;  // a control fd may be what woke us
     }
     // Verbs control messages: often enough to be interactive, and every
     // pass once idle (a sleeping loop is slow anyway).
-    if (!sessions_.empty() &&
-        ((idle && idle_sleep_ns > 0) || now >= next_session_control_)) {
+    if (!sessions_.empty() && now >= next_session_control_) {
       next_session_control_ = now + kSessionControlPeriod;
       for (auto& s : sessions_) {
         if (s != nullptr) s->PollControl();
@@ -690,6 +696,80 @@ void Daemon::Run(DaemonSignals* signals) {
   }
   ROCEMU_LOG_INFO("shutting down");
   Shutdown();
+}
+
+void Daemon::SetUpIdleWait() {
+  if (absl::Status s = idle_.Init(); !s.ok()) {
+    ROCEMU_LOG_WARNING("idle sleeping off: %s", s.ToString());
+    return;
+  }
+  idle_ready_ = true;
+  for (auto& p : ports_) {
+    if (!idle_.WatchRxQueue(p->dev->port_id())) {
+      ROCEMU_LOG_INFO(
+          "port %s: no RX interrupt; looked at every %u us while idle",
+          p->config.name, config_.eal.idle_sleep_us);
+    }
+  }
+  for (auto& s : sessions_) {
+    if (s == nullptr) continue;
+    for (int fd : {s->wait_fd(), s->wake_fd()}) {
+      if (absl::Status st = idle_.Watch(fd); !st.ok()) {
+        ROCEMU_LOG_WARNING("idle sleeping off: %s", st.ToString());
+        idle_ready_ = false;
+        return;
+      }
+    }
+  }
+}
+
+bool Daemon::Sleep(nic::TimeNs now, nic::TimeNs next_event,
+                   nic::TimeNs idle_sleep_ns) {
+  if (!idle_ready_) return false;
+  // Control sockets, metrics and statistics keep their period.
+  nic::TimeNs until = std::min(next_event, next_fast_);
+  // A port without RX interrupts is looked at after idle_sleep_us, and
+  // less often the longer nothing arrives (up to kMaxIdleBackoff times
+  // that): a quiet daemon costs little CPU, a busy one never sleeps.
+  if (!idle_.ports_interrupt()) {
+    until = std::min(until, now + idle_sleep_ns * idle_backoff_);
+  }
+  for (const auto& p : ports_) {
+    // Frames held by a fault injector or waiting for TX room are due
+    // sooner than any fd would say.
+    if (p->tx_count > 0 || p->rx_held.count > 0 || p->tx_held.count > 0 ||
+        p->rx_held.reorder != nullptr || p->tx_held.reorder != nullptr) {
+      return false;
+    }
+  }
+  if (until <= now + kMinSleep) return false;
+  // Sessions first: each raises its sleeping flag and looks at its
+  // doorbells once more (verbs/doorbell.h).
+  size_t prepared = 0;
+  bool sleep = true;
+  for (; prepared < sessions_.size(); ++prepared) {
+    verbs::SessionServer* s = sessions_[prepared].get();
+    if (s != nullptr && !s->PrepareToSleep()) {
+      sleep = false;
+      break;
+    }
+  }
+  if (sleep) {
+    idle_.ArmPorts();
+    // A frame that arrived before the interrupt was armed raised nothing.
+    for (unsigned i = 0; i < ports_.size() && sleep; ++i) {
+      sleep = !PollPort(i, now);
+    }
+    bool woken = false;
+    if (sleep) woken = idle_.Wait(static_cast<int64_t>(until - clock_->Now()));
+    idle_.DisarmPorts();
+    sleep = woken;
+    idle_backoff_ = woken ? 1 : std::min(idle_backoff_ * 2, kMaxIdleBackoff);
+  }
+  for (size_t i = 0; i < prepared; ++i) {
+    if (sessions_[i] != nullptr) sessions_[i]->Awake();
+  }
+  return sleep;
 }
 
 void Daemon::Shutdown() {
@@ -743,9 +823,14 @@ void Daemon::Shutdown() {
 
 std::string Daemon::CountersJson() const {
   std::string out = absl::StrFormat(
-      "{\"uptime_ns\":%d,\"rnic_attached\":%s,\"capture\":%s,\"ports\":{",
+      "{\"uptime_ns\":%d,\"rnic_attached\":%s,\"capture\":%s",
       clock_ ? clock_->Now() : 0, any_endpoint() ? "true" : "false",
       capture_on_ ? "true" : "false");
+  absl::StrAppend(&out, ",\"loops\":", loops_);
+  ForEachIdleCounter(idle_.counters(), [&](const char* name, uint64_t v) {
+    absl::StrAppend(&out, ",\"", name, "\":", v);
+  });
+  absl::StrAppend(&out, ",\"ports\":{");
   bool first_port = true;
   for (const auto& p : ports_) {
     absl::StrAppend(&out, first_port ? "" : ",", "\"",
@@ -885,6 +970,10 @@ std::string Daemon::DcqcnJson() const {
 
 std::string Daemon::PrometheusText() const {
   std::string out;
+  absl::StrAppend(&out, "rocemu_loops ", loops_, "\n");
+  ForEachIdleCounter(idle_.counters(), [&](const char* name, uint64_t v) {
+    absl::StrAppend(&out, "rocemu_", name, " ", v, "\n");
+  });
   for (const auto& p : ports_) {
     ForEachCounter(p->counters, p->stack->counters(), p->rx_faults->counters(),
                    p->tx_faults->counters(), [&](const char* name, uint64_t v) {

@@ -21,6 +21,7 @@
 #include "emulator/control_server.h"
 #include "emulator/dpdk_port.h"
 #include "emulator/fault_injector.h"
+#include "emulator/idle_wait.h"
 #include "emulator/neighbour_cache.h"
 #include "emulator/net_stack.h"
 #include "emulator/pcap_writer.h"
@@ -159,6 +160,11 @@ class Daemon {
   uint16_t FlushTx(Port& port, nic::TimeNs now);
   uint16_t LoopBack(Port& port, rte_mbuf** pkts, uint16_t n, nic::TimeNs now);
   void Slow(nic::TimeNs now);
+  void SetUpIdleWait();
+  // Sleeps (idle_wait.h) unless work is or becomes pending; returns
+  // whether it slept.
+  bool Sleep(nic::TimeNs now, nic::TimeNs next_event,
+             nic::TimeNs idle_sleep_ns);
   // One session server per port with a verbs socket (AttachRnics).
   absl::Status StartSessions();
   // Moves posted work requests into the RNICs and completions out to the
@@ -190,7 +196,9 @@ class Daemon {
   MetricsServer metrics_;
   nic::TimeNs next_fast_ = 0, next_slow_ = 0, next_session_control_ = 0;
   uint64_t loops_ = 0;
-  uint64_t idle_loops_ = 0;
+  IdleWait idle_;
+  bool idle_ready_ = false;
+  uint32_t idle_backoff_ = 1;  // idle_sleep_us multiplier (Sleep)
 };
 
 }  // namespace rocemu::emulator

@@ -81,8 +81,14 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
 
   rte_eth_conf conf{};
   conf.rxmode.mtu = port.dpdk_mtu_;
-  if (int rc = rte_eth_dev_configure(port.port_id_, 1, 1, &conf); rc != 0) {
-    return PortError(c, "configure", rc);
+  // RX interrupts let the idle loop sleep until a frame arrives (see
+  // idle_wait.h); a PMD without them is configured without and polled.
+  conf.intr_conf.rxq = 1;
+  if (rte_eth_dev_configure(port.port_id_, 1, 1, &conf) != 0) {
+    conf.intr_conf.rxq = 0;
+    if (int rc = rte_eth_dev_configure(port.port_id_, 1, 1, &conf); rc != 0) {
+      return PortError(c, "configure", rc);
+    }
   }
   uint16_t rx_ring = kRingSize, tx_ring = kRingSize;
   rte_eth_dev_adjust_nb_rx_tx_desc(port.port_id_, &rx_ring, &tx_ring);

@@ -168,7 +168,8 @@ TEST(ConfigTest, DefaultsApplyWhenKeysAreAbsent) {
   EXPECT_EQ(cfg->dcqcn.rp_time_reset, 300u);
   EXPECT_EQ(cfg->control.socket_mode, 0660u);
   EXPECT_EQ(cfg->eal.hugepages, Hugepages::kAuto);
-  EXPECT_EQ(cfg->eal.idle_sleep_us, 0u);
+  EXPECT_EQ(cfg->eal.idle_sleep_us, 50u);
+  EXPECT_EQ(cfg->eal.idle_spin_us, 200u);
   EXPECT_EQ(cfg->eal.memory_mb, 512u);
   EXPECT_TRUE(cfg->pfc.enabled[3]);
   EXPECT_FALSE(cfg->pfc.enabled[0]);
@@ -188,7 +189,7 @@ ports:
     traffic_class: {roce_dscp: 24, ecn: ect1}
     faults: {drop: 0.01, seed: 42, tx: true}
 pfc: {priorities: [3, 4]}
-eal: {idle_sleep_us: 50, lcore: 1}
+eal: {idle_sleep_us: 0, idle_spin_us: 30, lcore: 1}
 control: {socket_mode: "0600", prometheus_port: 9100}
 logging: {level: debug}
 )",
@@ -219,7 +220,8 @@ logging: {level: debug}
   EXPECT_EQ(p.faults.seed, 42u);
   EXPECT_TRUE(p.faults.tx);
   EXPECT_TRUE(cfg->pfc.enabled[4]);
-  EXPECT_EQ(cfg->eal.idle_sleep_us, 50u);
+  EXPECT_EQ(cfg->eal.idle_sleep_us, 0u);
+  EXPECT_EQ(cfg->eal.idle_spin_us, 30u);
   EXPECT_EQ(cfg->eal.lcore, 1u);
   EXPECT_EQ(cfg->control.socket_mode, 0600u);
   EXPECT_EQ(cfg->control.prometheus_port, 9100);

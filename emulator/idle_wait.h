@@ -1,0 +1,80 @@
+// How the polling lcore sleeps when there is nothing to do, so that the
+// daemon and the applications can share two cores.
+//
+// The loop polls without pause while work flows. After `idle_spin_us`
+// without work it sleeps in one epoll_wait over everything that can bring
+// work: the session servers' wake and control fds (an application that
+// posts rings a doorbell, see verbs/doorbell.h), and each port's RX
+// interrupt fd where the PMD has one (net_tap, net_memif, virtio_user). It
+// wakes at the next RNIC timer at the latest. A port without RX interrupts
+// (af_packet, net_ring) is looked at every `idle_sleep_us` instead.
+//
+// Nothing here runs per packet: the syscalls happen once per sleep.
+#ifndef ROCEMU_EMULATOR_IDLE_WAIT_H_
+#define ROCEMU_EMULATOR_IDLE_WAIT_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace rocemu::emulator {
+
+struct IdleWaitCounters {
+  uint64_t idle_sleeps = 0;      // epoll_wait entered
+  uint64_t idle_wakeups_fd = 0;  // ended by an fd (doorbell, frame, socket)
+  uint64_t idle_wakeups_timer = 0;
+  uint64_t idle_sleep_ns = 0;  // total time asleep
+};
+
+template <typename F>
+void ForEachIdleCounter(const IdleWaitCounters& c, F f) {
+  f("idle_sleeps", c.idle_sleeps);
+  f("idle_wakeups_fd", c.idle_wakeups_fd);
+  f("idle_wakeups_timer", c.idle_wakeups_timer);
+  f("idle_sleep_ns", c.idle_sleep_ns);
+}
+
+class IdleWait {
+ public:
+  IdleWait() = default;
+  IdleWait(const IdleWait&) = delete;
+  IdleWait& operator=(const IdleWait&) = delete;
+  ~IdleWait();
+
+  absl::Status Init();
+  // An fd whose readiness means "poll again" (level-triggered; the owner
+  // consumes it when it polls).
+  absl::Status Watch(int fd);
+  // Watches RX queue 0 of `port_id` if its PMD has an RX interrupt fd
+  // (the port was configured with intr_conf.rxq); returns whether it does.
+  bool WatchRxQueue(uint16_t port_id);
+  // Whether every watched port wakes the loop by itself.
+  bool ports_interrupt() const { return ports_without_interrupt_ == 0; }
+  void PortWithoutInterrupt() { ++ports_without_interrupt_; }
+
+  // Arm before the last look at the ports: a frame that arrives after
+  // the look raises the interrupt.
+  void ArmPorts();
+  void DisarmPorts();
+  // Sleeps until an fd is ready or `timeout_ns` passed; returns whether an
+  // fd woke it.
+  bool Wait(int64_t timeout_ns);
+
+  const IdleWaitCounters& counters() const { return counters_; }
+
+ private:
+  struct RxQueue {
+    uint16_t port_id;
+    int fd;
+    bool eventfd;  // consumed by a read (memif); a tun fd is not
+  };
+  int epoll_fd_ = -1;
+  std::vector<RxQueue> rx_queues_;
+  unsigned ports_without_interrupt_ = 0;
+  IdleWaitCounters counters_;
+};
+
+}  // namespace rocemu::emulator
+
+#endif  // ROCEMU_EMULATOR_IDLE_WAIT_H_
