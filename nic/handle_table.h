@@ -87,6 +87,14 @@ class HandleTable {
     return MakeHandle(HandleIndex(handle), s.generation);
   }
 
+  // As Rekey, with the generation (key byte) chosen by the caller, as a
+  // type 2 memory window bind does; returns the new handle.
+  uint32_t Rekey(uint32_t handle, uint8_t generation) {
+    Slot& s = slots_[HandleIndex(handle)];
+    s.generation = generation;
+    return MakeHandle(HandleIndex(handle), s.generation);
+  }
+
   // Destroys the object; NotFound for an unknown or stale handle.
   absl::Status Erase(uint32_t handle) {
     if (Get(handle) == nullptr) {

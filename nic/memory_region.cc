@@ -29,6 +29,10 @@ MemoryRegion::MemoryRegion(PdHandle pd, pid_t pid, uint64_t iova,
       kind_(MrKind::kProcess),
       pid_(pid) {}
 
+MemoryRegion::MemoryRegion(PdHandle pd, uint8_t mw_type)
+    : pd_(pd), iova_(0), length_(0), access_(0), valid_(false),
+      mw_type_(mw_type) {}
+
 size_t MemoryRegion::ChunkAt(uint64_t off) const {
   if (chunks_.size() == 1) return 0;
   // Last chunk whose start is <= off.

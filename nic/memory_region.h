@@ -48,6 +48,9 @@ class MemoryRegion {
   // A process region: the range at address `iova` of process `pid`.
   MemoryRegion(PdHandle pd, pid_t pid, uint64_t iova, uint64_t length,
                AccessFlags access);
+  // A memory window (ibv_alloc_mw) of type 1 or 2, unbound: its key
+  // grants nothing until a bind gives it a range of a region.
+  MemoryRegion(PdHandle pd, uint8_t mw_type);
 
   PdHandle pd() const { return pd_; }
   uint64_t iova() const { return iova_; }
@@ -62,6 +65,14 @@ class MemoryRegion {
   bool remote_invalidate() const { return remote_invalidate_; }
   size_t num_chunks() const { return chunks_.size(); }
   MrKind kind() const { return kind_; }
+  // Memory windows (IBTA 10.6.7): 0 for a region, else the window type.
+  // A window's iova/length/access are what it is bound to, within
+  // `parent()`; valid() says it is bound. Type 2 windows are bound to
+  // one QP.
+  uint8_t mw_type() const { return mw_type_; }
+  const MemoryRegion* parent() const { return parent_; }
+  uint32_t bound_qpn() const { return bound_qpn_; }
+  uint32_t windows_bound() const { return windows_bound_; }
   pid_t pid() const { return pid_; }  // 0 for a host region
 
   // [va, va + len) lies inside the region without wrapping. len == 0 is
@@ -118,6 +129,10 @@ class MemoryRegion {
   bool remote_invalidate_ = false;
   MrKind kind_ = MrKind::kHost;
   pid_t pid_ = 0;
+  uint8_t mw_type_ = 0;
+  MemoryRegion* parent_ = nullptr;  // windows: the region bound to
+  uint32_t bound_qpn_ = 0;          // type 2 windows
+  uint32_t windows_bound_ = 0;      // regions: windows bound into them
   std::vector<HostChunk> chunks_;
   std::vector<uint64_t> starts_;  // region offset of each chunk
 };

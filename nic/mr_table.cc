@@ -133,6 +133,15 @@ absl::Status MrTable::Deregister(ClientId client, uint32_t key) {
   if (mr == nullptr) {
     return absl::NotFoundError(absl::StrFormat("no MR with key 0x%08x", key));
   }
+  if (mr->mw_type() != 0) {
+    return absl::NotFoundError(
+        absl::StrFormat("0x%08x is a memory window, not an MR", key));
+  }
+  // IBTA 10.6.7.2.5: a region with windows bound into it stays.
+  if (mr->windows_bound() > 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "MR 0x%08x has %u memory window(s) bound", key, mr->windows_bound()));
+  }
   const PdHandle pd = mr->pd();
   absl::Status s = mrs_.Erase(key);
   if (s.ok()) pds_.Release(pd);
@@ -144,8 +153,12 @@ absl::StatusOr<uint32_t> MrTable::Reregister(
     uint64_t length, AccessFlags access, std::span<const HostChunk> chunks,
     bool keep_key) {
   MemoryRegion* mr = mrs_.Get(key, client);
-  if (mr == nullptr) {
+  if (mr == nullptr || mr->mw_type() != 0) {
     return absl::NotFoundError(absl::StrFormat("no MR with key 0x%08x", key));
+  }
+  if (mr->windows_bound() > 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "MR 0x%08x has %u memory window(s) bound", key, mr->windows_bound()));
   }
   constexpr uint32_t kAll =
       rereg::kChangeTranslation | rereg::kChangePd | rereg::kChangeAccess;
@@ -188,13 +201,14 @@ absl::StatusOr<uint32_t> MrTable::Reregister(
   return mr->key_;
 }
 
-MrStatus MrTable::Check(uint32_t key, PdHandle pd, uint64_t va, uint64_t len,
-                        AccessFlags need, bool atomic,
-                        const MemoryRegion** out) const {
+MrStatus MrTable::Check(uint32_t key, PdHandle pd, uint32_t qpn, uint64_t va,
+                        uint64_t len, AccessFlags need, bool atomic,
+                        bool remote, const MemoryRegion** out) const {
   *out = nullptr;
   if (len == 0 && !atomic) return MrStatus::kOk;
   const MemoryRegion* mr = mrs_.Get(key);
   if (mr == nullptr) return MrStatus::kInvalidKey;
+  if (mr->mw_type() != 0 && !remote) return MrStatus::kInvalidKey;
   if (!mr->valid()) return MrStatus::kInvalidated;
   if (mr->pd() != pd) return MrStatus::kPdMismatch;
   if ((mr->access() & need) != need) return MrStatus::kAccessDenied;
@@ -203,15 +217,31 @@ MrStatus MrTable::Check(uint32_t key, PdHandle pd, uint64_t va, uint64_t len,
     if (va & 7) return MrStatus::kMisaligned;
   }
   if (!mr->Contains(va, len)) return MrStatus::kOutOfBounds;
+  if (mr->mw_type() != 0) {
+    // A type 2 window serves only the QP it is bound to (IBTA 10.6.7.2.2);
+    // the region behind a window must itself still be usable.
+    if (mr->mw_type() == 2 && mr->bound_qpn() != qpn) {
+      return MrStatus::kAccessDenied;
+    }
+    mr = mr->parent();
+    if (!mr->valid()) return MrStatus::kInvalidated;
+  }
   *out = mr;
   return MrStatus::kOk;
 }
 
-MrStatus MrTable::Invalidate(uint32_t key, PdHandle pd) {
+MrStatus MrTable::Invalidate(uint32_t key, PdHandle pd, uint32_t qpn) {
   MemoryRegion* mr = mrs_.Get(key);
   if (mr == nullptr) return MrStatus::kInvalidKey;
   if (mr->pd() != pd) return MrStatus::kPdMismatch;
-  if (!mr->remote_invalidate_) return MrStatus::kAccessDenied;
+  if (mr->mw_type() == 2) {
+    if (!mr->valid() || mr->bound_qpn() != qpn) return MrStatus::kAccessDenied;
+    Unbind(*mr);
+    return MrStatus::kOk;
+  }
+  if (mr->mw_type() != 0 || !mr->remote_invalidate_) {
+    return MrStatus::kAccessDenied;
+  }
   mr->valid_ = false;
   return MrStatus::kOk;
 }

@@ -30,6 +30,17 @@ inline constexpr uint32_t kChangePd = 1u << 1;
 inline constexpr uint32_t kChangeAccess = 1u << 2;
 }  // namespace rereg
 
+// IBV_WR_BIND_MW / ibv_bind_mw.
+struct MwBind {
+  uint32_t mw_rkey = 0;   // the window's current key
+  uint32_t new_rkey = 0;  // its key after the bind
+  uint32_t mr_lkey = 0;   // the region bound into (0 with length 0)
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  AccessFlags access = 0;  // remote rights the window grants
+  uint8_t type = 2;        // 1: ibv_bind_mw, 2: ibv_post_send
+};
+
 class MrTable {
  public:
   // `pds` must outlive the table; regions hold a reference on their PD.
@@ -83,33 +94,60 @@ class MrTable {
   // L_Key check of a local SGE / buffer: key, PD, rights `need` (local
   // read is implicit; pass access::kLocalWrite for a destination), bounds.
   // len == 0 needs no key (nothing is accessed) and yields *out = nullptr.
+  // A window's key is never an L_Key.
   MrStatus CheckLocal(uint32_t lkey, PdHandle pd, uint64_t va, uint64_t len,
                       AccessFlags need, const MemoryRegion** out) const {
-    return Check(lkey, pd, va, len, need, /*atomic=*/false, out);
+    return Check(lkey, pd, /*qpn=*/0, va, len, need, /*atomic=*/false,
+                 /*remote=*/false, out);
   }
-  // R_Key check of an incoming request: `need` is kRemoteWrite, kRemoteRead
-  // or kRemoteAtomic; atomics also need an 8-byte aligned 8-byte target.
-  // len == 0 (zero-length RDMA) needs no key, as IBTA says.
-  MrStatus CheckRemote(uint32_t rkey, PdHandle pd, uint64_t va, uint64_t len,
-                       AccessFlags need, const MemoryRegion** out) const {
-    return Check(rkey, pd, va, len, need, (need & access::kRemoteAtomic) != 0,
-                 out);
+  // R_Key check of an incoming request on QP `qpn`: `need` is
+  // kRemoteWrite, kRemoteRead or kRemoteAtomic; atomics also need an 8-byte
+  // aligned 8-byte target. len == 0 (zero-length RDMA) needs no key, as
+  // IBTA says. A window's key is checked against the window (bound, its
+  // range and rights, a type 2 window's QP) and *out is the region behind
+  // it, which translates the same addresses.
+  MrStatus CheckRemote(uint32_t rkey, PdHandle pd, uint32_t qpn, uint64_t va,
+                       uint64_t len, AccessFlags need,
+                       const MemoryRegion** out) const {
+    return Check(rkey, pd, qpn, va, len, need,
+                 (need & access::kRemoteAtomic) != 0, /*remote=*/true, out);
   }
 
   // Lets SEND_WITH_INV invalidate the region, as a kernel ULP's
   // fast-registration region (ib_alloc_mr + IB_WR_REG_MR) allows.
   absl::Status AllowRemoteInvalidate(ClientId client, uint32_t key);
-  // Marks the region invalid (SEND_WITH_INV from the wire): all accesses
-  // through the key then fail with kInvalidated until it is re-registered.
-  // kInvalidKey unless the key is live, kPdMismatch outside `pd`,
-  // kAccessDenied for a region that is not remotely invalidatable.
-  MrStatus Invalidate(uint32_t key, PdHandle pd);
+  // SEND_WITH_INV from the wire, received on QP `qpn`: a type 2 window
+  // bound to that QP is unbound; a remotely invalidatable region is marked
+  // invalid (accesses through the key fail with kInvalidated until it is
+  // re-registered). kInvalidKey unless the key is live, kPdMismatch
+  // outside `pd`, kAccessDenied for anything else (ibv_reg_mr regions,
+  // type 1 windows, a window of another QP).
+  MrStatus Invalidate(uint32_t key, PdHandle pd, uint32_t qpn);
+
+  // Memory windows (memory_window.cc). Windows share the key space and
+  // the max_mr budget with regions.
+  // ibv_alloc_mw: an unbound window of type 1 or 2 in `pd`; returns its
+  // R_Key.
+  absl::StatusOr<uint32_t> AllocMw(ClientId client, PdHandle pd, uint8_t type);
+  // ibv_dealloc_mw: a bound window is unbound first.
+  absl::Status DeallocMw(ClientId client, uint32_t rkey);
+  // IBV_WR_BIND_MW processed on QP `qpn` (PD `pd`), IBTA 10.6.7.2: binds
+  // window `b.mw_rkey` to [addr, addr + length) of region `b.mr_lkey`
+  // with `b.access`, re-keyed to `b.new_rkey` (same index, new key byte).
+  // Length 0 unbinds a type 1 window. kOk, or what fails the bind
+  // (the WR then completes with IBV_WC_MW_BIND_ERR).
+  MrStatus BindMw(const MwBind& b, PdHandle pd, uint32_t qpn);
+  // IBV_WR_LOCAL_INV processed on QP `qpn`: unbinds a type 2 window bound
+  // to that QP, or invalidates a remotely invalidatable region.
+  MrStatus LocalInvalidate(uint32_t key, PdHandle pd, uint32_t qpn);
 
   uint32_t size() const { return mrs_.size(); }
 
  private:
-  MrStatus Check(uint32_t key, PdHandle pd, uint64_t va, uint64_t len,
-                 AccessFlags need, bool atomic, const MemoryRegion** out) const;
+  MrStatus Check(uint32_t key, PdHandle pd, uint32_t qpn, uint64_t va,
+                 uint64_t len, AccessFlags need, bool atomic, bool remote,
+                 const MemoryRegion** out) const;
+  static void Unbind(MemoryRegion& mw);
   absl::Status ValidateLayout(uint64_t iova, uint64_t length,
                               AccessFlags access,
                               std::span<const HostChunk> chunks) const;

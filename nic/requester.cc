@@ -92,6 +92,13 @@ bool Requester::Ready(const Rnic& nic, const Qp& qp, TimeNs now) {
   }
   if (now < r.rnr_until || now < qp.pace_until_) return false;
   if (nic.Paused(qp)) return false;
+  // A local operation (bind, invalidate) runs once everything before it
+  // completed: its completion keeps the send queue's order, and a window
+  // is not re-bound under a request still in flight.
+  if (r.pkt == 0 && qp.sq_.at(r.req_idx).wr.local() &&
+      qp.comp_.comp_idx != r.req_idx) {
+    return false;
+  }
   if (qp.type() != QpType::kRc) return true;
   if (static_cast<uint32_t>(PsnDiff(r.psn, qp.comp_.psn)) >=
       nic.config().max_unacked_psns) {
@@ -112,6 +119,47 @@ bool Requester::Ready(const Rnic& nic, const Qp& qp, TimeNs now) {
 TimeNs Requester::WakeTime(const Qp& qp) {
   if (qp.req_.req_idx >= qp.sq_tail_) return kNever;
   return std::max(qp.req_.rnr_until, qp.pace_until_);
+}
+
+void Requester::ExecuteLocal(Rnic& nic, Qp& qp, SendWqe& w) {
+  RequesterState& r = qp.req_;
+  w.first_psn = r.psn;
+  w.npkts = 0;
+  w.last_psn = PsnAdd(r.psn, -1);
+  w.read_or_atomic = false;
+  MrStatus ms;
+  if (w.wr.opcode == WrOpcode::kBindMw) {
+    const SendWr::Bind& b = w.wr.bind;
+    ms = nic.mrs().BindMw({.mw_rkey = b.mw_rkey,
+                           .new_rkey = b.new_rkey,
+                           .mr_lkey = b.mr_lkey,
+                           .addr = b.addr,
+                           .length = b.length,
+                           .access = b.access,
+                           .type = b.type},
+                          qp.pd_, qp.qpn_);
+  } else {
+    ms = nic.mrs().LocalInvalidate(w.wr.invalidate_rkey, qp.pd_, qp.qpn_);
+  }
+  if (ms != MrStatus::kOk) {
+    // IBTA 10.6.7.2.3: a failed bind completes in error and the QP goes to
+    // ERR (rxe and mlx5 do the same for a failed local invalidate).
+    w.status = w.wr.opcode == WrOpcode::kBindMw ? WcStatus::kMwBindErr
+                                                : WcStatus::kLocQpOpErr;
+    nic.MoveToError(qp);
+    return;
+  }
+  ++r.req_idx;
+  ++qp.comp_.comp_idx;
+  if (w.wr.signaled() || qp.init_.sq_sig_all) {
+    WorkCompletion wc;
+    wc.wr_id = w.wr.wr_id;
+    wc.status = WcStatus::kSuccess;
+    wc.opcode = w.wr.opcode == WrOpcode::kBindMw ? WcOpcode::kBindMw
+                                                 : WcOpcode::kLocalInv;
+    wc.qp_num = qp.qpn_;
+    nic.CompleteSend(qp, wc);
+  }
 }
 
 void Requester::RewindTo(Qp& qp, uint32_t psn) {
@@ -142,6 +190,10 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   const uint32_t mtu = qp.type() == QpType::kUd
                            ? MtuToBytes(nic.config().port.active_mtu)
                            : qp.mtu();
+  if (r.pkt == 0 && w.wr.local()) {
+    ExecuteLocal(nic, qp, w);
+    return false;
+  }
   if (r.pkt == 0) {
     w.first_psn = r.psn;
     w.read_or_atomic = IsReadOrAtomic(w.wr.opcode);

@@ -27,6 +27,10 @@ class Requester {
   // Go-back-N: the next packet sent is the one with PSN `psn` (which lies in
   // an outstanding WQE).
   static void RewindTo(Qp& qp, uint32_t psn);
+
+ private:
+  // IBV_WR_BIND_MW and IBV_WR_LOCAL_INV at the head of the send queue.
+  static void ExecuteLocal(Rnic& nic, Qp& qp, SendWqe& w);
 };
 
 }  // namespace rocemu::nic

@@ -250,7 +250,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       }
       r.recv_offset += pkt.payload.size();
       if (op.HasInvalidate() &&
-          nic.mrs().Invalidate(pkt.hdr.ieth_rkey, qp.pd()) != MrStatus::kOk) {
+          nic.mrs().Invalidate(pkt.hdr.ieth_rkey, qp.pd(), qp.qpn()) != MrStatus::kOk) {
         // IBTA class J (rxe: RESPST_ERR_INVALIDATE_RKEY): an R_Key that is
         // unknown, of another PD or not invalidatable fails the receive WQE
         // with an invalid-request status and takes the QP to ERR; the NAK
@@ -278,7 +278,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
         r.write_length = pkt.hdr.reth.dma_len;
         const MemoryRegion* mr = nullptr;
         const MrStatus ms =
-            nic.mrs().CheckRemote(r.write_rkey, qp.pd(), r.write_va,
+            nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va,
                                   r.write_remaining, access::kRemoteWrite, &mr);
         if (ms != MrStatus::kOk) {
           if (!reliable) {
@@ -314,8 +314,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       if (len > 0) {
         // Re-checked per packet: the region may be deregistered mid-message.
         const MemoryRegion* mr = nullptr;
-        const MrStatus ms = nic.mrs().CheckRemote(
-            r.write_rkey, qp.pd(), r.write_va, len, access::kRemoteWrite, &mr);
+        const MrStatus ms = nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va, len, access::kRemoteWrite, &mr);
         if (ms != MrStatus::kOk) {
           if (!reliable) {
             drop_uc();
@@ -353,8 +352,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case Operation::kReadRequest: {
       const protocol::Reth& reth = pkt.hdr.reth;
       const MemoryRegion* mr = nullptr;
-      const MrStatus ms = nic.mrs().CheckRemote(
-          reth.rkey, qp.pd(), reth.va, reth.dma_len, access::kRemoteRead, &mr);
+      const MrStatus ms = nic.mrs().CheckRemote(reth.rkey, qp.pd(), qp.qpn(), reth.va, reth.dma_len, access::kRemoteRead, &mr);
       if (ms != MrStatus::kOk) {
         FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
         return;
@@ -387,7 +385,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case Operation::kFetchAdd: {
       const protocol::AtomicEth& a = pkt.hdr.atomic;
       const MemoryRegion* mr = nullptr;
-      const MrStatus ms = nic.mrs().CheckRemote(a.rkey, qp.pd(), a.va, 8,
+      const MrStatus ms = nic.mrs().CheckRemote(a.rkey, qp.pd(), qp.qpn(), a.va, 8,
                                                 access::kRemoteAtomic, &mr);
       if (ms != MrStatus::kOk) {
         FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
@@ -471,7 +469,7 @@ void Duplicate(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
         // for the tail of the original READ only).
         const protocol::Reth& reth = pkt.hdr.reth;
         const MemoryRegion* mr = nullptr;
-        if (nic.mrs().CheckRemote(reth.rkey, qp.pd(), reth.va, reth.dma_len,
+        if (nic.mrs().CheckRemote(reth.rkey, qp.pd(), qp.qpn(), reth.va, reth.dma_len,
                                   access::kRemoteRead, &mr) != MrStatus::kOk) {
           ++qp.counters_.rx_dropped;
           return;
@@ -667,7 +665,7 @@ bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
       h.bth.psn = PsnAdd(it.psn, it.next_pkt);
       if (payload_len > 0) {
         // The region may have gone since the request was checked.
-        if (nic.mrs().CheckRemote(it.rkey, qp.pd(), it.va + offset, payload_len,
+        if (nic.mrs().CheckRemote(it.rkey, qp.pd(), qp.qpn(), it.va + offset, payload_len,
                                   access::kRemoteRead, &mr) != MrStatus::kOk) {
           ++r.resp_head;
           ++nic.engine_counters().resp_remote_access_errors;

@@ -55,9 +55,11 @@ bool WrAllowed(QpType t, WrOpcode op) {
     case WrOpcode::kAtomicFetchAndAdd:
     case WrOpcode::kSendWithInv:
       return t == QpType::kRc;
-    default:
-      return false;  // LOCAL_INV, BIND_MW: no memory windows yet
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kBindMw:
+      return t != QpType::kUd;
   }
+  return false;
 }
 
 }  // namespace
@@ -404,7 +406,8 @@ absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
   w.length = (wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
               wr.opcode == WrOpcode::kAtomicFetchAndAdd)
                  ? 8
-                 : wr.PayloadLength();
+             : wr.local() ? 0
+                          : wr.PayloadLength();
   w.status = WcStatus::kSuccess;
   w.read_or_atomic = false;
   if (st == QpState::kErr || st == QpState::kSqe) {

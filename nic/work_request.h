@@ -109,6 +109,16 @@ struct SendWr {
     uint32_t remote_qpn = 0;
     uint32_t remote_qkey = 0;
   } ud;
+  // kBindMw: the window's current key and the bind (mr_table.h MwBind).
+  struct Bind {
+    uint32_t mw_rkey = 0;
+    uint32_t new_rkey = 0;
+    uint32_t mr_lkey = 0;
+    uint32_t access = 0;
+    uint64_t addr = 0;
+    uint64_t length = 0;
+    uint8_t type = 2;
+  } bind;
   uint32_t inline_len = 0;
   std::array<uint8_t, kMaxInlineData> inline_data{};
 
@@ -116,6 +126,10 @@ struct SendWr {
   bool solicited() const { return send_flags & send_flags::kSolicited; }
   bool is_inline() const { return send_flags & send_flags::kInline; }
   bool fence() const { return send_flags & send_flags::kFence; }
+  // Processed by the RNIC itself, nothing on the wire.
+  bool local() const {
+    return opcode == WrOpcode::kLocalInv || opcode == WrOpcode::kBindMw;
+  }
   std::span<const uint8_t> InlinePayload() const {
     return {inline_data.data(), inline_len};
   }

@@ -41,7 +41,7 @@ void BM_CheckRemote(benchmark::State& state) {
   size_t i = 0;
   for (auto _ : state) {
     const MemoryRegion* mr;
-    MrStatus s = f.mrs.CheckRemote(f.keys[i], f.pd, 0x10100, 1024,
+    MrStatus s = f.mrs.CheckRemote(f.keys[i], f.pd, 0, 0x10100, 1024,
                                    access::kRemoteWrite, &mr);
     benchmark::DoNotOptimize(s);
     benchmark::DoNotOptimize(mr);

@@ -34,7 +34,7 @@ class MrTableTest : public ::testing::Test {
   MrStatus Remote(uint32_t key, uint64_t va, uint64_t len, AccessFlags need,
                   PdHandle pd = 0) {
     const MemoryRegion* mr;
-    return mrs_.CheckRemote(key, pd ? pd : pd_, va, len, need, &mr);
+    return mrs_.CheckRemote(key, pd ? pd : pd_, 0, va, len, need, &mr);
   }
   MrStatus Local(uint32_t key, uint64_t va, uint64_t len, AccessFlags need) {
     const MemoryRegion* mr;
@@ -220,14 +220,14 @@ TEST_F(MrTableTest, AtomicAlignmentAndSize) {
 
 TEST_F(MrTableTest, Invalidation) {
   uint32_t k = Reg(0x1000, 4096, kAllRights);
-  EXPECT_EQ(mrs_.Invalidate(k, other_pd_), MrStatus::kPdMismatch);
-  EXPECT_EQ(mrs_.Invalidate(k ^ 1, pd_), MrStatus::kInvalidKey);
+  EXPECT_EQ(mrs_.Invalidate(k, other_pd_, 0), MrStatus::kPdMismatch);
+  EXPECT_EQ(mrs_.Invalidate(k ^ 1, pd_, 0), MrStatus::kInvalidKey);
   // An ibv_reg_mr region is not remotely invalidatable.
-  EXPECT_EQ(mrs_.Invalidate(k, pd_), MrStatus::kAccessDenied);
+  EXPECT_EQ(mrs_.Invalidate(k, pd_, 0), MrStatus::kAccessDenied);
   EXPECT_TRUE(mrs_.Find(k)->valid());
   EXPECT_FALSE(mrs_.AllowRemoteInvalidate(kClient, k ^ 1).ok());
   ASSERT_TRUE(mrs_.AllowRemoteInvalidate(kClient, k).ok());
-  EXPECT_EQ(mrs_.Invalidate(k, pd_), MrStatus::kOk);
+  EXPECT_EQ(mrs_.Invalidate(k, pd_, 0), MrStatus::kOk);
   EXPECT_FALSE(mrs_.Find(k)->valid());
   EXPECT_EQ(Remote(k, 0x1000, 8, access::kRemoteRead), MrStatus::kInvalidated);
   EXPECT_EQ(Local(k, 0x1000, 8, access::kNone), MrStatus::kInvalidated);
@@ -314,6 +314,100 @@ TEST_F(MrTableTest, MultiChunkTranslationAndCopies) {
   std::memcpy(raw, &expect, 8);
   EXPECT_EQ(b[36], raw[0]);
   EXPECT_EQ(c[0], raw[1]);
+}
+
+// --- memory windows (memory_window.cc) ------------------------------------
+
+TEST_F(MrTableTest, Type2WindowServesOnlyItsQpAndIsNeverAnLKey) {
+  const uint32_t mr = Reg(0x10000, 4096, kAllRights | access::kMwBind);
+  absl::StatusOr<uint32_t> mw = mrs_.AllocMw(kClient, pd_, 2);
+  ASSERT_TRUE(mw.ok());
+  EXPECT_EQ(Remote(*mw, 0x10000, 8, access::kRemoteRead),
+            MrStatus::kInvalidated);  // unbound
+  MwBind b{.mw_rkey = *mw, .new_rkey = *mw + 1, .mr_lkey = mr,
+           .addr = 0x10100, .length = 256, .access = access::kRemoteRead,
+           .type = 2};
+  ASSERT_EQ(mrs_.BindMw(b, pd_, /*qpn=*/17), MrStatus::kOk);
+  const uint32_t key = *mw + 1;
+  const MemoryRegion* out = nullptr;
+  EXPECT_EQ(mrs_.CheckRemote(key, pd_, 17, 0x10100, 256, access::kRemoteRead,
+                             &out),
+            MrStatus::kOk);
+  EXPECT_EQ(out, mrs_.Find(mr));  // the region translates
+  EXPECT_EQ(mrs_.CheckRemote(key, pd_, 18, 0x10100, 8, access::kRemoteRead,
+                             &out),
+            MrStatus::kAccessDenied);
+  EXPECT_EQ(mrs_.CheckRemote(key, other_pd_, 17, 0x10100, 8,
+                             access::kRemoteRead, &out),
+            MrStatus::kPdMismatch);
+  EXPECT_EQ(mrs_.CheckRemote(key, pd_, 17, 0x100F8, 16, access::kRemoteRead,
+                             &out),
+            MrStatus::kOutOfBounds);
+  EXPECT_EQ(mrs_.CheckLocal(key, pd_, 0x10100, 8, access::kNone, &out),
+            MrStatus::kInvalidKey);
+  // Invalidation from another QP is refused; from its own, it frees it.
+  EXPECT_EQ(mrs_.LocalInvalidate(key, pd_, 18), MrStatus::kAccessDenied);
+  EXPECT_EQ(mrs_.Invalidate(key, pd_, 18), MrStatus::kAccessDenied);
+  EXPECT_EQ(mrs_.Invalidate(key, pd_, 17), MrStatus::kOk);
+  EXPECT_EQ(mrs_.LocalInvalidate(key, pd_, 17), MrStatus::kInvalidated);
+  EXPECT_EQ(mrs_.Find(mr)->windows_bound(), 0u);
+}
+
+TEST_F(MrTableTest, Type1WindowRebindsAndUnbindsWithZeroLength) {
+  const uint32_t mr = Reg(0x10000, 4096, kAllRights | access::kMwBind);
+  absl::StatusOr<uint32_t> mw = mrs_.AllocMw(kClient, pd_, 1);
+  ASSERT_TRUE(mw.ok());
+  MwBind b{.mw_rkey = *mw, .new_rkey = *mw + 1, .mr_lkey = mr,
+           .addr = 0x10000, .length = 4096,
+           .access = access::kRemoteWrite | access::kRemoteRead, .type = 1};
+  ASSERT_EQ(mrs_.BindMw(b, pd_, 5), MrStatus::kOk);
+  // Any QP of the PD may use a type 1 window.
+  EXPECT_EQ(Remote(*mw + 1, 0x10000, 64, access::kRemoteWrite), MrStatus::kOk);
+  // Re-bound while bound (type 1 may), to a smaller range.
+  b.mw_rkey = *mw + 1;
+  b.new_rkey = *mw + 2;
+  b.length = 128;
+  ASSERT_EQ(mrs_.BindMw(b, pd_, 5), MrStatus::kOk);
+  EXPECT_EQ(Remote(*mw + 1, 0x10000, 64, access::kRemoteWrite),
+            MrStatus::kInvalidKey);
+  EXPECT_EQ(Remote(*mw + 2, 0x10000, 256, access::kRemoteWrite),
+            MrStatus::kOutOfBounds);
+  EXPECT_EQ(mrs_.Find(mr)->windows_bound(), 1u);
+  // Type 1 windows are not invalidated by a WR or a peer.
+  EXPECT_EQ(mrs_.LocalInvalidate(*mw + 2, pd_, 5), MrStatus::kAccessDenied);
+  EXPECT_EQ(mrs_.Invalidate(*mw + 2, pd_, 5), MrStatus::kAccessDenied);
+  // A zero-length bind unbinds.
+  b.mw_rkey = *mw + 2;
+  b.new_rkey = *mw + 3;
+  b.length = 0;
+  ASSERT_EQ(mrs_.BindMw(b, pd_, 5), MrStatus::kOk);
+  EXPECT_EQ(Remote(*mw + 3, 0x10000, 8, access::kRemoteWrite),
+            MrStatus::kInvalidated);
+  EXPECT_EQ(mrs_.Find(mr)->windows_bound(), 0u);
+}
+
+TEST_F(MrTableTest, WindowsHoldTheirPdAndRegion) {
+  const uint32_t mr = Reg(0x10000, 4096, kAllRights | access::kMwBind);
+  absl::StatusOr<uint32_t> mw = mrs_.AllocMw(kClient, pd_, 2);
+  ASSERT_TRUE(mw.ok());
+  EXPECT_FALSE(mrs_.AllocMw(kClient, pd_, 3).ok());
+  EXPECT_FALSE(mrs_.AllocMw(kClient + 1, pd_, 2).ok());  // not its PD
+  EXPECT_FALSE(mrs_.Deregister(kClient, *mw).ok());      // not an MR
+  MwBind b{.mw_rkey = *mw, .new_rkey = *mw, .mr_lkey = mr, .addr = 0x10000,
+           .length = 64, .access = access::kRemoteRead, .type = 2};
+  ASSERT_EQ(mrs_.BindMw(b, pd_, 1), MrStatus::kOk);
+  EXPECT_EQ(mrs_.Deregister(kClient, mr).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(mrs_.Reregister(kClient, mr, rereg::kChangeAccess, pd_, 0, 0,
+                            kAllRights, {})
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(pds_.Dealloc(kClient, pd_).ok());  // the MR and the window
+  ASSERT_TRUE(mrs_.DeallocMw(kClient, *mw).ok());
+  EXPECT_EQ(mrs_.Find(*mw), nullptr);
+  ASSERT_TRUE(mrs_.Deregister(kClient, mr).ok());
+  EXPECT_TRUE(pds_.Dealloc(kClient, pd_).ok());
 }
 
 }  // namespace
