@@ -65,8 +65,10 @@ struct DeviceAttr {
   // IBV_DEVICE_* bits: P_Key and Q_Key violations are counted
   // (BAD_PKEY_CNTR 1<<1, BAD_QKEY_CNTR 1<<2), the system image GUID is
   // given (SYS_IMAGE_GUID 1<<11), RC responders send RNR NAKs
-  // (RC_RNR_NAK_GEN 1<<12).
-  uint32_t device_cap_flags = (1u << 1) | (1u << 2) | (1u << 11) | (1u << 12);
+  // (RC_RNR_NAK_GEN 1<<12), memory windows (MEM_WINDOW 1<<17) of type 1
+  // and type 2B (MEM_WINDOW_TYPE_2B 1<<24: bound to a QP, as rxe).
+  uint32_t device_cap_flags = (1u << 1) | (1u << 2) | (1u << 11) |
+                              (1u << 12) | (1u << 17) | (1u << 24);
   uint32_t max_sge = kMaxSge;
   uint32_t max_sge_rd = kMaxSge;
   uint32_t max_cq = 1u << 17;
@@ -81,7 +83,7 @@ struct DeviceAttr {
   AtomicCap atomic_cap = AtomicCap::kHca;
   uint32_t max_ee = 0;
   uint32_t max_rdd = 0;
-  uint32_t max_mw = 0;
+  uint32_t max_mw = 1u << 20;  // windows share the region table (max_mr)
   uint32_t max_raw_ipv6_qp = 0;
   uint32_t max_raw_ethy_qp = 0;
   uint32_t max_mcast_grp = 0;

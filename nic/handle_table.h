@@ -95,6 +95,14 @@ class HandleTable {
     return MakeHandle(HandleIndex(handle), s.generation);
   }
 
+  // The live handle with `handle`'s index, whatever its generation; 0 if
+  // the slot is empty.
+  uint32_t Current(uint32_t handle) const {
+    const uint32_t index = HandleIndex(handle);
+    if (index == 0 || index >= slots_.size() || !slots_[index].obj) return 0;
+    return MakeHandle(index, slots_[index].generation);
+  }
+
   // Destroys the object; NotFound for an unknown or stale handle.
   absl::Status Erase(uint32_t handle) {
     if (Get(handle) == nullptr) {

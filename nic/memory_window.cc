@@ -30,6 +30,9 @@ void MrTable::Unbind(MemoryRegion& mw) {
 }
 
 absl::Status MrTable::DeallocMw(ClientId client, uint32_t rkey) {
+  // The application may hold an older key byte (a type 2 bind it never
+  // saw complete): the window is named by its index.
+  rkey = mrs_.Current(rkey);
   MemoryRegion* mw = mrs_.Get(rkey, client);
   if (mw == nullptr || mw->mw_type() == 0) {
     return absl::NotFoundError(
@@ -51,7 +54,11 @@ MrStatus MrTable::BindMw(const MwBind& b, PdHandle pd, uint32_t qpn) {
   if (b.type == 2 && mw->valid()) return MrStatus::kAccessDenied;
   if (mw->pd() != pd) return MrStatus::kPdMismatch;
   if ((b.new_rkey >> 8) != (b.mw_rkey >> 8)) return MrStatus::kInvalidKey;
-  if ((b.access & ~access::kRemoteAny) != 0) return MrStatus::kAccessDenied;
+  // Local write in a window's rights means nothing and is ignored, as
+  // rxe and mlx5 do; anything else but remote rights is refused.
+  if ((b.access & ~(access::kRemoteAny | access::kLocalWrite)) != 0) {
+    return MrStatus::kAccessDenied;
+  }
   MemoryRegion* mr = nullptr;
   if (b.length != 0) {
     mr = mrs_.Get(b.mr_lkey);
@@ -76,7 +83,7 @@ MrStatus MrTable::BindMw(const MwBind& b, PdHandle pd, uint32_t qpn) {
   if (mr != nullptr) ++mr->windows_bound_;
   mw->iova_ = b.addr;
   mw->length_ = b.length;
-  mw->access_ = b.access;
+  mw->access_ = b.access & access::kRemoteAny;
   mw->bound_qpn_ = b.type == 2 ? qpn : 0;
   mw->valid_ = true;  // a zero-length type 2 window is bound to nothing
   mw->key_ = mrs_.Rekey(b.mw_rkey, static_cast<uint8_t>(b.new_rkey));

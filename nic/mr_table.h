@@ -129,7 +129,8 @@ class MrTable {
   // ibv_alloc_mw: an unbound window of type 1 or 2 in `pd`; returns its
   // R_Key.
   absl::StatusOr<uint32_t> AllocMw(ClientId client, PdHandle pd, uint8_t type);
-  // ibv_dealloc_mw: a bound window is unbound first.
+  // ibv_dealloc_mw, by the key's index (any key byte): a bound window is
+  // unbound first.
   absl::Status DeallocMw(ClientId client, uint32_t rkey);
   // IBV_WR_BIND_MW processed on QP `qpn` (PD `pd`), IBTA 10.6.7.2: binds
   // window `b.mw_rkey` to [addr, addr + length) of region `b.mr_lkey`

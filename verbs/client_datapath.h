@@ -41,6 +41,9 @@ inline bool SendOpcodeAllowed(int qp_type, int op) {
     case ROCEMU_WR_ATOMIC_FETCH_AND_ADD:
     case ROCEMU_WR_SEND_WITH_INV:
       return qp_type == ROCEMU_QPT_RC;
+    case ROCEMU_WR_LOCAL_INV:
+    case ROCEMU_WR_BIND_MW:
+      return qp_type != ROCEMU_QPT_UD;
     default:
       return false;
   }
@@ -125,6 +128,13 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
     s->send_flags = wr->send_flags;
     s->imm_data = ntohl(wr->imm_data);
     s->invalidate_rkey = Traits::InvalidateRkey(*wr);
+    if (op == ROCEMU_WR_BIND_MW) {
+      if (!Traits::FillBind(*wr, s)) {
+        err = EINVAL;
+        break;
+      }
+      continue;
+    }
     if (op == ROCEMU_WR_ATOMIC_CMP_AND_SWP ||
         op == ROCEMU_WR_ATOMIC_FETCH_AND_ADD) {
       s->remote_addr = wr->wr.atomic.remote_addr;

@@ -18,6 +18,16 @@ bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {
   wr->ud = {s.ah, s.remote_qpn, s.remote_qkey};
   wr->sg_list.Clear();
   wr->inline_len = 0;
+  if (wr->opcode == nic::WrOpcode::kBindMw) {
+    wr->bind = {.mw_rkey = s.invalidate_rkey,
+                .new_rkey = s.rkey,
+                .mr_lkey = s.sge[0].lkey,
+                .access = static_cast<uint32_t>(s.swap),
+                .addr = s.remote_addr,
+                .length = s.compare_add,
+                .type = static_cast<uint8_t>(s.swap >> 32)};
+    return true;
+  }
   if (wr->is_inline()) {
     if (s.inline_len > nic::kMaxInlineData) return false;
     wr->inline_len = s.inline_len;

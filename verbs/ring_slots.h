@@ -22,6 +22,9 @@ struct WireSge {
   uint32_t lkey;
 };
 
+// IBV_WR_BIND_MW travels as: invalidate_rkey the window's current key,
+// rkey its new key, remote_addr/compare_add the bound range, swap the
+// window's access flags | type << 32, sge[0].lkey the region (num_sge 0).
 struct SqSlot {
   uint64_t wr_id;
   uint8_t opcode;  // IBV_WR_* value

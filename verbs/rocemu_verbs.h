@@ -57,6 +57,7 @@ enum rocemu_access_flags {
   ROCEMU_ACCESS_REMOTE_WRITE = 1 << 1,
   ROCEMU_ACCESS_REMOTE_READ = 1 << 2,
   ROCEMU_ACCESS_REMOTE_ATOMIC = 1 << 3,
+  ROCEMU_ACCESS_MW_BIND = 1 << 4, /* memory windows may be bound into it */
 };
 
 enum rocemu_qp_type {
@@ -113,6 +114,8 @@ enum rocemu_wr_opcode {
   ROCEMU_WR_RDMA_READ = 4,
   ROCEMU_WR_ATOMIC_CMP_AND_SWP = 5,
   ROCEMU_WR_ATOMIC_FETCH_AND_ADD = 6,
+  ROCEMU_WR_LOCAL_INV = 7, /* invalidate_rkey: a type 2 window of this QP */
+  ROCEMU_WR_BIND_MW = 8,   /* through the drop-in libibverbs only */
   ROCEMU_WR_SEND_WITH_INV = 9,
 };
 
@@ -314,6 +317,7 @@ struct rocemu_device_attr {
   int max_cq;
   int max_cqe;
   int max_mr;
+  int max_mw;
   int max_pd;
   int max_qp_rd_atom;
   int max_res_rd_atom;
@@ -429,6 +433,10 @@ int rocemu_dereg_mr(struct rocemu_mr* mr);
 enum { ROCEMU_REREG_PD = 2, ROCEMU_REREG_ACCESS = 4 };
 int rocemu_rereg_mr(struct rocemu_mr* mr, int flags, struct rocemu_pd* pd,
                     int access);
+/* Memory windows (type 1 or 2): returns 0 and the window's R_Key, or an
+ * errno. Deallocation names the window by any key it had. */
+int rocemu_alloc_mw(struct rocemu_pd* pd, int type, uint32_t* rkey);
+int rocemu_dealloc_mw(struct rocemu_pd* pd, uint32_t rkey);
 
 /* --- completion queues and channels --- */
 struct rocemu_comp_channel* rocemu_create_comp_channel(

@@ -176,6 +176,7 @@ int rocemu_query_device(rocemu_context* ctx, rocemu_device_attr* attr) {
   attr->max_cq = i(r.max_cq);
   attr->max_cqe = i(r.max_cqe);
   attr->max_mr = i(r.max_mr);
+  attr->max_mw = i(r.max_mw);
   attr->max_pd = i(r.max_pd);
   attr->max_qp_rd_atom = i(r.max_qp_rd_atom);
   attr->max_res_rd_atom = i(r.max_res_rd_atom);

@@ -33,6 +33,18 @@ rocemu_pd* rocemu_alloc_pd(rocemu_context* ctx) {
   return new rocemu_pd{ctx, resp.handle};
 }
 
+int rocemu_alloc_mw(rocemu_pd* pd, int type, uint32_t* rkey) {
+  wire::AllocMwReq req{pd->handle, static_cast<uint32_t>(type)};
+  wire::HandleResp resp{};
+  const int err = Call(pd->ctx, wire::MsgType::kAllocMw, req, &resp);
+  if (err == 0) *rkey = resp.handle;
+  return err;
+}
+
+int rocemu_dealloc_mw(rocemu_pd* pd, uint32_t rkey) {
+  return Released(pd->ctx, Handle(pd->ctx, wire::MsgType::kDeallocMw, rkey));
+}
+
 int rocemu_dealloc_pd(rocemu_pd* pd) {
   const int err =
       Released(pd->ctx, Handle(pd->ctx, wire::MsgType::kDeallocPd, pd->handle));

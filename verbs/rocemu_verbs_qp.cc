@@ -173,6 +173,8 @@ struct RocemuSendTraits {
   static uint32_t AhHandle(const rocemu_send_wr& wr) {
     return wr.wr.ud.ah != nullptr ? wr.wr.ud.ah->handle : 0;
   }
+  // rocemu_send_wr has no bind fields: binds come through libibverbs.
+  static bool FillBind(const rocemu_send_wr&, SqSlot*) { return false; }
 };
 }  // namespace
 

@@ -55,7 +55,11 @@ bool SessionServer::DrainSq(Qp& qp) {
       FailWqe(qp, true, sq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
       continue;
     }
-    if (!send_wr_.is_inline()) RefuseForeignKeys(qp.owner, &send_wr_.sg_list);
+    if (send_wr_.local()) {
+      RefuseForeignWindowKeys(qp.owner, &send_wr_);
+    } else if (!send_wr_.is_inline()) {
+      RefuseForeignKeys(qp.owner, &send_wr_.sg_list);
+    }
     const absl::Status st = rnic_.PostSend(qp.qpn, send_wr_);
     if (st.code() == absl::StatusCode::kResourceExhausted) return true;  // retry
     qp.sq.Release();
@@ -107,6 +111,28 @@ bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl) {
     if (it == mrs_.end() || it->second->owner != client) g.lkey = kRefusedKey;
   }
   return true;
+}
+
+void SessionServer::RefuseForeignWindowKeys(nic::ClientId client,
+                                             nic::SendWr* wr) {
+  auto own_mw = [&](uint32_t key) {
+    auto it = mws_.find(key >> 8);
+    return it != mws_.end() && it->second.owner == client;
+  };
+  auto own_mr = [&](uint32_t key) {
+    auto it = mrs_.find(key);
+    return it != mrs_.end() && it->second->owner == client;
+  };
+  if (wr->opcode == nic::WrOpcode::kBindMw) {
+    if (!own_mw(wr->bind.mw_rkey) ||
+        (wr->bind.length != 0 && !own_mr(wr->bind.mr_lkey))) {
+      ++counters_.lkey_violations;
+      wr->bind.mw_rkey = kRefusedKey;
+    }
+  } else if (!own_mw(wr->invalidate_rkey) && !own_mr(wr->invalidate_rkey)) {
+    ++counters_.lkey_violations;
+    wr->invalidate_rkey = kRefusedKey;
+  }
 }
 
 bool SessionServer::DrainSrq(Srq& srq) {

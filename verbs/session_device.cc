@@ -64,6 +64,7 @@ absl::Status SessionServer::OnQueryDevice(wire::QueryDeviceResp* out) {
   out->max_cq = a.max_cq;
   out->max_cqe = a.max_cqe;
   out->max_mr = a.max_mr;
+  out->max_mw = a.max_mw;
   out->max_pd = a.max_pd;
   out->max_qp_rd_atom = a.max_qp_rd_atom;
   out->max_res_rd_atom = a.max_res_rd_atom;

@@ -148,6 +148,16 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       st = OnReregMr(c, wire::BodyAs<wire::ReregMrReq>(body));
       Reply(c, type, seq, st, nullptr, 0, {});
       break;
+    case wire::MsgType::kAllocMw: {
+      wire::HandleResp r{};
+      st = OnAllocMw(c, wire::BodyAs<wire::AllocMwReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kDeallocMw:
+      st = OnDeallocMw(c, wire::BodyAs<wire::HandleReq>(body).handle);
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
     case wire::MsgType::kDeregMr:
       st = OnDeregMr(c, wire::BodyAs<wire::HandleReq>(body).handle);
       Reply(c, type, seq, st, nullptr, 0, {});

@@ -44,6 +44,9 @@ absl::Status SessionServer::OnDeallocPd(Client& c, uint32_t pd) {
   for (const auto& [k, ah] : ahs_) {
     if (ah.pd == pd) return absl::UnavailableError("PD has address handles");
   }
+  for (const auto& [k, mw] : mws_) {
+    if (mw.pd == pd) return absl::UnavailableError("PD has memory windows");
+  }
   pds_.erase(it);
   ReleaseNicPd(pd);
   return absl::OkStatus();
@@ -128,8 +131,40 @@ absl::Status SessionServer::OnDeregMr(Client& c, uint32_t key) {
   if (it == mrs_.end() || it->second->owner != c.id) {
     return absl::NotFoundError("no such memory region");
   }
+  // A region with memory windows bound into it stays (EBUSY).
+  if (const nic::MemoryRegion* m = rnic_.mr_table().Find(key);
+      m != nullptr && m->windows_bound() > 0) {
+    return absl::UnavailableError("memory windows are bound to the region");
+  }
   ReleaseMr(key, *it->second);
   mrs_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnAllocMw(Client& c, const wire::AllocMwReq& r,
+                                      wire::HandleResp* out) {
+  auto pd = pds_.find(r.pd);
+  if (pd == pds_.end() || pd->second != c.id) {
+    return absl::NotFoundError("no such PD");
+  }
+  if (r.type != 1 && r.type != 2) {
+    return absl::InvalidArgumentError("memory window type is 1 or 2");
+  }
+  absl::StatusOr<uint32_t> key = rnic_.mr_table().AllocMw(
+      nic::kKernelClient, r.pd, static_cast<uint8_t>(r.type));
+  if (!key.ok()) return key.status();
+  mws_[*key >> 8] = {c.id, r.pd};
+  out->handle = *key;
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnDeallocMw(Client& c, uint32_t rkey) {
+  auto it = mws_.find(rkey >> 8);
+  if (it == mws_.end() || it->second.owner != c.id) {
+    return absl::NotFoundError("no such memory window");
+  }
+  (void)rnic_.mr_table().DeallocMw(nic::kKernelClient, rkey);
+  mws_.erase(it);
   return absl::OkStatus();
 }
 

@@ -365,6 +365,13 @@ void SessionServer::Disconnect(nic::ClientId id) {
     ReleaseQp(qp);
     qps_.erase(cur);
   }
+  // Windows before the regions they may be bound into.
+  for (auto it = mws_.begin(); it != mws_.end();) {
+    auto cur = it++;
+    if (cur->second.owner != id) continue;
+    (void)rnic_.mr_table().DeallocMw(nic::kKernelClient, cur->first << 8);
+    mws_.erase(cur);
+  }
   for (auto it = mrs_.begin(); it != mrs_.end();) {
     auto cur = it++;
     if (cur->second->owner != id) continue;

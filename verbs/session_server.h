@@ -212,6 +212,12 @@ class SessionServer {
   void RetireRecv(uint32_t qpn);
   absl::Status OnReregMr(Client& c, const wire::ReregMrReq& r);
   absl::Status OnDeregMr(Client& c, uint32_t key);
+  absl::Status OnAllocMw(Client& c, const wire::AllocMwReq& r,
+                         wire::HandleResp* out);
+  absl::Status OnDeallocMw(Client& c, uint32_t rkey);
+  // Bind and local-invalidate WRs name only the client's own windows and
+  // regions; a foreign key is replaced by one that fails in the engine.
+  void RefuseForeignWindowKeys(nic::ClientId client, nic::SendWr* wr);
   absl::Status OnCreateCq(Client& c, const wire::CreateCqReq& r, int fd,
                           wire::CreateCqResp* out, int* ring_fd);
   absl::Status OnDestroyCq(Client& c, uint32_t cq);
@@ -305,6 +311,12 @@ class SessionServer {
     nic::PdHandle pd = 0;
   };
   absl::flat_hash_map<uint32_t, AhRec> ahs_;                  // by handle
+  struct MwRec {
+    nic::ClientId owner = 0;
+    nic::PdHandle pd = 0;
+  };
+  // Memory windows by key index (key >> 8): a bind changes the key byte.
+  absl::flat_hash_map<uint32_t, MwRec> mws_;
   absl::flat_hash_map<uint32_t, std::unique_ptr<Srq>> srqs_;  // by handle
   // Data-path scratch, reused so that draining allocates nothing.
   nic::SendWr send_wr_;

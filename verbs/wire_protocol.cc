@@ -63,6 +63,10 @@ const char* MsgTypeName(MsgType t) {
       return "rereg_mr";
     case MsgType::kOpenDoorbells:
       return "open_doorbells";
+    case MsgType::kAllocMw:
+      return "alloc_mw";
+    case MsgType::kDeallocMw:
+      return "dealloc_mw";
   }
   return "unknown";
 }
@@ -106,6 +110,9 @@ MsgLayout LayoutOf(MsgType t) {
       return {sizeof(ReregMrReq), 0, 0, 0, 0};
     case MsgType::kOpenDoorbells:
       return {0, sizeof(OpenDoorbellsResp), 0, 0, 3};
+    case MsgType::kAllocMw:
+      return {sizeof(AllocMwReq), sizeof(HandleResp), 0, 0, 0};
+    case MsgType::kDeallocMw:
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:
     case MsgType::kDeregMr:

@@ -63,8 +63,10 @@ enum class MsgType : uint16_t {
   kOpenAsync = 22,
   kReregMr = 23,
   kOpenDoorbells = 24,
+  kAllocMw = 25,
+  kDeallocMw = 26,
 };
-inline constexpr uint16_t kMaxMsgType = 24;
+inline constexpr uint16_t kMaxMsgType = 26;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -142,7 +144,7 @@ struct QueryDeviceResp {
   uint16_t max_pkeys;
   uint8_t local_ca_ack_delay;
   uint8_t phys_port_cnt;
-  uint32_t reserved;
+  uint32_t max_mw;
 };
 
 struct QueryPortReq {
@@ -186,7 +188,11 @@ struct HandleReq {  // dealloc_pd, dereg_mr, destroy_cq, destroy_qp, ...
   uint32_t handle;
   uint32_t reserved;
 };
-struct HandleResp {  // alloc_pd, create_ah
+struct AllocMwReq {  // reply: HandleResp with the window's R_Key
+  uint32_t pd;
+  uint32_t type;  // IBV_MW_TYPE_1 or _2
+};
+struct HandleResp {  // alloc_pd, create_ah, alloc_mw
   uint32_t handle;
   uint32_t reserved;
 };

@@ -186,8 +186,8 @@ TEST_F(MemoryWindowTest, BindErrorsCompleteWithMwBindErr) {
   SendWr no_mr = Bind(1, 0, 64, 0);
   no_mr.bind.mr_lkey ^= 0x5500;
   cases.push_back({"unknown region", no_mr});
-  SendWr local_right = Bind(1, 0, 64, access::kLocalWrite);
-  cases.push_back({"a local right", local_right});
+  SendWr mw_bind_right = Bind(1, 0, 64, access::kMwBind);
+  cases.push_back({"a right windows cannot grant", mw_bind_right});
   for (Case& c : cases) {
     BackToBack net;
     Pair p = Connect(net, Options());

@@ -412,9 +412,16 @@ static int probe_refuse(void) {
   struct verbs_context* v = verbs_get_ctx(ctx);
   CHECK(v != NULL && v->sz >= sizeof(struct verbs_context),
         "an extended context (verbs_context, sz %zu)", v ? v->sz : 0);
+  /* Memory windows are offered; a window holds its PD until deallocated. */
+  struct ibv_mw* mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  CHECK(mw != NULL && mw->type == IBV_MW_TYPE_2 && mw->rkey != 0,
+        "ibv_alloc_mw type 2");
   errno = 0;
-  CHECK(ibv_alloc_mw(pd, IBV_MW_TYPE_2) == NULL && errno == EOPNOTSUPP,
-        "ibv_alloc_mw: EOPNOTSUPP (max_mw 0)");
+  CHECK(ibv_alloc_mw(pd, (enum ibv_mw_type)3) == NULL && errno == EINVAL,
+        "ibv_alloc_mw type 3: EINVAL");
+  CHECK(mw != NULL && ibv_dealloc_pd(pd) == EBUSY,
+        "ibv_dealloc_pd with a window: EBUSY");
+  CHECK(mw != NULL && ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw");
   struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD |
                                                IBV_XRCD_INIT_ATTR_OFLAGS,
                                   .fd = -1,
@@ -483,8 +490,10 @@ static int probe_refuse(void) {
   CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0 &&
             dax.odp_caps.general_caps == 0 &&
             dax.completion_timestamp_mask == 0 &&
-            dax.orig_attr.max_mw == 0,
-        "ibv_query_device_ex: no ODP, no timestamps, no MWs advertised");
+            dax.orig_attr.max_mw > 0 &&
+            (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+            (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B),
+        "ibv_query_device_ex: no ODP, no timestamps; windows type 1, 2B");
   /* The private provider interface exists and refuses. */
   int (*cmd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "ibv_cmd_alloc_pd");
   CHECK(cmd != NULL && cmd() == EOPNOTSUPP,

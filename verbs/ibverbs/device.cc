@@ -134,6 +134,7 @@ void FillDeviceAttr(const rocemu_device_attr& r, ibv_device_attr* a) {
   a->max_cq = r.max_cq;
   a->max_cqe = r.max_cqe;
   a->max_mr = r.max_mr;
+  a->max_mw = static_cast<int>(r.max_mw);
   a->max_pd = r.max_pd;
   a->max_qp_rd_atom = r.max_qp_rd_atom;
   a->max_res_rd_atom = r.max_res_rd_atom;

@@ -175,6 +175,7 @@ void FillCqOps(CtxImpl* ctx);
 void FillQpOps(CtxImpl* ctx);
 void FillSrqOps(CtxImpl* ctx);
 void FillMemoryOps(CtxImpl* ctx);
+void FillMwOps(CtxImpl* ctx);
 void FillDeviceOps(CtxImpl* ctx);
 
 // The calls of a context whose daemon has gone fail with EIO; releasing

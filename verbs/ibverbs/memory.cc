@@ -21,13 +21,13 @@ std::atomic<bool> g_fork_initialized{false};
 // ignore, as libibverbs documents.
 constexpr unsigned kSupportedAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_HUGETLB;
+    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB;
 
 int CheckAccess(unsigned access) {
   access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
   if ((access & IBV_ACCESS_ON_DEMAND) != 0) return EOPNOTSUPP;  // no ODP
-  if ((access & (IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED)) != 0) {
-    return EOPNOTSUPP;  // memory windows are not offered (max_mw 0)
+  if ((access & IBV_ACCESS_ZERO_BASED) != 0) {
+    return EOPNOTSUPP;  // zero-based windows are not offered
   }
   if ((access & ~kSupportedAccess) != 0) return EINVAL;
   // IBTA 10.6.3.1: remote write or atomic access needs local write.
@@ -41,7 +41,8 @@ int CheckAccess(unsigned access) {
 int RocemuAccess(unsigned access) {
   return static_cast<int>(access &
                           (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC));
+                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                           IBV_ACCESS_MW_BIND));
 }
 
 ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
@@ -70,7 +71,7 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
 
 }  // namespace
 
-void FillMemoryOps(CtxImpl* ctx) { (void)ctx; }
+void FillMemoryOps(CtxImpl* ctx) { FillMwOps(ctx); }
 
 }  // namespace rocemu::ibverbs
 

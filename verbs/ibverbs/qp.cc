@@ -10,20 +10,10 @@
 #include "verbs/client_datapath.h"
 #include "verbs/ibverbs/dropin.h"
 #include "verbs/ibverbs/qp_ex.h"
+#include "verbs/ibverbs/send_traits.h"
 
 namespace rocemu::ibverbs {
 namespace {
-
-struct IbvSendTraits {
-  static uint32_t InvalidateRkey(const ibv_send_wr& wr) {
-    return wr.opcode == IBV_WR_SEND_WITH_INV || wr.opcode == IBV_WR_LOCAL_INV
-               ? wr.invalidate_rkey
-               : 0;
-  }
-  static uint32_t AhHandle(const ibv_send_wr& wr) {
-    return wr.wr.ud.ah != nullptr ? Ah(wr.wr.ud.ah)->ra->handle : 0;
-  }
-};
 
 int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   QpImpl* q = Qp(qp);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "verbs/client_datapath.h"
+#include "verbs/ibverbs/send_traits.h"
 
 namespace rocemu::ibverbs {
 namespace {
@@ -136,10 +137,25 @@ void WrSendInv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
 void WrSendTso(ibv_qp_ex* qpx, void*, uint16_t, uint16_t) {
   Fail(qpx, EOPNOTSUPP);
 }
-void WrBindMw(ibv_qp_ex* qpx, ibv_mw*, uint32_t, const ibv_mw_bind_info*) {
-  Fail(qpx, EOPNOTSUPP);
+void WrBindMw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey,
+              const ibv_mw_bind_info* info) {
+  if (mw == nullptr || info == nullptr || mw->type != IBV_MW_TYPE_2) {
+    Fail(qpx, EINVAL);
+    return;
+  }
+  if (SqSlot* s = Begin(qpx, IBV_WR_BIND_MW)) {
+    ibv_send_wr wr{};
+    wr.bind_mw.mw = mw;
+    wr.bind_mw.rkey = rkey;
+    wr.bind_mw.bind_info = *info;
+    IbvSendTraits::FillBind(wr, s);
+  }
 }
-void WrLocalInv(ibv_qp_ex* qpx, uint32_t) { Fail(qpx, EOPNOTSUPP); }
+void WrLocalInv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
+  if (SqSlot* s = Begin(qpx, IBV_WR_LOCAL_INV)) {
+    s->invalidate_rkey = invalidate_rkey;
+  }
+}
 void WrAtomicWrite(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) {
   Fail(qpx, EOPNOTSUPP);
 }
@@ -210,7 +226,8 @@ void WrSetInlineData(ibv_qp_ex* qpx, void* addr, size_t length) {
 uint64_t SupportedSendOps(ibv_qp_type type) {
   uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
   if (type == IBV_QPT_UC || type == IBV_QPT_RC) {
-    ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+           IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
   }
   if (type == IBV_QPT_RC) {
     ops |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
