@@ -186,7 +186,10 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
                   f"tshark reads {name}: {len(frames)} frames, "
                   f"warnings: {warn or 'none'}")
         daemon.send_signal(signal.SIGHUP)
-        time.sleep(0.3)
+        logfile = os.path.join(tmp, "rocemud.log")
+        netns_util.wait_for("SIGHUP handled",
+                            lambda: "reopened" in open(logfile).read(),
+                            timeout=10)
         rc = netns_util.stop_rocemud(daemon, timeout=10)
         daemon = None
         check(rc == 0, f"SIGTERM: clean exit status {rc}")

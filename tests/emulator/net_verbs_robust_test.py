@@ -279,16 +279,22 @@ def sigkill_part(r, a, b):
             return None
         return s
 
+    # Order, not time: the daemon learns of the death from the socket, so
+    # K's objects are gone before P's retries run out (P's error comes
+    # from the retry counter, some 270 ms after the kill; the deadline
+    # only stops the wait).
     after = None
-    while time.monotonic() - t_kill < 3.0:
+    p_error_before_free = None
+    while time.monotonic() - t_kill < 10.0:
         after = gone()
         if after:
+            p_error_before_free = p.last("error_wc")
             break
         time.sleep(0.02)
-    elapsed = time.monotonic() - t_kill
-    r.check(after is not None and elapsed <= 1.0,
-            f"daemon A freed K's client, PD, MR, CQ and QP {kqpn} "
-            f"{elapsed * 1000:.0f} ms after SIGKILL (limit 1000 ms)")
+    r.check(after is not None and p_error_before_free is None,
+            f"daemon A freed K's client, PD, MR, CQ and QP {kqpn} after "
+            f"SIGKILL, before P's requests gave up (P's error completion "
+            f"then: {p_error_before_free})")
     if after:
         vc = after["verbs"]["counters"]
         r.check(vc["qps_flushed"] == vc0["qps_flushed"] + 1 and
