@@ -599,6 +599,24 @@ absl::Status LoadDcqcn(MapReader& m, DcqcnConfig* d) {
   RETURN_IF_ERROR(m.Uint("rp_max_rate", 0, 400000, &d->rp_max_rate));
   RETURN_IF_ERROR(m.Bool("rp_clamp_tgt_rate", &d->rp_clamp_tgt_rate));
   RETURN_IF_ERROR(m.Bool("rp_clamp_tgt_rate_ati", &d->rp_clamp_tgt_rate_ati));
+  // Cross-field rules the RNIC would refuse later, reported here at the
+  // offending key. The line rate is the RNIC's modelled 100 Gb/s.
+  constexpr uint32_t kLineRateMbps = 100000;
+  const uint32_t max_rate = d->rp_max_rate == 0
+                                ? kLineRateMbps
+                                : std::min(d->rp_max_rate, kLineRateMbps);
+  for (const auto& [key, value] :
+       {std::pair<const char*, uint32_t>{"rp_min_rate", d->rp_min_rate},
+        {"rp_rate_to_set_on_first_cnp", d->rp_rate_to_set_on_first_cnp}}) {
+    if (value > max_rate) {
+      YAML::Node n = m.Get(key);
+      return m.errors().At(
+          n.IsDefined() ? n.Mark() : m.Mark(), m.Key(key),
+          absl::StrFormat("%u Mb/s exceeds the maximum rate (rp_max_rate or "
+                          "the line rate): %u Mb/s",
+                          value, max_rate));
+    }
+  }
   return m.Finish();
 }
 

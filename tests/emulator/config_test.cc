@@ -90,6 +90,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"kmin_above_kmax",
                 WithPort("ecn: {kmin_bytes: 5000, kmax_bytes: 100}\n"), "4:19",
                 "ecn.kmin_bytes", "must not exceed"},
+        BadCase{"dcqcn_min_above_max",
+                WithPort("dcqcn:\n  rp_min_rate: 5000\n  rp_max_rate: 1000\n"),
+                "5:16", "dcqcn.rp_min_rate", "exceeds the maximum rate"},
+        BadCase{"dcqcn_first_cnp_above_line_rate",
+                WithPort("dcqcn: {rp_rate_to_set_on_first_cnp: 200000}\n"),
+                "4:38", "dcqcn.rp_rate_to_set_on_first_cnp",
+                "exceeds the maximum rate"},
         BadCase{"fault_rate",
                 "ports:\n  - name: p0\n    devargs: net_null0\n"
                 "    faults:\n      drop: 1.5\n",
