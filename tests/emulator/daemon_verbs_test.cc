@@ -175,6 +175,15 @@ TEST(DaemonVerbsTest, RingPostedWriteCompletesThroughTheLoop) {
   EXPECT_NE(devices.find("\"verbs_socket\":\"" + vsock + "\""),
             std::string::npos)
       << devices;
+  // control.test_hooks is off by default: with RNICs attached, the hook
+  // commands (which drive any client's QPs) still do not exist.
+  for (const char* hook :
+       {R"({"cmd":"reg_mr","port":"r0","len":4096,"seed":1})",
+        R"({"cmd":"create_cq","port":"r0"})"}) {
+    const std::string reply = daemon.HandleControl(hook);
+    EXPECT_NE(reply.find("\"error\""), std::string::npos) << reply;
+    EXPECT_EQ(reply.find("\"ok\""), std::string::npos) << reply;
+  }
 
   // The session server's state and the congestion counters are exported.
   const std::string counters = daemon.CountersJson();
