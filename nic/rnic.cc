@@ -144,6 +144,15 @@ absl::Status Rnic::DestroyCq(CqHandle cq) {
   return cqs_.Destroy(kKernelClient, cq);
 }
 
+absl::Status Rnic::ResizeCq(CqHandle cq, uint32_t cqe) {
+  CompletionQueue* q = cqs_.Get(cq);
+  if (q == nullptr) return absl::NotFoundError("no such CQ");
+  if (cqe > config_.device.max_cqe) {
+    return absl::InvalidArgumentError("cqe above max_cqe");
+  }
+  return q->Resize(cqe);
+}
+
 absl::Status Rnic::DeallocPd(PdHandle pd) {
   return pds_.Dealloc(kKernelClient, pd);
 }

@@ -87,6 +87,9 @@ class Rnic final : public FrameEndpoint {
   // stale handle, FailedPrecondition (EBUSY) while another object uses it.
   // ibv_destroy_cq: busy while a QP uses it as send or receive CQ.
   absl::Status DestroyCq(CqHandle cq);
+  // ibv_resize_cq: the queued completions are kept; FailedPrecondition
+  // when they do not fit the new size.
+  absl::Status ResizeCq(CqHandle cq, uint32_t cqe);
   // ibv_dealloc_pd: busy while MRs, QPs, AHs or SRQs were created in it.
   absl::Status DeallocPd(PdHandle pd);
   absl::Status DestroyAh(AhHandle ah);
@@ -136,6 +139,7 @@ class Rnic final : public FrameEndpoint {
   const PortAttr& port_attr() const { return config_.port; }
   const RnicConfig& config() const { return config_; }
   MrTable& mr_table() { return mrs_; }
+  const CqTable& cq_table() const { return cqs_; }
   PKeyTable& pkey_table() { return pkeys_; }
   GidTable& gid_table() { return gids_; }
   AsyncEventQueue& async_events() { return events_; }

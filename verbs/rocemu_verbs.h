@@ -449,6 +449,9 @@ struct rocemu_cq* rocemu_create_cq(struct rocemu_context* ctx, int cqe,
                                    struct rocemu_comp_channel* channel,
                                    int comp_vector);
 int rocemu_destroy_cq(struct rocemu_cq* cq);
+/* ibv_resize_cq: completions not yet polled are kept (EINVAL when more
+ * are queued than `cqe`); *actual gets the new size. */
+int rocemu_resize_cq(struct rocemu_cq* cq, int cqe, int* actual);
 int rocemu_req_notify_cq(struct rocemu_cq* cq, int solicited_only);
 /* Blocks until a CQ of the channel fires (timeout_ms < 0: for ever;
  * ETIMEDOUT otherwise). */

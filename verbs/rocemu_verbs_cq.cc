@@ -76,6 +76,27 @@ rocemu_cq* rocemu_create_cq(rocemu_context* ctx, int cqe, void* cq_context,
   return cq;
 }
 
+int rocemu_resize_cq(rocemu_cq* cq, int cqe, int* actual) {
+  if (cqe <= 0) return EINVAL;
+  // Pollers wait while the ring is replaced: nothing may consume the old
+  // ring after the daemon copied what it holds.
+  std::lock_guard<rocemu::verbs::SpinLock> lock(cq->lock);
+  wire::ResizeCqReq req{cq->handle, static_cast<uint32_t>(cqe)};
+  wire::CreateCqResp resp{};
+  int ring_fd = -1;
+  const int err = Call(cq->ctx, wire::MsgType::kResizeCq, req, &resp,
+                       std::span<const int>(), {&ring_fd, 1});
+  if (err != 0) return err;
+  absl::StatusOr<ShmRing> ring = ShmRing::Attach(
+      ring_fd, sizeof(CqeSlot), std::bit_ceil(resp.cqe));
+  if (!ring.ok()) return EPROTO;  // the daemon's CQ is gone with it
+  ring->CloseFd();
+  cq->ring = *std::move(ring);
+  cq->seen_signals = cq->ring.signals();
+  *actual = static_cast<int>(resp.cqe);
+  return 0;
+}
+
 int rocemu_destroy_cq(rocemu_cq* cq) {
   const int err =
       Released(cq->ctx, Handle(cq->ctx, wire::MsgType::kDestroyCq, cq->handle));

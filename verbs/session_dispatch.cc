@@ -176,6 +176,14 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       if (st.ok()) cqs_.at(r.cq)->ring.CloseFd();
       break;
     }
+    case wire::MsgType::kResizeCq: {
+      wire::CreateCqResp r{};
+      int ring_fd = -1;
+      st = OnResizeCq(c, wire::BodyAs<wire::ResizeCqReq>(body), &r, &ring_fd);
+      Reply(c, type, seq, st, &r, sizeof(r), {&ring_fd, st.ok() ? 1u : 0u});
+      if (st.ok()) cqs_.at(r.cq)->ring.CloseFd();
+      break;
+    }
     case wire::MsgType::kDestroyCq:
       st = OnDestroyCq(c, wire::BodyAs<wire::HandleReq>(body).handle);
       Reply(c, type, seq, st, nullptr, 0, {});

@@ -53,6 +53,42 @@ absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
   return absl::OkStatus();
 }
 
+// ibv_resize_cq: a new ring of the new size; the completions the
+// application has not polled yet move over in order (the library holds the
+// CQ's lock until it has mapped the new ring, so nobody consumes the old
+// one meanwhile), and so does an armed notification.
+absl::Status SessionServer::OnResizeCq(Client& c, const wire::ResizeCqReq& r,
+                                       wire::CreateCqResp* out, int* ring_fd) {
+  auto it = cqs_.find(r.cq);
+  if (it == cqs_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such CQ");
+  }
+  Cq& cq = *it->second;
+  if (r.cqe == 0 || r.cqe > rnic_.device_attr().max_cqe) {
+    return absl::InvalidArgumentError("cqe outside [1, max_cqe]");
+  }
+  const uint64_t in_ring = cq.ring.Unconsumed();
+  const nic::CompletionQueue* nq = rnic_.cq_table().Get(cq.handle);
+  const uint64_t in_nic = nq != nullptr ? nq->size() : 0;
+  if (in_ring + in_nic > r.cqe) {
+    return absl::InvalidArgumentError(
+        "resize_cq: more completions are queued than the new size holds");
+  }
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Create("rocemu-cq", sizeof(CqeSlot), r.cqe);
+  if (!ring.ok()) return ring.status();
+  if (!cq.ring.MoveUnconsumedTo(*ring)) {
+    return absl::InvalidArgumentError("resize_cq: the CQ ring is corrupt");
+  }
+  if (absl::Status s = rnic_.ResizeCq(cq.handle, r.cqe); !s.ok()) return s;
+  cq.ring = *std::move(ring);
+  cq.cqe = r.cqe;
+  *ring_fd = cq.ring.fd();
+  out->cq = cq.handle;
+  out->cqe = r.cqe;
+  return absl::OkStatus();
+}
+
 absl::Status SessionServer::OnDestroyCq(Client& c, uint32_t h) {
   auto it = cqs_.find(h);
   if (it == cqs_.end() || it->second->owner != c.id) {

@@ -212,6 +212,8 @@ class SessionServer {
   void RetireRecv(uint32_t qpn);
   absl::Status OnReregMr(Client& c, const wire::ReregMrReq& r);
   absl::Status OnDeregMr(Client& c, uint32_t key);
+  absl::Status OnResizeCq(Client& c, const wire::ResizeCqReq& r,
+                          wire::CreateCqResp* out, int* ring_fd);
   absl::Status OnAllocMw(Client& c, const wire::AllocMwReq& r,
                          wire::HandleResp* out);
   absl::Status OnDeallocMw(Client& c, uint32_t rkey);

@@ -291,6 +291,29 @@ class ShmRing {
   }
   bool armed() const { return hdr_->arm.load(std::memory_order_acquire) != 0; }
 
+  // --- replacing a ring (ibv_resize_cq) ---
+  // Producer, while the consumer is known to be idle: entries published
+  // and not consumed yet.
+  uint64_t Unconsumed() const {
+    return head_ - hdr_->tail.load(std::memory_order_acquire);
+  }
+  // Producer: publishes this ring's unconsumed entries, in order, into
+  // `dst` (whose producer this caller also is) and carries the consumer's
+  // arm over. False if `dst` lacks room or the consumer index is corrupt.
+  bool MoveUnconsumedTo(ShmRing& dst) {
+    const uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
+    if (head_ - tail > capacity_ || head_ - tail > dst.FreeSlots()) {
+      return false;
+    }
+    for (uint64_t i = tail; i != head_; ++i) {
+      std::memcpy(dst.ProducerSlot(), Slot(i), slot_size_);
+      dst.Publish();
+    }
+    dst.hdr_->arm.store(hdr_->arm.load(std::memory_order_acquire),
+                        std::memory_order_release);
+    return true;
+  }
+
  private:
   void* Slot(uint64_t index) const {
     return slots_ + (index & (capacity_ - 1)) * slot_size_;

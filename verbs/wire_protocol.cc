@@ -67,6 +67,8 @@ const char* MsgTypeName(MsgType t) {
       return "alloc_mw";
     case MsgType::kDeallocMw:
       return "dealloc_mw";
+    case MsgType::kResizeCq:
+      return "resize_cq";
   }
   return "unknown";
 }
@@ -112,6 +114,8 @@ MsgLayout LayoutOf(MsgType t) {
       return {0, sizeof(OpenDoorbellsResp), 0, 0, 3};
     case MsgType::kAllocMw:
       return {sizeof(AllocMwReq), sizeof(HandleResp), 0, 0, 0};
+    case MsgType::kResizeCq:
+      return {sizeof(ResizeCqReq), sizeof(CreateCqResp), 0, 0, 1};
     case MsgType::kDeallocMw:
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:

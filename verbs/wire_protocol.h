@@ -65,8 +65,9 @@ enum class MsgType : uint16_t {
   kOpenDoorbells = 24,
   kAllocMw = 25,
   kDeallocMw = 26,
+  kResizeCq = 27,
 };
-inline constexpr uint16_t kMaxMsgType = 26;
+inline constexpr uint16_t kMaxMsgType = 27;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -227,6 +228,10 @@ inline constexpr uint32_t kCreateCqWithChannel = 1u << 0;  // eventfd attached
 struct CreateCqReq {
   uint32_t cqe;
   uint32_t flags;
+};
+struct ResizeCqReq {  // reply: CreateCqResp + the new ring's fd
+  uint32_t cq;
+  uint32_t cqe;
 };
 struct CreateCqResp {  // + the CQ ring's fd
   uint32_t cq;

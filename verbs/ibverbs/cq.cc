@@ -244,9 +244,12 @@ ibv_cq* rocemu_ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
 }
 
 int rocemu_ibv_resize_cq(ibv_cq* cq, int cqe) {
-  (void)cq;
-  (void)cqe;
-  return EOPNOTSUPP;
+  CqImpl* c = Cq(cq);
+  if (Dead(Ctx(cq->context))) return EIO;
+  int actual = 0;
+  const int err = rocemu_resize_cq(c->rc, cqe, &actual);
+  if (err == 0) cq->cqe = actual;
+  return err;
 }
 
 int rocemu_ibv_destroy_cq(ibv_cq* cq) {
