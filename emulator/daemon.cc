@@ -51,6 +51,8 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
   f("tx_packets", c.tx_packets);
   f("tx_bytes", c.tx_bytes);
   f("tx_dropped", c.tx_dropped);
+  f("tx_ring_full", c.tx_ring_full);
+  f("tx_backpressure", c.tx_backpressure);
   f("rx_segmented", c.rx_segmented);
   f("rx_nic_no_endpoint", c.rx_nic_no_endpoint);
   f("tx_nombuf", c.tx_nombuf);
@@ -370,21 +372,35 @@ uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
                     staged, std::size(staged), now);
     pkts = staged;
   }
-  if (n == 0) return 0;
-  Capture(port.tx_capture, pkts, n, now);
-  n = LoopBack(port, pkts, n, now);
-  if (n == 0) return 0;
+  if (n > 0) {
+    Capture(port.tx_capture, pkts, n, now);
+    n = LoopBack(port, pkts, n, now);
+  }
+  for (uint16_t i = 0; i < n; ++i) {
+    if (port.tx_backlog_count == Port::kBacklog) {
+      ++port.counters.tx_dropped;  // counted, never silent
+      rte_pktmbuf_free(pkts[i]);
+      continue;
+    }
+    port.tx_backlog[port.tx_backlog_count++] = pkts[i];
+  }
+  if (port.tx_backlog_count == 0) return 0;
+  const uint16_t sent = rte_eth_tx_burst(port.dev->port_id(), 0,
+                                         port.tx_backlog,
+                                         port.tx_backlog_count);
   uint64_t bytes = 0;
-  for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
-  uint16_t sent = rte_eth_tx_burst(port.dev->port_id(), 0, pkts, n);
-  for (uint16_t i = sent; i < n; ++i) {
-    bytes -= rte_pktmbuf_pkt_len(pkts[i]);
-    rte_pktmbuf_free(pkts[i]);
+  for (uint16_t i = 0; i < sent; ++i) {
+    bytes += rte_pktmbuf_pkt_len(port.tx_backlog[i]);
   }
   port.counters.tx_packets += sent;
   port.counters.tx_bytes += bytes;
-  port.counters.tx_dropped += n - sent;
-  return n;
+  if (sent < port.tx_backlog_count) {
+    ++port.counters.tx_ring_full;
+    std::memmove(port.tx_backlog, port.tx_backlog + sent,
+                 (port.tx_backlog_count - sent) * sizeof(rte_mbuf*));
+  }
+  port.tx_backlog_count = static_cast<uint16_t>(port.tx_backlog_count - sent);
+  return sent;
 }
 
 bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
@@ -455,7 +471,12 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
     rte_pktmbuf_free_bulk(pkts, n);
   }
 
-  if (endpoint != nullptr && endpoint_due) {
+  // Back-pressure: with a burst already waiting for the wire, the RNIC
+  // keeps its frames (it is asked again next pass).
+  if (endpoint != nullptr && endpoint_due && port.tx_backlog_count >= kBurst) {
+    ++port.counters.tx_backpressure;
+    busy = true;
+  } else if (endpoint != nullptr && endpoint_due) {
     rte_mbuf* bufs[kBurst];
     if (rte_pktmbuf_alloc_bulk(port.dev->pool(), bufs, kBurst) != 0) {
       ++port.counters.tx_nombuf;
@@ -480,7 +501,7 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
       }
     }
   }
-  busy |= FlushTx(port, now) > 0;
+  busy |= FlushTx(port, now) > 0 || port.tx_backlog_count > 0;
   return busy;
 }
 
@@ -737,7 +758,8 @@ bool Daemon::Sleep(nic::TimeNs now, nic::TimeNs next_event,
   for (const auto& p : ports_) {
     // Frames held by a fault injector or waiting for TX room are due
     // sooner than any fd would say.
-    if (p->tx_count > 0 || p->rx_held.count > 0 || p->tx_held.count > 0 ||
+    if (p->tx_count > 0 || p->tx_backlog_count > 0 || p->rx_held.count > 0 ||
+        p->tx_held.count > 0 ||
         p->rx_held.reorder != nullptr || p->tx_held.reorder != nullptr) {
       return false;
     }
@@ -795,6 +817,10 @@ void Daemon::Shutdown() {
     // Stop sending first: a memif peer crashes if it goes mid-traffic.
     for (uint16_t i = 0; i < p->tx_count; ++i) rte_pktmbuf_free(p->tx_batch[i]);
     p->tx_count = 0;
+    for (uint16_t i = 0; i < p->tx_backlog_count; ++i) {
+      rte_pktmbuf_free(p->tx_backlog[i]);
+    }
+    p->tx_backlog_count = 0;
     for (FaultState* h : {&p->rx_held, &p->tx_held}) {
       while (h->count > 0) {
         rte_pktmbuf_free(h->ring[h->head].m);

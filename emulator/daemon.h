@@ -44,7 +44,9 @@ struct PortCounters {
   uint64_t rx_bytes = 0;
   uint64_t tx_packets = 0;
   uint64_t tx_bytes = 0;
-  uint64_t tx_dropped = 0;          // the PMD did not take them
+  uint64_t tx_dropped = 0;          // no room even in the TX backlog
+  uint64_t tx_ring_full = 0;        // bursts the PMD took only partly
+  uint64_t tx_backpressure = 0;     // passes the RNIC waited for TX room
   uint64_t rx_segmented = 0;        // chained mbufs: dropped
   uint64_t rx_nic_no_endpoint = 0;  // RoCE/PFC frames while no RNIC is attached
   uint64_t tx_nombuf = 0;           // no mbuf for a reply or a TX burst
@@ -141,6 +143,14 @@ class Daemon {
     rte_mbuf* spare = nullptr;  // reply buffer for the net stack
     rte_mbuf* tx_batch[kBurst * 4];
     uint16_t tx_count = 0;
+    // Frames ready for the wire (fault injection, capture and loopback
+    // done) that the PMD has not taken yet; they go first on the next
+    // pass. While a burst or more waits here the RNIC is not asked for
+    // frames: it keeps its work queued, so nothing it builds is dropped
+    // for lack of TX room.
+    static constexpr uint16_t kBacklog = kBurst * 16;
+    rte_mbuf* tx_backlog[kBacklog];
+    uint16_t tx_backlog_count = 0;
     nic::FrameEndpoint* endpoint = nullptr;
     nic::TimeNs next_event = 0;  // endpoint's NextEventTime
     uint16_t index = 0;          // in ports_: the endpoint's port number
