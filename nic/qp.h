@@ -176,6 +176,17 @@ class Qp {
     return static_cast<uint32_t>(sq_tail_ - comp_.comp_idx);
   }
   uint32_t rq_outstanding() const { return rq_.size(); }
+  // Send WQEs posted and not completed that will each produce a CQE
+  // (signaled, or every WQE under sq_sig_all): what ibv_resize_cq must
+  // leave room for.
+  uint32_t sq_signaled_outstanding() const {
+    if (init_.sq_sig_all) return sq_outstanding();
+    uint32_t n = 0;
+    for (uint64_t i = comp_.comp_idx; i != sq_tail_; ++i) {
+      if (sq_.at(i).wr.signaled()) ++n;
+    }
+    return n;
+  }
 
   // Engine state below: read and written only by Rnic and the requester,
   // responder and completer (one thread, run to completion).

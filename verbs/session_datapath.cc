@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -61,7 +62,8 @@ bool SessionServer::DrainSq(Qp& qp) {
       RefuseForeignKeys(qp.owner, &send_wr_.sg_list);
     }
     const absl::Status st = rnic_.PostSend(qp.qpn, send_wr_);
-    if (st.code() == absl::StatusCode::kResourceExhausted) return true;  // retry
+    if (st.code() == absl::StatusCode::kResourceExhausted)
+      return true;  // retry
     qp.sq.Release();
     ++counters_.sq_wqes;
     if (!st.ok()) {
@@ -70,6 +72,23 @@ bool SessionServer::DrainSq(Qp& qp) {
     }
   }
   return true;  // budget spent: more may wait
+}
+
+uint64_t SessionServer::PendingSignaledSends(Qp& qp) {
+  const nic::Qp* nq = rnic_.GetQp(qp.qpn);
+  if (nq == nullptr) return 0;
+  const bool all = nq->init_attr().sq_sig_all;
+  uint64_t n = nq->sq_signaled_outstanding();
+  for (uint32_t i = 0;; ++i) {
+    const void* s = qp.sq.ConsumerSlotAhead(i);
+    if (s == nullptr) break;
+    uint32_t flags;
+    std::memcpy(&flags,
+                static_cast<const uint8_t*>(s) + offsetof(SqSlot, send_flags),
+                sizeof(flags));
+    if (all || (flags & nic::send_flags::kSignaled) != 0) ++n;
+  }
+  return n;
 }
 
 bool SessionServer::DrainRq(Qp& qp) {
@@ -114,7 +133,7 @@ bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl) {
 }
 
 void SessionServer::RefuseForeignWindowKeys(nic::ClientId client,
-                                             nic::SendWr* wr) {
+                                            nic::SendWr* wr) {
   auto own_mw = [&](uint32_t key) {
     auto it = mws_.find(key >> 8);
     return it != mws_.end() && it->second.owner == client;

@@ -67,10 +67,18 @@ absl::Status SessionServer::OnResizeCq(Client& c, const wire::ResizeCqReq& r,
   if (r.cqe == 0 || r.cqe > rnic_.device_attr().max_cqe) {
     return absl::InvalidArgumentError("cqe outside [1, max_cqe]");
   }
+  // Every completion this CQ will have to hold, wherever it is now: in the
+  // ring, in the RNIC's CQ, or still a signaled send WQE (in the QP's ring
+  // or in the engine). The daemon runs one thread, so each is counted once,
+  // and the answer does not depend on how far the engine has got.
   const uint64_t in_ring = cq.ring.Unconsumed();
   const nic::CompletionQueue* nq = rnic_.cq_table().Get(cq.handle);
-  const uint64_t in_nic = nq != nullptr ? nq->size() : 0;
-  if (in_ring + in_nic > r.cqe) {
+  uint64_t pending = nq != nullptr ? nq->size() : 0;
+  for (const auto& [qpn, qp] : qps_) {
+    if (qp->send_cq != &cq) continue;
+    pending += PendingSignaledSends(*qp);
+  }
+  if (in_ring + pending > r.cqe) {
     return absl::InvalidArgumentError(
         "resize_cq: more completions are queued than the new size holds");
   }

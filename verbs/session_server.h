@@ -253,6 +253,9 @@ class SessionServer {
   // Data path. The Drain* calls return true while the queue still holds
   // work (budget spent, or the RNIC's queue full).
   bool DrainSq(Qp& qp);
+  // Send WQEs of `qp` that will each complete on its send CQ: signaled
+  // ones still in the SQ ring plus those the RNIC holds.
+  uint64_t PendingSignaledSends(Qp& qp);
   bool DrainRq(Qp& qp);
   void DrainCq(Cq& cq);
   bool DrainSrq(Srq& srq);

@@ -392,5 +392,50 @@ TEST_F(VerbsSessionTest, MalformedMessagesGetErrorReplies) {
   EXPECT_EQ(server_->counters().failed_requests, 4u);
 }
 
+// ibv_resize_cq must leave room for every completion the CQ will hold,
+// however far the daemon has got with them: signaled WRITEs that wait for
+// an ACK count although no CQE exists yet; unsignaled ones do not.
+TEST_F(VerbsSessionTest, ResizeCqCountsSignaledWorkNotYetCompleted) {
+  StartServer();
+  Endpoint eb = MakePeer();
+  const Peer peer = PeerOf(eb);
+  const std::string path = path_;
+  enum { kShrinkAccepted = 40, kExactRefused, kWc, kAfterPoll, kActual };
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int /*down*/) {
+        ClientObjs o = OpenClient(path, 1 << 16);
+        const uint32_t qpn = rocemu_qp_num(o.qp);
+        ConnectClient(o, peer);
+        rocemu_sge sge{reinterpret_cast<uint64_t>(o.buf->addr), 256,
+                       o.mr->lkey};
+        // B's QP is still in RESET: nothing is acknowledged yet.
+        for (uint64_t i = 0; i < 5; ++i) {
+          rocemu_send_wr wr = RdmaWriteWr(i, &sge, 1, peer, i * 256);
+          if (i % 2 == 1) wr.send_flags = 0;  // 1 and 3 unsignaled
+          rocemu_send_wr* bad = nullptr;
+          if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
+        }
+        int actual = 0;
+        if (rocemu_resize_cq(o.cq, 2, &actual) != EINVAL)
+          _exit(kShrinkAccepted);
+        if (rocemu_resize_cq(o.cq, 3, &actual) != 0) _exit(kExactRefused);
+        if (actual < 3) _exit(kActual);
+        WriteAll(up, &qpn, sizeof(qpn));
+        for (uint64_t want : {0u, 2u, 4u}) {
+          const rocemu_wc w = PollCompletion(o);
+          if (w.wr_id != want || w.status != ROCEMU_WC_SUCCESS) _exit(kWc);
+        }
+        if (rocemu_resize_cq(o.cq, 1, &actual) != 0) _exit(kAfterPoll);
+      },
+      &from_child, &to_child);
+  uint32_t qpn = 0;
+  ASSERT_TRUE(PumpRead(from_child, &qpn, sizeof(qpn)))
+      << "client exited with " << PumpUntilExit(pid);
+  ConnectPeer(eb, qpn);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  EXPECT_EQ(server_->counters().failed_requests, 1u);  // the refused shrink
+}
+
 }  // namespace
 }  // namespace rocemu::verbs::testing
