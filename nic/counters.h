@@ -79,6 +79,49 @@ struct DeviceCounters {
   uint64_t rx_bad_opcode = 0;
   uint64_t rx_malformed = 0;
   uint64_t mr_access_faults = 0;
+  // GSI (QP1): management datagrams
+  uint64_t mad_rcvd = 0;
+  uint64_t mad_sent = 0;
+  uint64_t mad_err_resp_sent = 0;
+  uint64_t mad_rx_drop_bad_version = 0;
+  uint64_t mad_rx_drop_malformed = 0;
+  uint64_t mad_rx_drop_pkey = 0;
+  uint64_t mad_rx_drop_qkey = 0;
+  uint64_t mad_rx_drop_unsupported = 0;
+  uint64_t mad_tx_drop = 0;
+  // Communication Manager (names as Linux's ib_cm counters, cm_*)
+  uint64_t cm_req_sent = 0;
+  uint64_t cm_req_rcvd = 0;
+  uint64_t cm_rep_sent = 0;
+  uint64_t cm_rep_rcvd = 0;
+  uint64_t cm_rtu_sent = 0;
+  uint64_t cm_rtu_rcvd = 0;
+  uint64_t cm_mra_sent = 0;
+  uint64_t cm_mra_rcvd = 0;
+  uint64_t cm_rej_sent = 0;
+  uint64_t cm_rej_rcvd = 0;
+  uint64_t cm_dreq_sent = 0;
+  uint64_t cm_dreq_rcvd = 0;
+  uint64_t cm_drep_sent = 0;
+  uint64_t cm_drep_rcvd = 0;
+  uint64_t cm_sidr_req_sent = 0;
+  uint64_t cm_sidr_req_rcvd = 0;
+  uint64_t cm_sidr_rep_sent = 0;
+  uint64_t cm_sidr_rep_rcvd = 0;
+  uint64_t cm_dup_req_rcvd = 0;
+  uint64_t cm_dup_rep_rcvd = 0;
+  uint64_t cm_dup_rtu_rcvd = 0;
+  uint64_t cm_dup_mra_rcvd = 0;
+  uint64_t cm_dup_dreq_rcvd = 0;
+  uint64_t cm_dup_sidr_req_rcvd = 0;
+  uint64_t cm_retries = 0;
+  uint64_t cm_timeouts = 0;
+  uint64_t cm_stale_conn = 0;
+  uint64_t cm_comm_est = 0;
+  uint64_t cm_rx_unmatched = 0;
+  uint64_t cm_rx_unsupported = 0;
+  uint64_t cm_rx_wrong_state = 0;
+  uint64_t cm_event_drop = 0;
 
   // Calls f(std::string_view name, uint64_t value) for every counter, in a
   // fixed order, under its operator-facing name.
@@ -139,6 +182,47 @@ inline constexpr CounterField kCounterFields[] = {
     {"rx_bad_opcode", &DeviceCounters::rx_bad_opcode},
     {"rx_malformed", &DeviceCounters::rx_malformed},
     {"mr_access_faults", &DeviceCounters::mr_access_faults},
+    {"mad_rcvd", &DeviceCounters::mad_rcvd},
+    {"mad_sent", &DeviceCounters::mad_sent},
+    {"mad_err_resp_sent", &DeviceCounters::mad_err_resp_sent},
+    {"mad_rx_drop_bad_version", &DeviceCounters::mad_rx_drop_bad_version},
+    {"mad_rx_drop_malformed", &DeviceCounters::mad_rx_drop_malformed},
+    {"mad_rx_drop_pkey", &DeviceCounters::mad_rx_drop_pkey},
+    {"mad_rx_drop_qkey", &DeviceCounters::mad_rx_drop_qkey},
+    {"mad_rx_drop_unsupported", &DeviceCounters::mad_rx_drop_unsupported},
+    {"mad_tx_drop", &DeviceCounters::mad_tx_drop},
+    {"cm_req_sent", &DeviceCounters::cm_req_sent},
+    {"cm_req_rcvd", &DeviceCounters::cm_req_rcvd},
+    {"cm_rep_sent", &DeviceCounters::cm_rep_sent},
+    {"cm_rep_rcvd", &DeviceCounters::cm_rep_rcvd},
+    {"cm_rtu_sent", &DeviceCounters::cm_rtu_sent},
+    {"cm_rtu_rcvd", &DeviceCounters::cm_rtu_rcvd},
+    {"cm_mra_sent", &DeviceCounters::cm_mra_sent},
+    {"cm_mra_rcvd", &DeviceCounters::cm_mra_rcvd},
+    {"cm_rej_sent", &DeviceCounters::cm_rej_sent},
+    {"cm_rej_rcvd", &DeviceCounters::cm_rej_rcvd},
+    {"cm_dreq_sent", &DeviceCounters::cm_dreq_sent},
+    {"cm_dreq_rcvd", &DeviceCounters::cm_dreq_rcvd},
+    {"cm_drep_sent", &DeviceCounters::cm_drep_sent},
+    {"cm_drep_rcvd", &DeviceCounters::cm_drep_rcvd},
+    {"cm_sidr_req_sent", &DeviceCounters::cm_sidr_req_sent},
+    {"cm_sidr_req_rcvd", &DeviceCounters::cm_sidr_req_rcvd},
+    {"cm_sidr_rep_sent", &DeviceCounters::cm_sidr_rep_sent},
+    {"cm_sidr_rep_rcvd", &DeviceCounters::cm_sidr_rep_rcvd},
+    {"cm_dup_req_rcvd", &DeviceCounters::cm_dup_req_rcvd},
+    {"cm_dup_rep_rcvd", &DeviceCounters::cm_dup_rep_rcvd},
+    {"cm_dup_rtu_rcvd", &DeviceCounters::cm_dup_rtu_rcvd},
+    {"cm_dup_mra_rcvd", &DeviceCounters::cm_dup_mra_rcvd},
+    {"cm_dup_dreq_rcvd", &DeviceCounters::cm_dup_dreq_rcvd},
+    {"cm_dup_sidr_req_rcvd", &DeviceCounters::cm_dup_sidr_req_rcvd},
+    {"cm_retries", &DeviceCounters::cm_retries},
+    {"cm_timeouts", &DeviceCounters::cm_timeouts},
+    {"cm_stale_conn", &DeviceCounters::cm_stale_conn},
+    {"cm_comm_est", &DeviceCounters::cm_comm_est},
+    {"cm_rx_unmatched", &DeviceCounters::cm_rx_unmatched},
+    {"cm_rx_unsupported", &DeviceCounters::cm_rx_unsupported},
+    {"cm_rx_wrong_state", &DeviceCounters::cm_rx_wrong_state},
+    {"cm_event_drop", &DeviceCounters::cm_event_drop},
 };
 // Every field is listed exactly once (a new field must be added above).
 static_assert(sizeof(kCounterFields) / sizeof(kCounterFields[0]) ==

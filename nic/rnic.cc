@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "nic/cm/cm_agent.h"
 #include "nic/completer.h"
 #include "nic/psn.h"
 #include "nic/qp_state.h"
@@ -75,8 +76,11 @@ Rnic::Rnic(const RnicConfig& config)
       gids_(static_cast<uint32_t>(config.port.gid_tbl_len)),
       pkeys_(config.port.pkey_tbl_len),
       ahs_(pds_, gids_, config.device.max_ah),
-      cc_(config.congestion) {
+      cc_(config.congestion),
+      gsi_(std::make_unique<Gsi>(config_.mac, pkeys_, gids_, counters_)),
+      cm_(std::make_unique<CmAgent>(*this, *gsi_, counters_, 0)) {
   (void)gids_.Set(0, config.gid);
+  gsi_->set_cm(cm_.get());
 }
 
 Rnic::~Rnic() = default;
@@ -246,6 +250,7 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
   }
   pds_.Release(qp->pd_);
   AddQpCounters(qp->counters_, retired_);
+  cm_->OnQpDestroyed(qpn);
   qps_.erase(qpn);
   return absl::OkStatus();
 }
@@ -646,6 +651,11 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     return;
   }
   const protocol::OpcodeInfo& op = *parsed_.op;
+  if (parsed_.hdr.bth.dest_qp == protocol::kGsiQpn) {
+    ++counters_.rcvd_pkts;
+    gsi_->Receive(parsed_, now);
+    return;
+  }
   Qp* qp = FindQp(parsed_.hdr.bth.dest_qp);
   if (qp == nullptr) {
     ++counters_.rx_unknown_qp;
@@ -685,6 +695,7 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     if (s == QpState::kRtr && !qp->comm_est_ && qp->type() != QpType::kUd) {
       qp->comm_est_ = true;
       RaiseQpEvent(*qp, AsyncEventType::kCommEst);
+      cm_->OnCommEst(qp->qpn_, now);
     }
     Responder::Receive(*this, *qp, parsed_, frame.bytes(), now);
   } else {
@@ -703,9 +714,12 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
   for (size_t i = 0; i < active_.size(); ++i) {
     Completer::OnTimer(*this, *active_[i], now);
   }
+  if (cm_->NextEventTime() <= now) cm_->OnTimer(now);
   paused_priorities_ = cc_.RefreshPause(now);
-  // CNPs first (strict priority), then responses, then paced requests.
+  // CNPs first (strict priority), then MADs (a handshake must not wait
+  // behind bulk data), then responses, then paced requests.
   size_t n = cc_.TransmitCnps(frames, counters_);
+  n += gsi_->Transmit(frames.subspan(n));
   counters_.sent_pkts += n;
   int failures = 0;
   while (n < frames.size() && !active_.empty() && failures < 8) {
@@ -770,8 +784,8 @@ void Rnic::RemoveIdle() {
 }
 
 TimeNs Rnic::NextEventTime() const {
-  TimeNs t = cc_.NextEventTime(last_now_);
-  if (t <= last_now_) return last_now_;
+  TimeNs t = std::min(cc_.NextEventTime(last_now_), cm_->NextEventTime());
+  if (t <= last_now_ || gsi_->HasPending()) return last_now_;
   for (const Qp* q : active_) {
     if (Responder::HasResponse(*q) && !Paused(*q)) return last_now_;
     if (Requester::Ready(*this, *q, last_now_)) return last_now_;

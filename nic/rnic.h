@@ -30,6 +30,7 @@
 #include "nic/device_attr.h"
 #include "nic/frame_io.h"
 #include "nic/gid_table.h"
+#include "nic/gsi.h"
 #include "nic/memory_region.h"
 #include "nic/mr_table.h"
 #include "nic/pd_table.h"
@@ -40,6 +41,8 @@
 #include "protocol/frame.h"
 
 namespace rocemu::nic {
+
+class CmAgent;
 
 struct RnicConfig {
   protocol::MacAddr mac{};
@@ -143,6 +146,11 @@ class Rnic final : public FrameEndpoint {
   PKeyTable& pkey_table() { return pkeys_; }
   GidTable& gid_table() { return gids_; }
   AsyncEventQueue& async_events() { return events_; }
+  // QP1 and the Communication Manager behind it (nic/gsi.h,
+  // nic/cm/cm_agent.h).
+  Gsi& gsi() { return *gsi_; }
+  CmAgent& cm() { return *cm_; }
+  const CmAgent& cm() const { return *cm_; }
   // Congestion state: the PFC counters are congestion().PortCounters(now).
   const CongestionControl& congestion() const { return cc_; }
 
@@ -209,6 +217,8 @@ class Rnic final : public FrameEndpoint {
   // What destroyed QPs counted (their share of QueryCounters).
   DeviceCounters retired_;
   CongestionControl cc_;
+  std::unique_ptr<Gsi> gsi_;
+  std::unique_ptr<CmAgent> cm_;
   uint64_t rx_not_roce_ = 0;
   protocol::ParsedFrame parsed_;  // scratch, reused for every frame
 };
