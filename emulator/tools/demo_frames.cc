@@ -7,6 +7,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "protocol/cm_ip.h"
+#include "protocol/cm_messages.h"
+#include "protocol/mad.h"
 #include "protocol/pfc.h"
 
 namespace rocemu::tools {
@@ -87,6 +90,33 @@ class DemoBuilder {
     const auto& info = protocol::GetOpcodeInfo(hdr.bth.opcode);
     std::string label = absl::StrFormat("%s %s psn=%u payload=%u", where,
                                         info.name, hdr.bth.psn, payload_len);
+    if (len == 0) {
+      Fail(absl::StrFormat("%s: %s", label, protocol::BuildErrorName(err)));
+      return;
+    }
+    out.resize(len);
+    Add(std::move(label), FrameKind::kRoce, hdr.bth.opcode, std::move(out));
+  }
+
+  // A MAD to QP1 (UD SEND_ONLY from QP1 with the GSI Q_Key).
+  void Mad(NetHeaders net, std::span<const uint8_t> mad, uint32_t psn,
+           std::string_view where) {
+    net.udp_src_port = 0xC001;
+    TransportHeaders hdr;
+    hdr.bth.opcode = op::kUdSendOnly;
+    hdr.bth.dest_qp = protocol::kGsiQpn;
+    hdr.bth.ack_req = true;
+    hdr.bth.psn = psn;
+    hdr.deth = {protocol::kGsiQkey, protocol::kGsiQpn};
+    protocol::FrameSpec spec{net, hdr};
+    std::vector<uint8_t> out(
+        protocol::RoceFrameLength(net, hdr.bth.opcode, mad.size()));
+    protocol::BuildError err = protocol::BuildError::kOk;
+    const size_t len = protocol::BuildRoceFrame(spec, mad, out, &err);
+    protocol::MadHeader h;
+    protocol::ParseMadHeader(mad, &h);
+    std::string label = absl::StrFormat("%s CM %s", where,
+                                        protocol::CmAttrName(h.attr_id));
     if (len == 0) {
       Fail(absl::StrFormat("%s: %s", label, protocol::BuildErrorName(err)));
       return;
@@ -365,6 +395,100 @@ void Congestion(DemoBuilder& b) {
   b.Pause(kMacB, 0);
 }
 
+// The Communication Manager on QP1: an rdma_cm connection (REQ with the IP
+// header, MRA, REP, RTU, DREQ, DREP), a refused one (REJ) and a UD service
+// resolution (SIDR_REQ / SIDR_REP), every message as rocemu's CM sends it.
+void CmMessages(DemoBuilder& b) {
+  const Path path = MakePath(false, false, 0, 0);
+  using Mad = std::array<uint8_t, protocol::kMadSize>;
+  auto send = [&](bool a_to_b, uint64_t tid, const auto& msg, uint32_t psn) {
+    Mad mad;
+    protocol::EncodeCmMad(tid, msg, mad);
+    b.Mad(a_to_b ? path.a_to_b : path.b_to_a, mad, psn, "IPv4");
+  };
+  constexpr uint64_t kTid = 0x0000000100001111ull;
+  constexpr uint32_t kIdA = 0x00001111, kIdB = 0x00002222;
+  protocol::CmReq req;
+  req.local_comm_id = kIdA;
+  req.service_id = protocol::IpServiceId(protocol::RdmaPortSpace::kTcp, 7174);
+  req.local_ca_guid = 0x020000FFFE00000Aull;
+  req.local_qpn = 0x81;
+  req.responder_resources = 4;
+  req.initiator_depth = 4;
+  req.remote_cm_response_timeout = 20;
+  req.starting_psn = 0x123456;
+  req.local_cm_response_timeout = 20;
+  req.retry_count = 7;
+  req.pkey = 0xFFFF;
+  req.path_mtu = 3;
+  req.rnr_retry_count = 7;
+  req.max_cm_retries = 15;
+  req.primary.local_lid = protocol::kPermissiveLid;
+  req.primary.remote_lid = protocol::kPermissiveLid;
+  req.primary.local_gid = kIp4A;
+  req.primary.remote_gid = kIp4B;
+  req.primary.hop_limit = 64;
+  req.primary.local_ack_timeout = 19;
+  protocol::CmIpHeader ip;
+  ip.src_addr = kIp4A;
+  ip.dst_addr = kIp4B;
+  ip.src_port = 40000;
+  protocol::EncodeCmIpHeader(ip, req.private_data);
+  send(true, kTid, req, 0);
+  protocol::CmMra mra;
+  mra.local_comm_id = kIdB;
+  mra.remote_comm_id = kIdA;
+  mra.service_timeout = 22;
+  send(false, kTid, mra, 0);
+  protocol::CmRep rep;
+  rep.local_comm_id = kIdB;
+  rep.remote_comm_id = kIdA;
+  rep.local_qpn = 0x82;
+  rep.starting_psn = 0x654321;
+  rep.responder_resources = 4;
+  rep.initiator_depth = 4;
+  rep.target_ack_delay = 15;
+  rep.rnr_retry_count = 7;
+  rep.local_ca_guid = 0x020000FFFE00000Bull;
+  send(false, kTid, rep, 1);
+  protocol::CmRtu rtu;
+  rtu.local_comm_id = kIdA;
+  rtu.remote_comm_id = kIdB;
+  send(true, kTid, rtu, 1);
+  protocol::CmDreq dreq;
+  dreq.local_comm_id = kIdA;
+  dreq.remote_comm_id = kIdB;
+  dreq.remote_qpn = 0x82;
+  send(true, 0x0000000100001111ull, dreq, 2);
+  protocol::CmDrep drep;
+  drep.local_comm_id = kIdB;
+  drep.remote_comm_id = kIdA;
+  send(false, 0x0000000100001111ull, drep, 2);
+
+  protocol::CmReq refused = req;
+  refused.local_comm_id = kIdA + 1;
+  refused.service_id = protocol::IpServiceId(protocol::RdmaPortSpace::kTcp, 9);
+  send(true, kTid + 1, refused, 3);
+  protocol::CmRej rej;
+  rej.remote_comm_id = kIdA + 1;
+  rej.message_rejected = protocol::cm_msg_response::kReq;
+  rej.reason = protocol::cm_rej_reason::kInvalidServiceId;
+  send(false, kTid + 1, rej, 3);
+
+  protocol::CmSidrReq sreq;
+  sreq.request_id = kIdA + 2;
+  sreq.pkey = 0xFFFF;
+  sreq.service_id = protocol::IpServiceId(protocol::RdmaPortSpace::kUdp, 7174);
+  protocol::EncodeCmIpHeader(ip, sreq.private_data);
+  send(true, kTid + 2, sreq, 4);
+  protocol::CmSidrRep srep;
+  srep.request_id = kIdA + 2;
+  srep.qpn = 0x91;
+  srep.service_id = sreq.service_id;
+  srep.qkey = 0x11111111;
+  send(false, kTid + 2, srep, 4);
+}
+
 absl::Status CheckFrames(const std::vector<DemoFrame>& frames) {
   std::bitset<256> seen;
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -405,6 +529,7 @@ absl::StatusOr<std::vector<DemoFrame>> BuildDemoFrames() {
   RcVlan(b);
   RcIpv6(b, MakePath(true, true, 200, 5), "IPv6 VLAN 200 RC", 0x71, 8000);
   Congestion(b);
+  CmMessages(b);
   if (!b.status().ok()) return b.status();
   std::vector<DemoFrame> frames = b.TakeFrames();
   if (absl::Status s = CheckFrames(frames); !s.ok()) return s;

@@ -118,10 +118,20 @@ def check_rxe_write_read(case_dir, out):
     _, inp = read_pcap(os.path.join(case_dir, "input.pcap"))
     rxe = [r for r in (roce(b) for _, b in inp)
            if r and r["src"] == ip("192.168.65.4") and r["dqp"] != 1]
-    ours = [roce(b) for _, b in out]
+    every = [roce(b) for _, b in out]
+    ours = [r for r in every if r["dqp"] != 1]
     keys = ("opcode", "psn", "dqp", "aeth", "payload")
     if len(rxe) != 5 or len(ours) != len(rxe):
         fail(f"expected 5 answers like rxe's, got {len(ours)}")
+    # The CM has no listener: REJ 8 (invalid service ID) for rxe's REQ and a
+    # DREP for its DREQ, both MADs from QP1 (attribute at MAD byte 16, REJ
+    # reason at CM data byte 10).
+    mads = [r["payload"][8:] for r in every if r["dqp"] == 1]  # after DETH
+    attrs = [struct.unpack_from(">H", m, 16)[0] for m in mads]
+    if attrs != [0x12, 0x16]:
+        fail(f"expected REJ and DREP from the CM, got {attrs}")
+    if struct.unpack_from(">H", mads[0], 24 + 10)[0] != 8:
+        fail("the REJ's reason is not 8 (invalid service ID)")
     for i, (a, b) in enumerate(zip(rxe, ours)):
         if transport(a, keys) != transport(b, keys):
             fail(f"answer {i + 1} differs from rxe's: {transport(b, keys)} "
