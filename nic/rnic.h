@@ -141,6 +141,9 @@ class Rnic final : public FrameEndpoint {
   const DeviceAttr& device_attr() const { return config_.device; }
   const PortAttr& port_attr() const { return config_.port; }
   const RnicConfig& config() const { return config_; }
+  // The latest time a carrier handed to Receive/Transmit: "now" for the
+  // control path (the CM's consumer calls).
+  TimeNs last_now() const { return last_now_; }
   MrTable& mr_table() { return mrs_; }
   const CqTable& cq_table() const { return cqs_; }
   PKeyTable& pkey_table() { return pkeys_; }

@@ -13,6 +13,7 @@
 
 #include "nic/completion.h"
 #include "nic/work_request.h"
+#include "verbs/wire_protocol.h"
 
 namespace rocemu::verbs {
 
@@ -89,6 +90,34 @@ struct AsyncEventSlot {
   uint32_t element;
 };
 static_assert(sizeof(AsyncEventSlot) == 8);
+
+// A CM event (nic/cm/cm_types.h CmEvent) as the daemon hands it to the
+// client that owns the id.
+struct CmEventSlot {
+  uint8_t type;  // nic::CmEventType
+  uint8_t qp_type;  // IBV_QPT_*
+  uint8_t responder_resources;
+  uint8_t initiator_depth;
+  uint8_t retry_count;
+  uint8_t rnr_retry_count;
+  uint8_t flow_control;
+  uint8_t srq;
+  uint32_t id;
+  uint32_t listen_id;
+  uint32_t remote_qpn;
+  uint32_t remote_qkey;
+  uint64_t service_id;
+  uint16_t reason;  // REJ
+  uint8_t sidr_status;
+  uint8_t by_peer;
+  uint8_t timed_out;
+  uint8_t private_data_len;
+  uint8_t reserved[2];
+  wire::WireCmPath path;  // REQ / SIDR_REQ: the way back to the requester
+  wire::WireCmIp ip;      // REQ / SIDR_REQ to an rdma_cm IP service
+  uint8_t private_data[224];
+};
+static_assert(sizeof(CmEventSlot) == 336);
 
 // Fill a nic request from a slot copy; false when the slot is invalid
 // (opcode, SGE count or inline length out of range).

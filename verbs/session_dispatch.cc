@@ -117,6 +117,62 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       if (st.ok()) c.async_ring.CloseFd();
       break;
     }
+    case wire::MsgType::kCmOpen: {
+      wire::CmOpenResp r{};
+      int ring_fd = -1;
+      st = OnCmOpen(c, fds.Take(0), &r, &ring_fd);
+      Reply(c, type, seq, st, &r, sizeof(r), {&ring_fd, st.ok() ? 1u : 0u});
+      if (st.ok()) c.cm_ring.CloseFd();
+      break;
+    }
+    case wire::MsgType::kCmListen: {
+      wire::CmIdResp r{};
+      st = OnCmListen(c, wire::BodyAs<wire::CmListenReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kCmConnect: {
+      wire::CmIdResp r{};
+      st = OnCmConnect(c, wire::BodyAs<wire::CmConnectReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kCmAccept:
+      st = OnCmAccept(c, wire::BodyAs<wire::CmAcceptReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kCmReject:
+      st = OnCmReject(c, wire::BodyAs<wire::CmRejectReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kCmEstablish:
+    case wire::MsgType::kCmDisconnect:
+    case wire::MsgType::kCmDestroy:
+      st = OnCmIdCall(c, d->type, wire::BodyAs<wire::CmIdReq>(body).id);
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kCmInitQpAttr: {
+      wire::CmInitQpAttrResp r{};
+      st = OnCmInitQpAttr(c, wire::BodyAs<wire::CmInitQpAttrReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kCmSidrQuery: {
+      wire::CmIdResp r{};
+      st = OnCmSidrQuery(c, wire::BodyAs<wire::CmSidrQueryReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kCmSidrReply:
+      st = OnCmSidrReply(c, wire::BodyAs<wire::CmSidrReplyReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kCmResolve: {
+      wire::CmResolveResp r{};
+      st = OnCmResolve(c, wire::BodyAs<wire::CmResolveReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
     case wire::MsgType::kAllocPd: {
       wire::HandleResp r{};
       st = OnAllocPd(c, &r);

@@ -25,6 +25,7 @@ constexpr uint64_t kListenTag = 0;
 // Async events a client may leave unread before further ones are dropped
 // (and counted): they are rare, a slow reader must not stall the daemon.
 constexpr uint32_t kAsyncEvents = 256;
+constexpr uint32_t kCmEvents = 256;
 // The TTL / hop limit of the daemon's routes (Linux's default), given to
 // address vectors whose next hop the daemon resolves.
 constexpr uint8_t kRouteHopLimit = 64;
@@ -60,6 +61,10 @@ struct SessionServer::Client {
   // eventfd (in wake_epoll_fd_).
   ShmRing doorbells;
   EventFd wake;
+  // CM events (cm_open): the ring the daemon writes, the event channel's
+  // eventfd it signals.
+  ShmRing cm_ring;
+  EventFd cm_fd;
 };
 
 struct SessionServer::Cq {

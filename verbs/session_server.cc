@@ -151,6 +151,7 @@ void SessionServer::PollData() {
   if (unrung_clients_ > 0) DrainUnrung();
   for (auto& [h, cq] : cqs_) DrainCq(*cq);
   DeliverAsyncEvents();
+  DeliverCmEvents();
 }
 
 bool SessionServer::PrepareToSleep() {
@@ -346,6 +347,7 @@ void SessionServer::Disconnect(nic::ClientId id) {
     pid_shared |= other != id && oc->cred.pid == pid;
   }
   if (!pid_shared) rnic_.mr_table().InvalidateProcess(pid);
+  ReleaseCmIds(id);
   Client& gone = *cit->second;
   if (gone.wake.valid()) {
     // The client's copy keeps the eventfd open: leave the set explicitly.

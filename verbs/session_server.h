@@ -94,6 +94,8 @@ struct SessionCounters {
   uint64_t cq_events = 0;             // eventfd wake-ups
   uint64_t async_events = 0;          // delivered to clients
   uint64_t async_events_dropped = 0;  // a client's event ring was full
+  uint64_t cm_events = 0;             // CM events delivered to clients
+  uint64_t cm_events_dropped = 0;     // no CM ring, or it was full
   uint64_t ring_corruptions = 0;      // client broke a ring: disconnected
   uint64_t qps_flushed = 0;           // moved to ERR because their client left
   uint64_t dmac_pending = 0;          // address vectors answered EAGAIN
@@ -122,6 +124,8 @@ void ForEachSessionCounter(const SessionCounters& k, F f) {
   f("cq_events", k.cq_events);
   f("async_events", k.async_events);
   f("async_events_dropped", k.async_events_dropped);
+  f("cm_events", k.cm_events);
+  f("cm_events_dropped", k.cm_events_dropped);
   f("ring_corruptions", k.ring_corruptions);
   f("qps_flushed", k.qps_flushed);
   f("dmac_pending", k.dmac_pending);
@@ -275,6 +279,30 @@ class SessionServer {
   // Moves the RNIC's async events to the rings of the clients owning
   // their elements (port events to every client).
   void DeliverAsyncEvents();
+  // --- the Communication Manager (session_cm.cc) ---
+  absl::Status OnCmOpen(Client& c, int fd, wire::CmOpenResp* out,
+                        int* ring_fd);
+  // The id exists and belongs to `c`.
+  absl::Status CheckCmId(const Client& c, uint32_t id) const;
+  absl::Status OnCmListen(Client& c, const wire::CmListenReq& r,
+                          wire::CmIdResp* out);
+  absl::Status OnCmConnect(Client& c, const wire::CmConnectReq& r,
+                           wire::CmIdResp* out);
+  absl::Status OnCmAccept(Client& c, const wire::CmAcceptReq& r);
+  absl::Status OnCmReject(Client& c, const wire::CmRejectReq& r);
+  absl::Status OnCmIdCall(Client& c, wire::MsgType type, uint32_t id);
+  absl::Status OnCmInitQpAttr(Client& c, const wire::CmInitQpAttrReq& r,
+                              wire::CmInitQpAttrResp* out);
+  absl::Status OnCmSidrQuery(Client& c, const wire::CmSidrQueryReq& r,
+                             wire::CmIdResp* out);
+  absl::Status OnCmSidrReply(Client& c, const wire::CmSidrReplyReq& r);
+  absl::Status OnCmResolve(Client& c, const wire::CmResolveReq& r,
+                           wire::CmResolveResp* out);
+  // Moves the CM's events to the rings of the clients owning the ids.
+  void DeliverCmEvents();
+  // A client went: its ids are destroyed (connections rejected or
+  // disconnected on the wire, as when a process holding rdma_cm ids dies).
+  void ReleaseCmIds(nic::ClientId id);
   void PushAsyncEvent(Client& c, const nic::AsyncEvent& e);
   // Rewrites the L_Keys of `sgl` that `client` does not own to a key the
   // RNIC never issues; true when it had to.

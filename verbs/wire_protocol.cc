@@ -69,6 +69,30 @@ const char* MsgTypeName(MsgType t) {
       return "dealloc_mw";
     case MsgType::kResizeCq:
       return "resize_cq";
+    case MsgType::kCmOpen:
+      return "cm_open";
+    case MsgType::kCmListen:
+      return "cm_listen";
+    case MsgType::kCmConnect:
+      return "cm_connect";
+    case MsgType::kCmAccept:
+      return "cm_accept";
+    case MsgType::kCmReject:
+      return "cm_reject";
+    case MsgType::kCmEstablish:
+      return "cm_establish";
+    case MsgType::kCmDisconnect:
+      return "cm_disconnect";
+    case MsgType::kCmDestroy:
+      return "cm_destroy";
+    case MsgType::kCmInitQpAttr:
+      return "cm_init_qp_attr";
+    case MsgType::kCmSidrQuery:
+      return "cm_sidr_query";
+    case MsgType::kCmSidrReply:
+      return "cm_sidr_reply";
+    case MsgType::kCmResolve:
+      return "cm_resolve";
   }
   return "unknown";
 }
@@ -116,6 +140,28 @@ MsgLayout LayoutOf(MsgType t) {
       return {sizeof(AllocMwReq), sizeof(HandleResp), 0, 0, 0};
     case MsgType::kResizeCq:
       return {sizeof(ResizeCqReq), sizeof(CreateCqResp), 0, 0, 1};
+    case MsgType::kCmOpen:
+      return {0, sizeof(CmOpenResp), 1, 1, 1};
+    case MsgType::kCmListen:
+      return {sizeof(CmListenReq), sizeof(CmIdResp), 0, 0, 0};
+    case MsgType::kCmConnect:
+      return {sizeof(CmConnectReq), sizeof(CmIdResp), 0, 0, 0};
+    case MsgType::kCmAccept:
+      return {sizeof(CmAcceptReq), 0, 0, 0, 0};
+    case MsgType::kCmReject:
+      return {sizeof(CmRejectReq), 0, 0, 0, 0};
+    case MsgType::kCmEstablish:
+    case MsgType::kCmDisconnect:
+    case MsgType::kCmDestroy:
+      return {sizeof(CmIdReq), 0, 0, 0, 0};
+    case MsgType::kCmInitQpAttr:
+      return {sizeof(CmInitQpAttrReq), sizeof(CmInitQpAttrResp), 0, 0, 0};
+    case MsgType::kCmSidrQuery:
+      return {sizeof(CmSidrQueryReq), sizeof(CmIdResp), 0, 0, 0};
+    case MsgType::kCmSidrReply:
+      return {sizeof(CmSidrReplyReq), 0, 0, 0, 0};
+    case MsgType::kCmResolve:
+      return {sizeof(CmResolveReq), sizeof(CmResolveResp), 0, 0, 0};
     case MsgType::kDeallocMw:
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:

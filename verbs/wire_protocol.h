@@ -66,8 +66,21 @@ enum class MsgType : uint16_t {
   kAllocMw = 25,
   kDeallocMw = 26,
   kResizeCq = 27,
+  // The Communication Manager (librdmacm, verbs/rdmacm/).
+  kCmOpen = 28,
+  kCmListen = 29,
+  kCmConnect = 30,
+  kCmAccept = 31,
+  kCmReject = 32,
+  kCmEstablish = 33,
+  kCmDisconnect = 34,
+  kCmDestroy = 35,
+  kCmInitQpAttr = 36,
+  kCmSidrQuery = 37,
+  kCmSidrReply = 38,
+  kCmResolve = 39,
 };
-inline constexpr uint16_t kMaxMsgType = 27;
+inline constexpr uint16_t kMaxMsgType = 39;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -349,6 +362,129 @@ struct OpenDoorbellsResp {
   uint32_t capacity;
   uint32_t reserved;
 };
+
+// --- the Communication Manager -------------------------------------------
+// cm_open: the client's eventfd goes with the request (the event channel's
+// fd); the reply brings the ring of CmEventSlot (ring_slots.h).
+struct CmOpenResp {
+  uint32_t capacity;
+  uint32_t reserved;
+};
+// The rdma_cm IP header of a REQ / SIDR_REQ (protocol/cm_ip.h).
+struct WireCmIp {
+  uint8_t present;
+  uint8_t ip_version;  // 4 or 6
+  uint16_t src_port;
+  uint32_t reserved;
+  uint8_t src_addr[16];  // GID form (::ffff:a.b.c.d for IPv4)
+  uint8_t dst_addr[16];
+};
+// The path of a connection as the client resolved it; a zero dmac is
+// resolved by the daemon (EAGAIN while its neighbour is unknown).
+struct WireCmPath {
+  uint8_t dgid[16];
+  uint8_t dmac[6];
+  uint8_t sgid_index;
+  uint8_t traffic_class;
+  uint16_t pkey;
+  uint8_t mtu;  // IBV_MTU_*
+  uint8_t hop_limit;
+  uint32_t flow_label;
+};
+struct CmListenReq {
+  uint64_t service_id;
+  uint8_t bound_gid[16];
+  uint8_t bound;  // 0: any of our addresses
+  uint8_t reserved[7];
+};
+struct CmIdResp {
+  uint32_t id;
+  uint32_t reserved;
+};
+struct CmIdReq {
+  uint32_t id;
+  uint32_t reserved;
+};
+struct CmConnectReq {
+  uint64_t service_id;
+  uint32_t qpn;
+  uint8_t qp_type;  // IBV_QPT_RC or IBV_QPT_UC
+  uint8_t responder_resources;
+  uint8_t initiator_depth;
+  uint8_t retry_count;
+  uint8_t rnr_retry_count;
+  uint8_t flow_control;
+  uint8_t srq;
+  uint8_t private_data_len;
+  uint32_t starting_psn;  // the QP's receive PSN
+  WireCmPath path;
+  WireCmIp ip;
+  uint8_t private_data[92];
+  uint8_t reserved[4];
+};
+struct CmAcceptReq {
+  uint32_t id;
+  uint32_t qpn;
+  uint8_t responder_resources;
+  uint8_t initiator_depth;
+  uint8_t rnr_retry_count;
+  uint8_t flow_control;
+  uint8_t srq;
+  uint8_t private_data_len;
+  uint8_t reserved[2];
+  uint8_t private_data[196];
+};
+struct CmRejectReq {
+  uint32_t id;
+  uint16_t reason;
+  uint8_t private_data_len;
+  uint8_t reserved;
+  uint8_t private_data[148];
+};
+struct CmInitQpAttrReq {
+  uint32_t id;
+  uint8_t qp_state;  // IBV_QPS_INIT, _RTR or _RTS
+  uint8_t reserved[3];
+};
+struct CmInitQpAttrResp {
+  uint32_t attr_mask;  // IBV_QP_* bits
+  uint32_t reserved;
+  WireQpAttr attr;
+};
+struct CmSidrQueryReq {
+  uint64_t service_id;
+  WireCmPath path;
+  WireCmIp ip;
+  uint8_t private_data_len;
+  uint8_t reserved[7];
+  uint8_t private_data[216];
+};
+struct CmSidrReplyReq {
+  uint32_t id;
+  uint32_t qpn;
+  uint32_t qkey;
+  uint8_t status;
+  uint8_t private_data_len;
+  uint8_t reserved[2];
+  uint8_t private_data[136];
+};
+// cm_resolve: the MAC of `dgid`'s next hop (rdma_resolve_addr); EAGAIN
+// while the daemon's neighbour resolution runs.
+struct CmResolveReq {
+  uint8_t dgid[16];
+};
+struct CmResolveResp {
+  uint8_t dmac[6];
+  uint8_t hop_limit;
+  uint8_t reserved;
+};
+
+static_assert(sizeof(WireCmIp) == 40);
+static_assert(sizeof(WireCmPath) == 32);
+static_assert(sizeof(CmConnectReq) == 192);
+static_assert(sizeof(CmAcceptReq) == 212);
+static_assert(sizeof(CmSidrQueryReq) == 304);
+static_assert(sizeof(CmInitQpAttrResp) == 96);
 
 static_assert(sizeof(QueryDeviceResp) == 192);
 static_assert(sizeof(QueryPortResp) == 52);

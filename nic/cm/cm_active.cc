@@ -58,7 +58,7 @@ absl::StatusOr<CmId> CmAgent::Connect(const CmConnectParams& p, TimeNs now) {
   uint16_t pkey_index = 0;
   absl::Status s = CheckPath(p.path, &pkey_index);
   if (!s.ok()) return s;
-  QpType type = QpType::kRc;
+  QpType type = p.qp_type;
   if (p.manage_qp) {
     s = CheckQp(p.qpn, &type);
     if (!s.ok()) return s;

@@ -109,7 +109,9 @@ void CmAgent::UnindexRemote(CmConnection& c) {
 void CmAgent::BindQp(CmConnection& c, uint32_t qpn, bool manage) {
   c.local_qpn = qpn;
   c.manage_qp = manage;
-  if (manage) by_qpn_[qpn] = c.id;
+  // Indexed either way: the first data packet establishes the connection
+  // (COMM_EST) whoever moves the QP.
+  by_qpn_[qpn] = c.id;
 }
 
 void CmAgent::Erase(CmConnection& c) {

@@ -144,6 +144,9 @@ void CmAgent::OnReq(const ReceivedMad& m, TimeNs now) {
       req.primary.local_ack_timeout > 0 ? req.primary.local_ack_timeout - 1 : 0;
   c.path.packet_rate = req.primary.packet_rate;
   c.sq_psn = req.starting_psn;
+  // Our receive PSN is chosen now, so that the QP can reach RTR (through
+  // InitQpAttr) before Accept sends it in the REP.
+  c.rq_psn = NewPsn();
   c.responder_resources = req.initiator_depth;
   c.initiator_depth = req.responder_resources;
   c.retry_count = req.retry_count;
@@ -235,7 +238,7 @@ absl::Status CmAgent::Accept(CmId id, const CmAcceptParams& p, TimeNs now) {
       std::min<uint32_t>(p.responder_resources, d.max_qp_rd_atom));
   c.initiator_depth = static_cast<uint8_t>(
       std::min<uint32_t>(p.initiator_depth, d.max_qp_init_rd_atom));
-  c.rq_psn = p.starting_psn.value_or(NewPsn()) & 0xFFFFFF;
+  if (p.starting_psn.has_value()) c.rq_psn = *p.starting_psn & 0xFFFFFF;
   c.min_rnr_timer = p.min_rnr_timer;
   absl::Status s = DriveQp(c, QpState::kInit);
   if (s.ok()) s = DriveQp(c, QpState::kRtr);

@@ -87,8 +87,9 @@ absl::StatusOr<std::pair<QpAttr, QpAttrMask>> CmAgent::InitQpAttr(
       }
       break;
     case QpState::kRts:
-      if (!remote_known || (!c.active && c.state == CmState::kReqRcvd) ||
-          (!c.active && c.state == CmState::kMraReqSent)) {
+      // The passive side may go to RTS before its REP leaves (rdma_cm
+      // does), as Linux's ib_cm allows.
+      if (!remote_known) {
         return absl::FailedPreconditionError(
             absl::StrFormat("RTS in CM state %s", CmStateName(c.state)));
       }

@@ -73,6 +73,9 @@ struct CmConnectParams {
   // disconnect); otherwise the consumer does, e.g. through InitQpAttr.
   uint32_t qpn = 0;
   bool manage_qp = true;
+  // The QP's type when the CM does not manage it (it looks a managed QP
+  // up itself).
+  QpType qp_type = QpType::kRc;
   CmPath path;
   uint8_t responder_resources = 0;
   uint8_t initiator_depth = 0;
