@@ -113,6 +113,9 @@ struct DeviceCounters {
   uint64_t cm_dup_rtu_rcvd = 0;
   uint64_t cm_dup_mra_rcvd = 0;
   uint64_t cm_dup_dreq_rcvd = 0;
+  // A DREP for a DREQ already answered otherwise (simultaneous disconnect):
+  // Linux counts it with the duplicates too.
+  uint64_t cm_dup_drep_rcvd = 0;
   uint64_t cm_dup_sidr_req_rcvd = 0;
   uint64_t cm_retries = 0;
   uint64_t cm_timeouts = 0;
@@ -214,6 +217,7 @@ inline constexpr CounterField kCounterFields[] = {
     {"cm_dup_rtu_rcvd", &DeviceCounters::cm_dup_rtu_rcvd},
     {"cm_dup_mra_rcvd", &DeviceCounters::cm_dup_mra_rcvd},
     {"cm_dup_dreq_rcvd", &DeviceCounters::cm_dup_dreq_rcvd},
+    {"cm_dup_drep_rcvd", &DeviceCounters::cm_dup_drep_rcvd},
     {"cm_dup_sidr_req_rcvd", &DeviceCounters::cm_dup_sidr_req_rcvd},
     {"cm_retries", &DeviceCounters::cm_retries},
     {"cm_timeouts", &DeviceCounters::cm_timeouts},

@@ -19,6 +19,8 @@ int ErrnoOf(const absl::Status& s) {
       return EINVAL;
     case absl::StatusCode::kNotFound:
       return ENOENT;
+    case absl::StatusCode::kAlreadyExists:  // a listened service, ...
+      return EEXIST;
     case absl::StatusCode::kResourceExhausted:
       return ENOMEM;
     case absl::StatusCode::kUnavailable:

@@ -118,8 +118,13 @@ void CmAgent::OnDrep(const ReceivedMad& m, TimeNs now) {
     ++counters_.cm_rx_unmatched;
     return;
   }
+  if (c->state == CmState::kTimewait) {
+    // A simultaneous disconnect: the peer's DREQ took us to TimeWait and
+    // this answers our own.
+    ++counters_.cm_dup_drep_rcvd;
+    return;
+  }
   if (c->state != CmState::kDreqSent && c->state != CmState::kDreqRcvd) {
-    // TimeWait after a simultaneous disconnect: our DREQ's answer is late.
     ++counters_.cm_rx_wrong_state;
     return;
   }

@@ -559,6 +559,13 @@ TEST_F(CmTest, SimultaneousDisconnect) {
   EXPECT_EQ(b().device_counters().cm_dreq_sent, 1u);
   EXPECT_EQ(a().device_counters().cm_retries + b().device_counters().cm_retries,
             0u);
+  // Each DREQ crossed the other: each side's DREP found it in TimeWait, a
+  // duplicate (as Linux counts it), not a message in the wrong state.
+  EXPECT_EQ(a().device_counters().cm_dup_drep_rcvd, 1u);
+  EXPECT_EQ(b().device_counters().cm_dup_drep_rcvd, 1u);
+  EXPECT_EQ(a().device_counters().cm_rx_wrong_state +
+                b().device_counters().cm_rx_wrong_state,
+            0u);
 }
 
 TEST_F(CmTest, LostDrepIsResentForTheDuplicateDreq) {

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Debian's unmodified rdma_cm programs (rdmacm-utils, perftest -R) between
+two rocemud daemons over memif, each side loading rocemu's drop-in
+librdmacm.so.1 and libibverbs.so.1: rping (RC, the library driving the QP,
+and -q where rping drives it itself with rdma_init_qp_attr/rdma_establish),
+ucmatose with several connections, udaddy (UD through SIDR), a connection
+to a port nobody listens on (REJECTED, reason 8), and ib_{write,send,read}_bw
+-R. Each tool's own checks decide, then both daemons' CM counters must show
+the handshakes and nothing lost or malformed.
+
+Usage: rdmacm_tools_test.py ROCEMUD DROPIN_DIR RDMACM_DIR
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "emulator"))
+sys.path.insert(0, os.path.join(HERE, "..", "ibverbs"))
+import netns_util  # noqa: E402
+import stock_tools_test as stock  # noqa: E402
+
+A_IP, B_IP = "10.122.2.1", "10.122.2.2"
+
+
+class CmRun(stock.Run):
+    def __init__(self, rocemud, dropin, rdmacm):
+        super().__init__(rocemud, dropin)
+        self.rdmacm = rdmacm
+        self.port = 7000 + self.pid % 1000
+
+    def env(self, daemon):
+        e = super().env(daemon)
+        e["LD_LIBRARY_PATH"] = self.rdmacm + ":" + self.dropin
+        return e
+
+    def pair_cm(self, ns, a, b, server, client, timeout=120, gap=0.5):
+        """`server` on daemon A, then `client` on daemon B (argv lists with
+        {port} filled in); both (returncode, output)."""
+        self.port += 1
+        def fill(v):
+            return [x.format(port=self.port) for x in v]
+        srv = self.tool(ns, a, fill(server), timeout)
+        time.sleep(gap)
+        cli = self.tool(ns, b, fill(client), timeout)
+        return self.collect((cli, srv), timeout)
+
+    def collect(self, procs, timeout):
+        outs = []
+        deadline = time.monotonic() + timeout
+        for p in procs:
+            try:
+                out, _ = p.communicate(timeout=max(1, deadline -
+                                                   time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 9)
+                out, _ = p.communicate()
+                out += "\n(timed out)"
+            outs.append((p.returncode, out))
+        return outs
+
+
+def cm_counters(d):
+    c = netns_util.control(d["ctl"], {"cmd": "counters"}, timeout=10)
+    return c["ports"]["p0"]["rnic"]
+
+
+def main():
+    rocemud, dropin, rdmacm = (os.path.abspath(p) for p in sys.argv[1:4])
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root")
+        return 1
+    r = CmRun(rocemud, dropin, rdmacm)
+    start = time.monotonic()
+    with netns_util.failures_reported(r):
+        ns, a, b = stock.setup(r, "memif")
+
+        # rping: 20 pings of 64 bytes, validated (-V) and printed (-v).
+        for extra, what in (([], "rping"), (["-q"], "rping -q")):
+            (crc, cout), (src, sout) = r.pair_cm(
+                ns, a, b,
+                ["rping", "-s", "-a", A_IP, "-p", "{port}", "-C", "20", "-S",
+                 "64", "-V"] + extra,
+                ["rping", "-c", "-a", A_IP, "-p", "{port}", "-C", "20", "-S",
+                 "64", "-v", "-V"] + extra)
+            pings = len(re.findall(r"^ping data: rdma-ping-", cout, re.M))
+            ok = src == 0 and crc == 0 and pings == 20
+            r.check(ok, f"{what}: server {src}, client {crc}, {pings}/20 "
+                    "pings echoed and validated")
+            if not ok:
+                print(sout[-1500:], cout[-1500:])
+
+        # A port nobody listens on: the peer's CM rejects (reason 8).
+        r.port += 1
+        p = r.tool(ns, b, ["rping", "-c", "-a", A_IP, "-p", str(r.port),
+                           "-C", "1"], 60)
+        [(crc, cout)] = r.collect([p], 60)
+        ok = crc != 0 and re.search(r"RDMA_CM_EVENT_REJECTED, error 8", cout)
+        r.check(bool(ok), f"rping to a closed port: REJECTED with reason 8 "
+                f"(exit {crc})")
+        if not ok:
+            print(cout[-1500:])
+
+        # ucmatose: 4 RC connections, 20 messages each way on each.
+        (crc, cout), (src, sout) = r.pair_cm(
+            ns, a, b,
+            ["ucmatose", "-b", A_IP, "-p", "{port}", "-c", "4", "-C", "20"],
+            ["ucmatose", "-s", A_IP, "-p", "{port}", "-c", "4", "-C", "20"])
+        ok = src == 0 and crc == 0 and "test complete" in cout and \
+            "test complete" in sout
+        r.check(ok, f"ucmatose -c 4 -C 20: server {src}, client {crc}")
+        if not ok:
+            print(sout[-1500:], cout[-1500:])
+
+        # udaddy: UD, the service resolved by SIDR; 2 ids, 10 messages.
+        (crc, cout), (src, sout) = r.pair_cm(
+            ns, a, b,
+            ["udaddy", "-b", A_IP, "-c", "2", "-C", "10"],
+            ["udaddy", "-s", A_IP, "-c", "2", "-C", "10"])
+        ok = src == 0 and crc == 0 and "test complete" in cout and \
+            "test complete" in sout
+        r.check(ok, f"udaddy -c 2 -C 10: server {src}, client {crc}")
+        if not ok:
+            print(sout[-1500:], cout[-1500:])
+
+        # perftest with its connection made by rdma_cm (-R).
+        for tool, size in (("ib_write_bw", "65536"), ("ib_send_bw", "4096"),
+                           ("ib_read_bw", "4096")):
+            argv = [tool, "-d", stock.DEV, "-R", "-s", size, "-n", "200",
+                    "-p", "{port}", "--report_gbits"]
+            (crc, cout), (src, sout) = r.pair_cm(ns, a, b, argv,
+                                                 argv + [A_IP], timeout=180)
+            rows = stock.perftest_rows(cout)
+            ok = src == 0 and crc == 0 and int(size) in rows
+            r.check(ok, f"{tool} -R -s {size}: server {src}, client {crc}")
+            if not ok:
+                print(sout[-1500:], cout[-1500:])
+
+        # Both CMs saw the handshakes, and nothing went wrong under them.
+        ca, cb = cm_counters(a), cm_counters(b)
+        conns = 2 + 4 + 3  # rping x2, ucmatose 4, perftest 3
+        r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
+                ca.get("cm_rep_sent", 0) >= conns and
+                cb.get("cm_rtu_sent", 0) >= conns,
+                f"CM handshakes: B sent {cb.get('cm_req_sent')} REQ / "
+                f"{cb.get('cm_rtu_sent')} RTU, A sent "
+                f"{ca.get('cm_rep_sent')} REP (>= {conns})")
+        r.check(ca.get("cm_rej_sent", 0) >= 1,
+                f"A rejected the closed port ({ca.get('cm_rej_sent')} REJ)")
+        r.check(cb.get("cm_sidr_req_sent", 0) >= 2 and
+                ca.get("cm_sidr_rep_sent", 0) >= 2,
+                f"SIDR: {cb.get('cm_sidr_req_sent')} requests, "
+                f"{ca.get('cm_sidr_rep_sent')} replies")
+        for d, c in (("a", ca), ("b", cb)):
+            bad = {k: c.get(k) for k in (
+                "mad_rx_drop_malformed", "mad_rx_drop_bad_version",
+                "mad_tx_drop", "cm_event_drop", "cm_rx_wrong_state",
+                "cm_timeouts", "retry_exceeded_err", "rx_malformed",
+                "mr_access_faults")
+                if c.get(k)}
+            r.check(not bad, f"{d}: no CM or RNIC error counters {bad}")
+    print(f"rdmacm tools: {time.monotonic() - start:.0f} s")
+    return netns_util.verdict(r.failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

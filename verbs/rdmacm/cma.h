@@ -1,0 +1,187 @@
+// The drop-in librdmacm.so.1: rdma_cm over rocemud's Communication Manager.
+//
+// Real librdmacm is a thin layer over the kernel's ucma (/dev/infiniband/
+// rdma_cm). Here the daemon's CM (nic/cm, reached through the verbs session
+// of each device) plays the ucma's part, and this library does the rest the
+// kernel's rdma_cm does: IP addresses to GIDs and next-hop MACs, local route
+// records (RoCE has no subnet administrator), the rdma_cm IP header of a
+// REQ, the event channel, and the QP transitions (with the attributes the
+// CM computes) around REP and accept.
+//
+// Devices: the library opens each rocemu device once for the process (its
+// ibv_context is what cm_id->verbs points at) and opens the CM on that
+// session; the daemon's CM events arrive on one ring per device and are
+// sorted here onto the event channel of the id they name.
+#ifndef ROCEMU_VERBS_RDMACM_CMA_H_
+#define ROCEMU_VERBS_RDMACM_CMA_H_
+
+#include <infiniband/sa.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "verbs/client_objects.h"
+#include "verbs/ring_slots.h"
+#include "verbs/shm_ring.h"
+
+namespace rocemu::rdmacm {
+
+// rdma_cm's well-known Q_Key of RDMA_PS_UDP / RDMA_PS_IPOIB ids.
+inline constexpr uint32_t kUdpQkey = 0x01234567;
+// What rdma_cm puts in a RoCE path record (CMA_IBOE_PACKET_LIFETIME).
+inline constexpr uint8_t kRocePacketLifetime = 18;
+
+// One rocemu device as the CM sees it: the library's own context and the
+// daemon's CM event ring on it.
+struct CmDevice {
+  ibv_device* device = nullptr;
+  ibv_context* verbs = nullptr;
+  rocemu_context* rc = nullptr;
+  verbs::ShmRing ring;  // CmEventSlot
+  int event_fd = -1;    // the daemon signals it; in every channel's set
+  ibv_device_attr attr{};
+  ibv_port_attr port{};
+  std::vector<ibv_gid> gids;  // index = GID index; zero = unused
+  bool dead = false;
+};
+
+struct IdPriv;
+
+// An event handed out (or queued): the ABI struct first, then the
+// private data its param points at.
+struct Event {
+  rdma_cm_event event;  // must be first
+  IdPriv* id;
+  uint8_t private_data[224];
+};
+
+struct Channel {
+  rdma_event_channel channel;  // channel.fd: an epoll set (see events.cc)
+  int own_fd = -1;             // eventfd, readable while `queue` is not empty
+  std::deque<Event*> queue;
+};
+
+struct IdPriv {
+  rdma_cm_id id;  // must be first
+  Channel* chan = nullptr;
+  bool sync = false;  // created without a channel: calls wait for events
+  CmDevice* dev = nullptr;
+  uint32_t handle = 0;  // the daemon's CM id (0: none yet)
+  // A listener on every device has one daemon id per device.
+  std::vector<std::pair<CmDevice*, uint32_t>> listens;
+  bool listening = false;
+  uint16_t reserved_port = 0;  // ReservePort'ed by bind / resolve_addr
+  uint8_t sgid_index = 0;
+  uint8_t dmac[6] = {};
+  uint8_t hop_limit = 64;
+  bool addr_resolved = false;
+  bool route_resolved = false;
+  uint8_t tos = 0;
+  bool tos_set = false;
+  uint8_t ack_timeout = 0;
+  bool ack_timeout_set = false;
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  bool connect_error = false;
+  // The REP's parameters, reported with ESTABLISHED once the RTU is out;
+  // or, without a QP, reported as CONNECT_RESPONSE (and the daemon's
+  // ESTABLISHED after rdma_establish is not reported again).
+  bool rep_reported = false;
+  Event rep{};
+  bool have_rep = false;
+  // Events handed to the application and acknowledged (rdma_destroy_id
+  // waits for the two to meet).
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+  uint32_t events_reported = 0;
+  uint32_t events_completed = 0;
+  ibv_sa_path_rec path{};
+  ibv_qp_init_attr* ep_qp_init_attr = nullptr;  // rdma_create_ep listeners
+  ibv_ece local_ece{};
+};
+
+inline IdPriv* Priv(rdma_cm_id* id) { return reinterpret_cast<IdPriv*>(id); }
+
+// --- the process's CM state (devices.cc) ---------------------------------
+// One lock over devices, channels, ids and queues. Never held while
+// waiting for an event; held across the daemon calls an event's
+// processing makes (the daemon never calls back).
+std::mutex& Mu();
+// Opens every rocemu device once (first call); 0 or an errno value.
+int Init();
+const std::vector<CmDevice*>& Devices();
+// The device (and GID index) holding `addr` (sockaddr_in/in6); nullptr
+// when none does.
+CmDevice* DeviceOfAddr(const sockaddr* addr, uint8_t* gid_index);
+CmDevice* DeviceOfContext(ibv_context* verbs);
+// The device and GID index to reach `dst` from: the one holding dst itself,
+// else the one the kernel's route picks, else the GID sharing the longest
+// prefix with dst.
+CmDevice* PickDevice(const sockaddr* dst, uint8_t* gid_index);
+
+// --- addresses (addr.cc) ----------------------------------------------------
+bool SockaddrToGid(const sockaddr* sa, ibv_gid* gid);
+// The sockaddr form of a GID (IPv4-mapped -> AF_INET), with `port`.
+void GidToSockaddr(const uint8_t gid[16], uint16_t port,
+                   sockaddr_storage* out);
+socklen_t SockaddrLen(const sockaddr* sa);
+bool IsWildcard(const sockaddr* sa);
+uint16_t PortOf(const sockaddr* sa);  // host order
+void SetPort(sockaddr* sa, uint16_t port);
+uint64_t ServiceId(rdma_port_space ps, uint16_t port);
+// An unused local port for `ps` (process-wide, 32768..60999); ports taken
+// by bind are recorded and released at destroy.
+int ReservePort(rdma_port_space ps, uint16_t port, uint16_t* out);
+void ReleasePort(rdma_port_space ps, uint16_t port);
+
+// --- events (events.cc) -----------------------------------------------------
+Channel* NewChannel();
+void DeleteChannel(Channel* ch);
+Channel* Chan(rdma_event_channel* ch);
+// Adds a new device's event fd to every channel's set (under Mu()).
+void WatchDevice(CmDevice* dev);
+Event* NewEvent(IdPriv* id, rdma_cm_event_type type, int status);
+// Queues an event on its id's channel (under Mu()).
+void Queue(Event* e);
+// Drops the not-yet-delivered events of an id (under Mu()); the new ids of
+// connection requests among them are the caller's to destroy.
+void DropQueued(IdPriv* id, std::vector<IdPriv*>* orphans);
+void RegisterId(CmDevice* dev, uint32_t handle, IdPriv* id);
+void UnregisterId(CmDevice* dev, uint32_t handle);
+// ucma_complete: a synchronous id's call waits for its event.
+int Complete(IdPriv* id);
+
+// --- ids (id.cc) ------------------------------------------------------------
+IdPriv* AllocId(Channel* chan, void* context, rdma_port_space ps,
+                ibv_qp_type qp_type);
+void FreeId(IdPriv* id);
+// The id's device and its local address, once known.
+void AttachDevice(IdPriv* id, CmDevice* dev, uint8_t gid_index);
+// RoCE path record from the id's addresses (rdma_resolve_route).
+void BuildPath(IdPriv* id);
+
+// --- QPs (qp.cc) ------------------------------------------------------------
+// QP transitions as rdma_cm makes them, with the CM's attributes.
+int ModifyQpRtr(IdPriv* id, uint8_t resp_res);
+int ModifyQpRts(IdPriv* id, uint8_t init_depth);
+int ModifyQpErr(IdPriv* id);
+// Daemon calls on the id's device session; 0 or an errno value.
+int CmCall(IdPriv* id, verbs::wire::MsgType type, uint32_t handle);
+
+// errno = err; -1 (librdmacm's convention) or 0.
+inline int Err(int err) {
+  if (err == 0) return 0;
+  errno = err;
+  return -1;
+}
+
+}  // namespace rocemu::rdmacm
+
+#endif  // ROCEMU_VERBS_RDMACM_CMA_H_

@@ -1,0 +1,605 @@
+// Connections: the id's QP (created on the id's device and moved through
+// INIT, RTR and RTS with the attributes the CM computes, as rdma_cm does),
+// connect / accept / reject / establish / disconnect, and UD service
+// resolution (SIDR) for RDMA_PS_UDP ids.
+#include <endian.h>
+#include <rdma/rdma_verbs.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "verbs/client_control.h"
+#include "verbs/rdmacm/cma.h"
+
+namespace rocemu::rdmacm {
+namespace {
+
+using verbs::wire::MsgType;
+
+void FromWire(const verbs::wire::WireQpAttr& w, ibv_qp_attr* a) {
+  *a = ibv_qp_attr{};
+  a->qp_state = static_cast<ibv_qp_state>(w.qp_state);
+  a->cur_qp_state = static_cast<ibv_qp_state>(w.cur_qp_state);
+  a->path_mtu = static_cast<ibv_mtu>(w.path_mtu);
+  a->qkey = w.qkey;
+  a->rq_psn = w.rq_psn;
+  a->sq_psn = w.sq_psn;
+  a->dest_qp_num = w.dest_qp_num;
+  a->qp_access_flags = w.qp_access_flags;
+  a->pkey_index = w.pkey_index;
+  a->max_rd_atomic = w.max_rd_atomic;
+  a->max_dest_rd_atomic = w.max_dest_rd_atomic;
+  a->min_rnr_timer = w.min_rnr_timer;
+  a->port_num = w.port_num;
+  a->timeout = w.timeout;
+  a->retry_cnt = w.retry_cnt;
+  a->rnr_retry = w.rnr_retry;
+  ibv_ah_attr& ah = a->ah_attr;
+  ah.is_global = 1;
+  std::memcpy(&ah.grh.dgid, w.ah_attr.dgid, 16);
+  ah.grh.sgid_index = w.ah_attr.sgid_index;
+  ah.grh.traffic_class = w.ah_attr.traffic_class;
+  ah.grh.flow_label = w.ah_attr.flow_label;
+  ah.grh.hop_limit = w.ah_attr.hop_limit;
+  ah.sl = w.ah_attr.sl;
+  ah.port_num = w.ah_attr.port_num != 0 ? w.ah_attr.port_num : 1;
+}
+
+// INIT before the CM knows the connection (rdma_create_qp on an active id):
+// what the kernel's rdma_cm gives for a QP not yet connected.
+void LocalInitAttr(const IdPriv* p, ibv_qp_attr* a, int* mask) {
+  *a = ibv_qp_attr{};
+  a->qp_state = IBV_QPS_INIT;
+  a->pkey_index = 0;
+  a->port_num = p->id.port_num != 0 ? p->id.port_num : 1;
+  *mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+  if (p->id.qp_type == IBV_QPT_UD) {
+    a->qkey = kUdpQkey;
+    *mask |= IBV_QP_QKEY;
+  } else {
+    a->qp_access_flags = 0;
+    *mask |= IBV_QP_ACCESS_FLAGS;
+  }
+}
+
+int InitQpAttr(IdPriv* p, ibv_qp_attr* a, int* mask) {
+  const ibv_qp_state want = a->qp_state;
+  // A UD QP's attributes are rdma_cm's own (partition, port, Q_Key); SIDR
+  // has nothing to add.
+  if (p->handle == 0 || p->id.qp_type == IBV_QPT_UD) {
+    if (want == IBV_QPS_INIT) {
+      LocalInitAttr(p, a, mask);
+      return 0;
+    }
+    if (p->id.qp_type != IBV_QPT_UD ||
+        (want != IBV_QPS_RTR && want != IBV_QPS_RTS)) {
+      return EINVAL;
+    }
+    *a = ibv_qp_attr{};
+    a->qp_state = want;
+    *mask = IBV_QP_STATE;
+    if (want == IBV_QPS_RTS) *mask |= IBV_QP_SQ_PSN;
+    return 0;
+  }
+  verbs::wire::CmInitQpAttrReq req{};
+  req.id = p->handle;
+  req.qp_state = static_cast<uint8_t>(want);
+  verbs::wire::CmInitQpAttrResp resp{};
+  const int err =
+      verbs::client::Call(p->dev->rc, MsgType::kCmInitQpAttr, req, &resp);
+  if (err != 0) return err;
+  FromWire(resp.attr, a);
+  *mask = static_cast<int>(resp.attr_mask);
+  if (want == IBV_QPS_RTR || want == IBV_QPS_RTS) {
+    if (p->tos_set) a->ah_attr.grh.traffic_class = p->tos;
+    if (p->ack_timeout_set && (*mask & IBV_QP_TIMEOUT) != 0) {
+      a->timeout = p->ack_timeout;
+    }
+  }
+  return 0;
+}
+
+int InitQp(IdPriv* p, ibv_qp* qp) {
+  ibv_qp_attr a{};
+  int mask = 0;
+  a.qp_state = IBV_QPS_INIT;
+  int err = InitQpAttr(p, &a, &mask);
+  if (err != 0) return err;
+  err = ibv_modify_qp(qp, &a, mask);
+  if (err != 0 || p->id.qp_type != IBV_QPT_UD) return err;
+  // UD: straight on to RTS, as rdma_cm does.
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTR;
+  err = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+  if (err != 0) return err;
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = 0;
+  return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+void DestroyCqs(rdma_cm_id* id) {
+  if (id->recv_cq != nullptr) {
+    ibv_destroy_cq(id->recv_cq);
+    if (id->recv_cq == id->send_cq) id->send_cq = nullptr;
+    id->recv_cq = nullptr;
+  }
+  if (id->recv_cq_channel != nullptr) {
+    ibv_destroy_comp_channel(id->recv_cq_channel);
+    if (id->recv_cq_channel == id->send_cq_channel) {
+      id->send_cq_channel = nullptr;
+    }
+    id->recv_cq_channel = nullptr;
+  }
+  if (id->send_cq != nullptr) {
+    ibv_destroy_cq(id->send_cq);
+    id->send_cq = nullptr;
+  }
+  if (id->send_cq_channel != nullptr) {
+    ibv_destroy_comp_channel(id->send_cq_channel);
+    id->send_cq_channel = nullptr;
+  }
+}
+
+// CQs (with completion channels) for a QP the caller gave none: librdmacm
+// makes them so that rdma_get_send_comp / rdma_get_recv_comp work.
+int CreateCqs(rdma_cm_id* id, uint32_t send_size, uint32_t recv_size) {
+  if (recv_size != 0) {
+    id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+    if (id->recv_cq_channel == nullptr) goto err;
+    id->recv_cq = ibv_create_cq(id->verbs, static_cast<int>(recv_size), id,
+                                id->recv_cq_channel, 0);
+    if (id->recv_cq == nullptr) goto err;
+  }
+  if (send_size != 0) {
+    id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+    if (id->send_cq_channel == nullptr) goto err;
+    id->send_cq = ibv_create_cq(id->verbs, static_cast<int>(send_size), id,
+                                id->send_cq_channel, 0);
+    if (id->send_cq == nullptr) goto err;
+  }
+  return 0;
+err:
+  DestroyCqs(id);
+  return ENOMEM;
+}
+
+void FillPath(const IdPriv* p, verbs::wire::WireCmPath* w) {
+  std::memcpy(w->dgid, &p->id.route.addr.addr.ibaddr.dgid, 16);
+  std::memcpy(w->dmac, p->dmac, 6);
+  w->sgid_index = p->sgid_index;
+  w->traffic_class = p->tos;
+  w->pkey = 0xFFFF;
+  w->mtu = static_cast<uint8_t>(p->dev->port.active_mtu);
+  w->hop_limit = p->hop_limit;
+  w->flow_label = 0;
+}
+
+// rdma_cm's IP header: who connects from where, to which address.
+void FillIp(const IdPriv* p, verbs::wire::WireCmIp* w) {
+  const sockaddr* src = &p->id.route.addr.src_addr;
+  const sockaddr* dst = &p->id.route.addr.dst_addr;
+  ibv_gid g;
+  w->present = 1;
+  w->ip_version = src->sa_family == AF_INET6 ? 6 : 4;
+  w->src_port = PortOf(src);
+  SockaddrToGid(src, &g);
+  std::memcpy(w->src_addr, g.raw, 16);
+  SockaddrToGid(dst, &g);
+  std::memcpy(w->dst_addr, g.raw, 16);
+}
+
+uint8_t ClampRetry(uint8_t v) { return std::min<uint8_t>(v, 7); }
+
+int ConnectRc(IdPriv* p, const rdma_conn_param* cp) {
+  const CmDevice* d = p->dev;
+  verbs::wire::CmConnectReq req{};
+  req.service_id = ServiceId(p->id.ps, PortOf(&p->id.route.addr.dst_addr));
+  req.qpn = p->id.qp != nullptr ? p->id.qp->qp_num
+                                : (cp != nullptr ? cp->qp_num : 0);
+  req.srq = p->id.qp != nullptr ? (p->id.qp->srq != nullptr)
+                                : (cp != nullptr ? cp->srq : 0);
+  req.qp_type = static_cast<uint8_t>(
+      p->id.qp != nullptr ? p->id.qp->qp_type : p->id.qp_type);
+  p->initiator_depth =
+      (cp != nullptr && cp->initiator_depth != RDMA_MAX_INIT_DEPTH)
+          ? cp->initiator_depth
+          : static_cast<uint8_t>(d->attr.max_qp_init_rd_atom);
+  p->responder_resources =
+      (cp != nullptr && cp->responder_resources != RDMA_MAX_RESP_RES)
+          ? cp->responder_resources
+          : static_cast<uint8_t>(d->attr.max_qp_rd_atom);
+  req.initiator_depth = p->initiator_depth;
+  req.responder_resources = p->responder_resources;
+  req.retry_count = cp != nullptr ? ClampRetry(cp->retry_count) : 7;
+  req.rnr_retry_count = cp != nullptr ? ClampRetry(cp->rnr_retry_count) : 7;
+  req.flow_control = cp != nullptr ? cp->flow_control : 0;
+  FillPath(p, &req.path);
+  FillIp(p, &req.ip);
+  if (cp != nullptr && cp->private_data_len != 0) {
+    // 92 bytes of REQ private data less the 36 of the IP header.
+    if (cp->private_data == nullptr || cp->private_data_len > 56) {
+      return EINVAL;
+    }
+    std::memcpy(req.private_data, cp->private_data, cp->private_data_len);
+    req.private_data_len = cp->private_data_len;
+  }
+  verbs::wire::CmIdResp resp{};
+  const int err =
+      verbs::client::Call(d->rc, MsgType::kCmConnect, req, &resp);
+  if (err != 0) return err;
+  p->handle = resp.id;
+  RegisterId(p->dev, p->handle, p);
+  return 0;
+}
+
+int ConnectUd(IdPriv* p, const rdma_conn_param* cp) {
+  verbs::wire::CmSidrQueryReq req{};
+  req.service_id = ServiceId(p->id.ps, PortOf(&p->id.route.addr.dst_addr));
+  FillPath(p, &req.path);
+  FillIp(p, &req.ip);
+  if (cp != nullptr && cp->private_data_len != 0) {
+    // 216 bytes of SIDR_REQ private data less the IP header.
+    if (cp->private_data == nullptr || cp->private_data_len > 180) {
+      return EINVAL;
+    }
+    std::memcpy(req.private_data, cp->private_data, cp->private_data_len);
+    req.private_data_len = cp->private_data_len;
+  }
+  verbs::wire::CmIdResp resp{};
+  const int err =
+      verbs::client::Call(p->dev->rc, MsgType::kCmSidrQuery, req, &resp);
+  if (err != 0) return err;
+  p->handle = resp.id;
+  RegisterId(p->dev, p->handle, p);
+  return 0;
+}
+
+}  // namespace
+
+int ModifyQpRtr(IdPriv* p, uint8_t resp_res) {
+  if (p->id.qp == nullptr) return 0;
+  ibv_qp_attr a{};
+  int mask = 0;
+  a.qp_state = IBV_QPS_INIT;
+  int err = InitQpAttr(p, &a, &mask);
+  if (err == 0) err = ibv_modify_qp(p->id.qp, &a, mask);
+  if (err != 0) return err;
+  a = ibv_qp_attr{};
+  a.qp_state = IBV_QPS_RTR;
+  err = InitQpAttr(p, &a, &mask);
+  if (err != 0) return err;
+  if (resp_res != RDMA_MAX_RESP_RES) a.max_dest_rd_atomic = resp_res;
+  return ibv_modify_qp(p->id.qp, &a, mask);
+}
+
+int ModifyQpRts(IdPriv* p, uint8_t init_depth) {
+  if (p->id.qp == nullptr) return 0;
+  ibv_qp_attr a{};
+  int mask = 0;
+  a.qp_state = IBV_QPS_RTS;
+  const int err = InitQpAttr(p, &a, &mask);
+  if (err != 0) return err;
+  if (init_depth != RDMA_MAX_INIT_DEPTH) a.max_rd_atomic = init_depth;
+  return ibv_modify_qp(p->id.qp, &a, mask);
+}
+
+int ModifyQpErr(IdPriv* p) {
+  if (p->id.qp == nullptr) return 0;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  return ibv_modify_qp(p->id.qp, &a, IBV_QP_STATE);
+}
+
+}  // namespace rocemu::rdmacm
+
+namespace verbs = rocemu::verbs;
+
+extern "C" {
+
+using namespace rocemu::rdmacm;
+
+int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
+  if (id == nullptr || attr == nullptr) return Err(EINVAL);
+  if (id->qp != nullptr || id->verbs == nullptr) return Err(EINVAL);
+  IdPriv* p = Priv(id);
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
+    attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+    attr->pd = id->pd;
+  } else if (attr->pd->context != id->verbs) {
+    return Err(EINVAL);
+  }
+  if (attr->pd == nullptr) return Err(EINVAL);
+  if ((id->recv_cq != nullptr && attr->recv_cq != nullptr &&
+       id->recv_cq != attr->recv_cq) ||
+      (id->send_cq != nullptr && attr->send_cq != nullptr &&
+       id->send_cq != attr->send_cq)) {
+    return Err(EINVAL);
+  }
+  if (attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV) {
+    return Err(EOPNOTSUPP);
+  }
+  int err = CreateCqs(
+      id,
+      (attr->send_cq != nullptr || id->send_cq != nullptr)
+          ? 0
+          : attr->cap.max_send_wr,
+      (attr->recv_cq != nullptr || id->recv_cq != nullptr)
+          ? 0
+          : attr->cap.max_recv_wr);
+  if (err != 0) return Err(err);
+  if (attr->send_cq == nullptr) attr->send_cq = id->send_cq;
+  if (attr->recv_cq == nullptr) attr->recv_cq = id->recv_cq;
+  if (id->srq != nullptr && attr->srq == nullptr) attr->srq = id->srq;
+  ibv_qp* qp = ibv_create_qp_ex(id->verbs, attr);
+  if (qp == nullptr) {
+    err = errno;
+    DestroyCqs(id);
+    return Err(err);
+  }
+  {
+    std::lock_guard<std::mutex> lock(Mu());
+    err = InitQp(p, qp);
+  }
+  if (err != 0) {
+    ibv_destroy_qp(qp);
+    DestroyCqs(id);
+    return Err(err);
+  }
+  id->pd = qp->pd;
+  id->qp = qp;
+  return 0;
+}
+
+int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
+  if (id == nullptr || qp_init_attr == nullptr) return Err(EINVAL);
+  ibv_qp_init_attr_ex ex{};
+  std::memcpy(&ex, qp_init_attr, sizeof(*qp_init_attr));
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ex.pd = pd != nullptr ? pd : id->pd;
+  const int ret = rdma_create_qp_ex(id, &ex);
+  std::memcpy(qp_init_attr, &ex, sizeof(*qp_init_attr));
+  return ret;
+}
+
+void rdma_destroy_qp(rdma_cm_id* id) {
+  if (id == nullptr) return;
+  if (id->qp != nullptr) ibv_destroy_qp(id->qp);
+  id->qp = nullptr;
+  DestroyCqs(id);
+}
+
+int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
+  if (id == nullptr || attr == nullptr || id->verbs == nullptr) {
+    return Err(EINVAL);
+  }
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 &&
+      attr->srq_type != IBV_SRQT_BASIC) {
+    return Err(EOPNOTSUPP);
+  }
+  ibv_pd* pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) != 0 && attr->pd
+                   ? attr->pd
+                   : id->pd;
+  if (pd == nullptr) return Err(EINVAL);
+  ibv_srq_init_attr a{};
+  a.srq_context = attr->srq_context;
+  a.attr = attr->attr;
+  ibv_srq* srq = ibv_create_srq(pd, &a);
+  if (srq == nullptr) return -1;
+  attr->attr = a.attr;
+  id->pd = pd;
+  id->srq = srq;
+  return 0;
+}
+
+int rdma_create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr) {
+  if (attr == nullptr) return Err(EINVAL);
+  ibv_srq_init_attr_ex ex{};
+  ex.srq_context = attr->srq_context;
+  ex.attr = attr->attr;
+  ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+  ex.srq_type = IBV_SRQT_BASIC;
+  ex.pd = pd;
+  const int ret = rdma_create_srq_ex(id, &ex);
+  attr->attr = ex.attr;
+  return ret;
+}
+
+void rdma_destroy_srq(rdma_cm_id* id) {
+  if (id == nullptr || id->srq == nullptr) return;
+  ibv_destroy_srq(id->srq);
+  id->srq = nullptr;
+}
+
+int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, int* qp_attr_mask) {
+  if (id == nullptr || qp_attr == nullptr || qp_attr_mask == nullptr) {
+    return Err(EINVAL);
+  }
+  std::lock_guard<std::mutex> lock(Mu());
+  return Err(InitQpAttr(Priv(id), qp_attr, qp_attr_mask));
+}
+
+int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
+  if (id == nullptr) return Err(EINVAL);
+  IdPriv* p = Priv(id);
+  {
+    std::lock_guard<std::mutex> lock(Mu());
+    if (!p->route_resolved || p->dev == nullptr || p->handle != 0) {
+      return Err(EINVAL);
+    }
+    if (p->id.ps == RDMA_PS_TCP && p->id.qp == nullptr && conn_param == nullptr) {
+      return Err(EINVAL);
+    }
+    const int err = p->id.qp_type == IBV_QPT_UD ? ConnectUd(p, conn_param)
+                                                 : ConnectRc(p, conn_param);
+    if (err != 0) return Err(err);
+  }
+  return Complete(p);
+}
+
+int rdma_establish(rdma_cm_id* id) {
+  if (id == nullptr || id->qp != nullptr) return Err(EINVAL);
+  IdPriv* p = Priv(id);
+  std::lock_guard<std::mutex> lock(Mu());
+  return Err(CmCall(p, verbs::wire::MsgType::kCmEstablish, p->handle));
+}
+
+int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
+  if (id == nullptr) return Err(EINVAL);
+  IdPriv* p = Priv(id);
+  if (id->qp == nullptr && conn_param == nullptr) return Err(EINVAL);
+  {
+    std::lock_guard<std::mutex> lock(Mu());
+    if (p->handle == 0 || p->dev == nullptr) return Err(EINVAL);
+    const CmDevice* d = p->dev;
+    if (conn_param == nullptr ||
+        conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH) {
+      p->initiator_depth = std::min<uint8_t>(
+          p->initiator_depth,
+          static_cast<uint8_t>(d->attr.max_qp_init_rd_atom));
+    } else {
+      p->initiator_depth = conn_param->initiator_depth;
+    }
+    if (conn_param == nullptr ||
+        conn_param->responder_resources == RDMA_MAX_RESP_RES) {
+      p->responder_resources = std::min<uint8_t>(
+          p->responder_resources, static_cast<uint8_t>(d->attr.max_qp_rd_atom));
+    } else {
+      p->responder_resources = conn_param->responder_resources;
+    }
+    const uint32_t qpn = id->qp != nullptr ? id->qp->qp_num : conn_param->qp_num;
+    if (id->qp_type == IBV_QPT_UD) {
+      verbs::wire::CmSidrReplyReq r{};
+      r.id = p->handle;
+      r.qpn = qpn;
+      r.qkey = kUdpQkey;
+      r.status = 0;
+      if (conn_param != nullptr && conn_param->private_data_len != 0) {
+        if (conn_param->private_data == nullptr ||
+            conn_param->private_data_len > sizeof(r.private_data)) {
+          return Err(EINVAL);
+        }
+        std::memcpy(r.private_data, conn_param->private_data,
+                    conn_param->private_data_len);
+        r.private_data_len = conn_param->private_data_len;
+      }
+      const int err =
+          verbs::client::Call(d->rc, verbs::wire::MsgType::kCmSidrReply, r,
+                              static_cast<verbs::wire::Empty*>(nullptr));
+      if (err != 0) return Err(err);
+      if (p->sync && id->event != nullptr) {
+        rdma_ack_cm_event(id->event);
+        id->event = nullptr;
+      }
+      return 0;
+    }
+    int err = ModifyQpRtr(p, p->responder_resources);
+    if (err == 0) err = ModifyQpRts(p, p->initiator_depth);
+    if (err != 0) return Err(err);
+    verbs::wire::CmAcceptReq r{};
+    r.id = p->handle;
+    r.qpn = qpn;
+    r.responder_resources = p->responder_resources;
+    r.initiator_depth = p->initiator_depth;
+    r.rnr_retry_count =
+        conn_param != nullptr ? ClampRetry(conn_param->rnr_retry_count) : 7;
+    r.flow_control = conn_param != nullptr ? conn_param->flow_control : 0;
+    r.srq = id->qp != nullptr ? (id->qp->srq != nullptr)
+                              : (conn_param != nullptr ? conn_param->srq : 0);
+    if (conn_param != nullptr && conn_param->private_data_len != 0) {
+      if (conn_param->private_data == nullptr ||
+          conn_param->private_data_len > sizeof(r.private_data)) {
+        return Err(EINVAL);
+      }
+      std::memcpy(r.private_data, conn_param->private_data,
+                  conn_param->private_data_len);
+      r.private_data_len = conn_param->private_data_len;
+    }
+    err = verbs::client::Call(d->rc, verbs::wire::MsgType::kCmAccept, r,
+                              static_cast<verbs::wire::Empty*>(nullptr));
+    if (err != 0) {
+      ModifyQpErr(p);
+      return Err(err);
+    }
+  }
+  return Complete(p);
+}
+
+static int RejectWith(rdma_cm_id* id, const void* private_data,
+                      uint8_t private_data_len, uint16_t reason) {
+  if (id == nullptr) return Err(EINVAL);
+  IdPriv* p = Priv(id);
+  std::lock_guard<std::mutex> lock(Mu());
+  if (p->handle == 0 || p->dev == nullptr) return Err(EINVAL);
+  if (id->qp_type == IBV_QPT_UD) {
+    verbs::wire::CmSidrReplyReq r{};
+    r.id = p->handle;
+    r.status = 2;  // rejected
+    if (private_data != nullptr && private_data_len != 0) {
+      if (private_data_len > sizeof(r.private_data)) return Err(EINVAL);
+      std::memcpy(r.private_data, private_data, private_data_len);
+      r.private_data_len = private_data_len;
+    }
+    return Err(verbs::client::Call(p->dev->rc,
+                                   verbs::wire::MsgType::kCmSidrReply, r,
+                                   static_cast<verbs::wire::Empty*>(nullptr)));
+  }
+  verbs::wire::CmRejectReq r{};
+  r.id = p->handle;
+  r.reason = reason;
+  if (private_data != nullptr && private_data_len != 0) {
+    if (private_data_len > sizeof(r.private_data)) return Err(EINVAL);
+    std::memcpy(r.private_data, private_data, private_data_len);
+    r.private_data_len = private_data_len;
+  }
+  return Err(verbs::client::Call(p->dev->rc, verbs::wire::MsgType::kCmReject,
+                                 r, static_cast<verbs::wire::Empty*>(nullptr)));
+}
+
+int rdma_reject(rdma_cm_id* id, const void* private_data,
+                uint8_t private_data_len) {
+  return RejectWith(id, private_data, private_data_len, 28);  // consumer
+}
+
+int rdma_reject_ece(rdma_cm_id* id, const void* private_data,
+                    uint8_t private_data_len) {
+  // IBTA: vendor option not supported.
+  return RejectWith(id, private_data, private_data_len, 35);
+}
+
+int rdma_disconnect(rdma_cm_id* id) {
+  if (id == nullptr || id->verbs == nullptr) return Err(EINVAL);
+  IdPriv* p = Priv(id);
+  {
+    std::lock_guard<std::mutex> lock(Mu());
+    if (const int err = ModifyQpErr(p); err != 0) return Err(err);
+    // DREQ, or (the peer's DREQ already in) nothing more: the CM answered
+    // it with its DREP. Either way the connection is going.
+    if (p->handle != 0) (void)CmCall(p, verbs::wire::MsgType::kCmDisconnect, p->handle);
+  }
+  return Complete(p);
+}
+
+int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
+  if (id == nullptr) return Err(EINVAL);
+  IdPriv* p = Priv(id);
+  if (event != IBV_EVENT_COMM_EST) return 0;
+  std::lock_guard<std::mutex> lock(Mu());
+  const int err = CmCall(p, verbs::wire::MsgType::kCmEstablish, p->handle);
+  return Err(err == EEXIST ? 0 : err);
+}
+
+int rdma_set_local_ece(rdma_cm_id* id, ibv_ece* ece) {
+  if (id == nullptr || ece == nullptr) return Err(EINVAL);
+  Priv(id)->local_ece = *ece;
+  return 0;
+}
+
+int rdma_get_remote_ece(rdma_cm_id* id, ibv_ece* ece) {
+  if (id == nullptr || ece == nullptr) return Err(EINVAL);
+  // ECE travels in vendor-specific REQ/REP fields rocemu does not carry.
+  *ece = ibv_ece{};
+  return 0;
+}
+
+}  // extern "C"
