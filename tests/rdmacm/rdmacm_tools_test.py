@@ -77,18 +77,20 @@ def main():
     with netns_util.failures_reported(r):
         ns, a, b = stock.setup(r, "memif")
 
-        # rping: 20 pings of 64 bytes, validated (-V) and printed (-v).
-        for extra, what in (([], "rping"), (["-q"], "rping -q")):
+        # rping: pings of 64 bytes, validated (-V) and printed (-v).
+        for extra, n, what in (([], 1000, "rping"), (["-q"], 50, "rping -q")):
             (crc, cout), (src, sout) = r.pair_cm(
                 ns, a, b,
-                ["rping", "-s", "-a", A_IP, "-p", "{port}", "-C", "20", "-S",
-                 "64", "-V"] + extra,
-                ["rping", "-c", "-a", A_IP, "-p", "{port}", "-C", "20", "-S",
-                 "64", "-v", "-V"] + extra)
-            pings = len(re.findall(r"^ping data: rdma-ping-", cout, re.M))
-            ok = src == 0 and crc == 0 and pings == 20
-            r.check(ok, f"{what}: server {src}, client {crc}, {pings}/20 "
-                    "pings echoed and validated")
+                ["rping", "-s", "-a", A_IP, "-p", "{port}", "-C", str(n),
+                 "-S", "64", "-V"] + extra,
+                ["rping", "-c", "-a", A_IP, "-p", "{port}", "-C", str(n),
+                 "-S", "64", "-v", "-V"] + extra)
+            # stdout and stderr share the pipe: count distinct ping numbers.
+            seen = {int(x) for x in re.findall(r"rdma-ping-(\d+):", cout)}
+            pings = len(seen & set(range(n)))
+            ok = src == 0 and crc == 0 and pings == n
+            r.check(ok, f"{what} -C {n}: server {src}, client {crc}, "
+                    f"{pings}/{n} pings echoed and validated")
             if not ok:
                 print(sout[-1500:], cout[-1500:])
 
@@ -125,11 +127,42 @@ def main():
         if not ok:
             print(sout[-1500:], cout[-1500:])
 
+        # The synchronous endpoint API (rdma_create_ep, rdma_get_request,
+        # rdma_reg_msgs, rdma_post_send/recv, rdma_get_*_comp).
+        (crc, cout), (src, sout) = r.pair_cm(
+            ns, a, b, ["rdma_server", "-s", A_IP, "-p", "{port}"],
+            ["rdma_client", "-s", A_IP, "-p", "{port}"])
+        ok = src == 0 and crc == 0 and "rdma_server: end" in sout and \
+            "rdma_client: end" in cout
+        r.check(ok, f"rdma_server / rdma_client: server {src}, client {crc}")
+        if not ok:
+            print(sout[-1500:], cout[-1500:])
+
+        # A connection storm: cmtime opens 50 connections at once, then
+        # closes them (its server runs until stopped).
+        r.port += 1
+        srv = r.tool(ns, a, ["cmtime", "-b", A_IP, "-p", str(r.port), "-c",
+                             "50"], 60)
+        time.sleep(0.5)
+        cli = r.tool(ns, b, ["cmtime", "-s", A_IP, "-p", str(r.port), "-c",
+                             "50"], 60)
+        [(crc, cout)] = r.collect([cli], 60)
+        os.killpg(srv.pid, 9)
+        srv.communicate()
+        steps = re.findall(r"^(connect|disconnect)\s*:\s+[\d.]+", cout, re.M)
+        ok = crc == 0 and steps == ["connect", "disconnect"]
+        r.check(ok, f"cmtime -c 50: client {crc}, connect and disconnect "
+                "steps timed")
+        if not ok:
+            print(cout[-1500:])
+
         # perftest with its connection made by rdma_cm (-R).
         for tool, size in (("ib_write_bw", "65536"), ("ib_send_bw", "4096"),
-                           ("ib_read_bw", "4096")):
+                           ("ib_read_bw", "4096"), ("ib_send_lat", "64")):
             argv = [tool, "-d", stock.DEV, "-R", "-s", size, "-n", "200",
-                    "-p", "{port}", "--report_gbits"]
+                    "-p", "{port}"]
+            if tool.endswith("_bw"):
+                argv.append("--report_gbits")
             (crc, cout), (src, sout) = r.pair_cm(ns, a, b, argv,
                                                  argv + [A_IP], timeout=180)
             rows = stock.perftest_rows(cout)
@@ -140,7 +173,7 @@ def main():
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
-        conns = 2 + 4 + 3  # rping x2, ucmatose 4, perftest 3
+        conns = 2 + 4 + 1 + 50 + 4  # rping x2, ucmatose, rdma_client, cmtime, perftest
         r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
                 ca.get("cm_rep_sent", 0) >= conns and
                 cb.get("cm_rtu_sent", 0) >= conns,

@@ -43,6 +43,9 @@ inline constexpr uint8_t kRocePacketLifetime = 18;
 struct CmDevice {
   ibv_device* device = nullptr;
   ibv_context* verbs = nullptr;
+  // The device's default PD: an id that acquires the device gets it, as
+  // librdmacm gives one (rdma_create_qp with no PD uses it).
+  ibv_pd* pd = nullptr;
   rocemu_context* rc = nullptr;
   verbs::ShmRing ring;  // CmEventSlot
   int event_fd = -1;    // the daemon signals it; in every channel's set
@@ -143,6 +146,7 @@ void ReleasePort(rdma_port_space ps, uint16_t port);
 
 // --- events (events.cc) -----------------------------------------------------
 Channel* NewChannel();
+Channel* NewChannelLocked();  // under Mu()
 void DeleteChannel(Channel* ch);
 Channel* Chan(rdma_event_channel* ch);
 // Adds a new device's event fd to every channel's set (under Mu()).

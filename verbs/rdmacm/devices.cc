@@ -59,8 +59,10 @@ CmDevice* OpenDevice(ibv_device* dev) {
   }
   d->rc = ibverbs::Ctx(d->verbs)->rc;
   if (ibv_query_device(d->verbs, &d->attr) != 0 ||
-      ___ibv_query_port(d->verbs, 1, &d->port) != 0 || OpenCm(d) != 0) {
+      ___ibv_query_port(d->verbs, 1, &d->port) != 0 ||
+      (d->pd = ibv_alloc_pd(d->verbs)) == nullptr || OpenCm(d) != 0) {
     if (d->event_fd >= 0) close(d->event_fd);
+    if (d->pd != nullptr) ibv_dealloc_pd(d->pd);
     ibv_close_device(d->verbs);
     delete d;
     return nullptr;

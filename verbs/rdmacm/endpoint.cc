@@ -132,12 +132,14 @@ int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd,
                                  : reinterpret_cast<sockaddr*>(&any));
     if (ret == 0 && qp_init_attr != nullptr) {
       p->ep_qp_init_attr = new ibv_qp_init_attr(*qp_init_attr);
+      p->ep_qp_init_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
     }
     cm->pd = pd;
   } else {
     ret = rdma_resolve_addr(cm, res->ai_src_addr, res->ai_dst_addr, 2000);
     if (ret == 0) ret = rdma_resolve_route(cm, 2000);
     if (ret == 0 && qp_init_attr != nullptr) {
+      qp_init_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
       ret = rdma_create_qp(cm, pd, qp_init_attr);
     }
   }

@@ -131,7 +131,7 @@ void OnRequest(CmDevice* dev, const CmEventSlot& s, IdPriv* l) {
   n->responder_resources = s.responder_resources;
   if (l->sync) {
     // rdma_get_request's ids wait on their own channel, as the listener.
-    Channel* own = NewChannel();
+    Channel* own = NewChannelLocked();
     if (own != nullptr) {
       n->chan = own;
       n->id.channel = &own->channel;
@@ -293,6 +293,11 @@ void CheckDevices() {
 }  // namespace
 
 Channel* NewChannel() {
+  std::lock_guard<std::mutex> lock(Mu());
+  return NewChannelLocked();
+}
+
+Channel* NewChannelLocked() {
   auto* ch = new (std::nothrow) Channel;
   if (ch == nullptr) {
     errno = ENOMEM;
@@ -312,7 +317,6 @@ Channel* NewChannel() {
   ev.events = EPOLLIN;
   ev.data.fd = ch->own_fd;
   epoll_ctl(ch->channel.fd, EPOLL_CTL_ADD, ch->own_fd, &ev);
-  std::lock_guard<std::mutex> lock(Mu());
   for (CmDevice* dev : Devices()) {
     epoll_event de{};
     de.events = EPOLLIN;

@@ -145,6 +145,7 @@ void FreeId(IdPriv* p) {
 void AttachDevice(IdPriv* p, CmDevice* dev, uint8_t gid_index) {
   p->dev = dev;
   p->id.verbs = dev->verbs;
+  if (p->id.pd == nullptr) p->id.pd = dev->pd;
   p->id.port_num = 1;
   p->sgid_index = gid_index;
   rdma_ib_addr& ib = p->id.route.addr.addr.ibaddr;
