@@ -963,6 +963,27 @@ std::string Daemon::QpsJson() const {
   });
 }
 
+std::string Daemon::CmJson() const {
+  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"device\":\"rocemu_",
+                    JsonEscape(ports_[i]->config.name), "\",\"cm_ids\":");
+    const unsigned port = static_cast<unsigned>(i);
+    rnics_[i]->AppendCmJson(
+        [this, port](uint32_t client) -> std::optional<int64_t> {
+          if (port >= sessions_.size() || sessions_[port] == nullptr) {
+            return std::nullopt;
+          }
+          std::optional<verbs::PeerCredentials> cred =
+              sessions_[port]->Credentials(client);
+          if (!cred.has_value()) return std::nullopt;
+          return static_cast<int64_t>(cred->pid);
+        },
+        out);
+    absl::StrAppend(out, "}");
+  });
+}
+
 std::string Daemon::SessionsJson() const {
   return PerPort("ports", ports_.size(), [&](size_t i, std::string* out) {
     absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
@@ -1036,6 +1057,7 @@ std::string Daemon::HandleControl(std::string_view request) {
   if (cmd == "devices") return DevicesJson();
   if (cmd == "ports") return PortsJson();
   if (cmd == "qps") return QpsJson();
+  if (cmd == "cm") return CmJson();
   // MRs belong to sessions: one view serves both listings.
   if (cmd == "clients" || cmd == "mrs") return SessionsJson();
   if (cmd == "pfc") return PfcJson();

@@ -109,6 +109,7 @@ class Daemon {
   std::string DevicesJson() const;
   std::string PortsJson() const;
   std::string QpsJson() const;
+  std::string CmJson() const;
   // Application sessions: clients and their PDs, MRs, CQs, QPs per port.
   std::string SessionsJson() const;
   std::string PfcJson() const;

@@ -94,6 +94,11 @@ class RnicPort {
   // `rdma resource show qp` plus per-QP counters and rate-limiter state:
   // a JSON list, every QP of the RNIC (the daemon's and applications').
   void AppendQpsJson(const QpOwnerFn& owner, std::string* out) const;
+  // `rdma resource show cm_id`: every id of the Communication Manager
+  // (listeners, connections, SIDR exchanges) with its state; `owner` gives
+  // the pid behind a session client id.
+  using ClientPidFn = std::function<std::optional<int64_t>(uint32_t client)>;
+  void AppendCmJson(const ClientPidFn& owner, std::string* out) const;
   // PFC: enabled/paused priorities and the mlx5 port counters
   // (rx_prioN_pause, rx_prioN_pause_duration, tx_prioN_pause).
   void AppendPfcJson(nic::TimeNs now, std::string* out) const;

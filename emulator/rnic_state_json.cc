@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "emulator/rnic_port.h"
+#include "nic/cm/cm_agent.h"
 #include "nic/qp.h"
 #include "pfc_ecn/counters.h"
 #include "verbs/json_writer.h"
@@ -161,6 +162,31 @@ void RnicPort::AppendQpsJson(const QpOwnerFn& owner, std::string* out) const {
         rp.target_rate_mbps(), rp.alpha(), rp.time_stage(), rp.byte_stage(),
         qp.cc_.pacer.rate_bps(), qp.pace_until_, rp.rp_cnp_handled(),
         rp.rp_cnp_ignored(), rnic_->congestion().PriorityOf(qp));
+  });
+  absl::StrAppend(out, "]");
+}
+
+void RnicPort::AppendCmJson(const ClientPidFn& owner, std::string* out) const {
+  absl::StrAppend(out, "[");
+  bool first = true;
+  rnic_->cm().ForEachId([&](const nic::CmIdInfo& i) {
+    std::optional<int64_t> pid = owner ? owner(i.client) : std::nullopt;
+    absl::StrAppendFormat(
+        out,
+        "%s{\"id\":%u,\"state\":\"%s\",\"listener\":%s,\"active\":%s,"
+        "\"service_id\":\"0x%016x\",\"local_comm_id\":%u,"
+        "\"remote_comm_id\":%u,\"lqpn\":%u,\"rqpn\":%u,\"remote\":%s,"
+        "\"bound\":%s,\"client\":%u,\"pid\":%s}",
+        first ? "" : ",", i.id, nic::CmStateName(i.state),
+        i.listener ? "true" : "false", i.active ? "true" : "false",
+        i.service_id, i.local_comm_id, i.remote_comm_id, i.local_qpn,
+        i.remote_qpn,
+        i.listener ? "null" : absl::StrCat("\"", GidIp(i.remote_gid), "\""),
+        i.bound_addr.has_value()
+            ? absl::StrCat("\"", GidIp(*i.bound_addr), "\"")
+            : "null",
+        i.client, pid.has_value() ? absl::StrCat(*pid) : "null");
+    first = false;
   });
   absl::StrAppend(out, "]");
 }

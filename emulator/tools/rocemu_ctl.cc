@@ -37,6 +37,7 @@ constexpr char kUsage[] =
     "  devices        RDMA devices (ibv_devinfo)\n"
     "  ports          ports: state, MAC, MTUs, GID and P_Key tables\n"
     "  qps            queue pairs (rdma resource show qp)\n"
+    "  cm             connection manager ids (rdma resource show cm_id)\n"
     "  mrs            memory regions of attached applications\n"
     "  clients        attached applications and what they hold\n"
     "  counters       port, RNIC, PFC, DCQCN and verbs counters\n"
@@ -266,6 +267,23 @@ int PrintQps(const JsonValue& v) {
   return 0;
 }
 
+int PrintCm(const JsonValue& v) {
+  Table t({"DEVICE", "ID", "STATE", "ROLE", "SERVICE-ID", "LQPN", "RQPN",
+           "REMOTE", "BOUND", "PID"});
+  for (const JsonValue& p : v["ports"].items()) {
+    for (const JsonValue& c : p["cm_ids"].items()) {
+      const char* role = c["listener"].boolean() ? "listen"
+                         : c["active"].boolean() ? "active"
+                                                 : "passive";
+      t.Add({S(p["device"]), S(c["id"]), S(c["state"]), role,
+             S(c["service_id"]), S(c["lqpn"]), S(c["rqpn"]), S(c["remote"]),
+             S(c["bound"]), S(c["pid"])});
+    }
+  }
+  t.Print();
+  return 0;
+}
+
 int PrintMrs(const JsonValue& v) {
   Table t({"DEVICE", "CLIENT", "PID", "KEY", "PD", "IOVA", "LENGTH", "ACCESS",
            "KIND"});
@@ -438,6 +456,8 @@ int Run(const std::vector<char*>& args) {
     print = PrintPorts;
   } else if (cmd == "qps") {
     print = PrintQps;
+  } else if (cmd == "cm") {
+    print = PrintCm;
   } else if (cmd == "mrs") {
     print = PrintMrs;
   } else if (cmd == "clients") {

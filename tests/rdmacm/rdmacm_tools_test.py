@@ -8,7 +8,11 @@ to a port nobody listens on (REJECTED, reason 8), and ib_{write,send,read}_bw
 -R. Each tool's own checks decide, then both daemons' CM counters must show
 the handshakes and nothing lost or malformed.
 
-Usage: rdmacm_tools_test.py ROCEMUD DROPIN_DIR RDMACM_DIR
+While rping's server listens, rocemu-ctl cm must show its listener (state,
+service ID, pid). Servers are started, then clients once the daemon's CM
+lists the server's listener.
+
+Usage: rdmacm_tools_test.py ROCEMUD DROPIN_DIR RDMACM_DIR ROCEMU_CTL
 """
 import os
 import re
@@ -36,14 +40,19 @@ class CmRun(stock.Run):
         e["LD_LIBRARY_PATH"] = self.rdmacm + ":" + self.dropin
         return e
 
-    def pair_cm(self, ns, a, b, server, client, timeout=120, gap=0.5):
+    def pair_cm(self, ns, a, b, server, client, timeout=120, listen=None,
+                on_listen=None):
         """`server` on daemon A, then `client` on daemon B (argv lists with
-        {port} filled in); both (returncode, output)."""
+        {port} filled in) once A's CM lists a listener on port `listen`
+        (default: the test's port); both (returncode, output)."""
         self.port += 1
+
         def fill(v):
             return [x.format(port=self.port) for x in v]
         srv = self.tool(ns, a, fill(server), timeout)
-        time.sleep(gap)
+        entry = wait_listener(a, listen or self.port)
+        if on_listen is not None:
+            on_listen(srv, entry)
         cli = self.tool(ns, b, fill(client), timeout)
         return self.collect((cli, srv), timeout)
 
@@ -62,13 +71,29 @@ class CmRun(stock.Run):
         return outs
 
 
+def cm_ids(d):
+    c = netns_util.control(d["ctl"], {"cmd": "cm"}, timeout=10)
+    return c["ports"][0]["cm_ids"]
+
+
+def wait_listener(d, port, timeout=20):
+    """A's CM id listening on `port` (any port space), or None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for e in cm_ids(d):
+            if e["listener"] and int(e["service_id"], 16) & 0xFFFF == port:
+                return e
+        time.sleep(0.05)
+    return None
+
+
 def cm_counters(d):
     c = netns_util.control(d["ctl"], {"cmd": "counters"}, timeout=10)
     return c["ports"]["p0"]["rnic"]
 
 
 def main():
-    rocemud, dropin, rdmacm = (os.path.abspath(p) for p in sys.argv[1:4])
+    rocemud, dropin, rdmacm, ctl = (os.path.abspath(p) for p in sys.argv[1:5])
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -77,6 +102,19 @@ def main():
     with netns_util.failures_reported(r):
         ns, a, b = stock.setup(r, "memif")
 
+        def show_listener(srv, entry):
+            # What operators see while a server waits.
+            want = f"0x{0x0106:012x}{r.port:04x}"
+            r.check(entry is not None and entry["state"] == "LISTEN" and
+                    entry["service_id"] == want and entry["pid"] == srv.pid
+                    and entry["bound"] == A_IP,
+                    f"rping server's listener in the daemon's CM: {entry}")
+            out = subprocess.run([ctl, "--socket", a["ctl"], "cm"],
+                                 capture_output=True, text=True, timeout=10)
+            r.check(out.returncode == 0 and re.search(
+                rf"rocemu_p0\s+\d+\s+LISTEN\s+listen\s+{want}\s", out.stdout)
+                    is not None, "rocemu-ctl cm lists it:\n" + out.stdout)
+
         # rping: pings of 64 bytes, validated (-V) and printed (-v).
         for extra, n, what in (([], 1000, "rping"), (["-q"], 50, "rping -q")):
             (crc, cout), (src, sout) = r.pair_cm(
@@ -84,7 +122,8 @@ def main():
                 ["rping", "-s", "-a", A_IP, "-p", "{port}", "-C", str(n),
                  "-S", "64", "-V"] + extra,
                 ["rping", "-c", "-a", A_IP, "-p", "{port}", "-C", str(n),
-                 "-S", "64", "-v", "-V"] + extra)
+                 "-S", "64", "-v", "-V"] + extra,
+                on_listen=show_listener if not extra else None)
             # stdout and stderr share the pipe: count distinct ping numbers.
             seen = {int(x) for x in re.findall(r"rdma-ping-(\d+):", cout)}
             pings = len(seen & set(range(n)))
@@ -120,7 +159,7 @@ def main():
         (crc, cout), (src, sout) = r.pair_cm(
             ns, a, b,
             ["udaddy", "-b", A_IP, "-c", "2", "-C", "10"],
-            ["udaddy", "-s", A_IP, "-c", "2", "-C", "10"])
+            ["udaddy", "-s", A_IP, "-c", "2", "-C", "10"], listen=7174)
         ok = src == 0 and crc == 0 and "test complete" in cout and \
             "test complete" in sout
         r.check(ok, f"udaddy -c 2 -C 10: server {src}, client {crc}")
@@ -143,7 +182,7 @@ def main():
         r.port += 1
         srv = r.tool(ns, a, ["cmtime", "-b", A_IP, "-p", str(r.port), "-c",
                              "50"], 60)
-        time.sleep(0.5)
+        wait_listener(a, r.port)
         cli = r.tool(ns, b, ["cmtime", "-s", A_IP, "-p", str(r.port), "-c",
                              "50"], 60)
         [(crc, cout)] = r.collect([cli], 60)
@@ -170,6 +209,12 @@ def main():
             r.check(ok, f"{tool} -R -s {size}: server {src}, client {crc}")
             if not ok:
                 print(sout[-1500:], cout[-1500:])
+
+        # Every connection is gone: no id left in either CM but in TimeWait
+        # (whose exit is a few seconds away), and no listener.
+        left = [e for d in (a, b) for e in cm_ids(d)
+                if e["state"] not in ("TIMEWAIT", "IDLE") or e["listener"]]
+        r.check(not left, f"no CM id left behind: {left[:3]}")
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
