@@ -12,6 +12,10 @@
 # ib_atomic_bw and ib_write_lat run on rxe in the guest AND on the host over
 # rocemu's drop-in libibverbs.so.1, each side its own binary, rxe as server
 # and as client.
+# rdma_cm programs (stock_cm_* cases): rping, ucmatose, udaddy (UD over
+# SIDR) and ib_write_bw / ib_send_lat -R, connected by the IB CM between
+# rxe's kernel rdma_cm and rocemu's drop-in librdmacm.so.1, each side as
+# client and as server; peers are addressed by their RoCE IPs.
 # Each phase boots ONE guest that runs its cases in order. Every case's
 # bridge capture must pass ../shared/oracle/check_pcap.py --strict and show
 # the announced PSNs, opcodes, payload sizes and Q_Key
@@ -23,9 +27,11 @@
 #          ud4096_rxe_server ud4096_rxe_client            (jumbo phase)
 #          stock_<tool>_rxe_server stock_<tool>_rxe_client, tool one of
 #          rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat
+#          cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat
 #
 # Environment: ROCEMU_BUILD_DIR (default build/; or ROCEMUD,
-# ROCEMU_PINGPONG and ROCEMU_IBVERBS (the drop-in's directory) naming them), ROCEMU_PEER_DIR (default
+# ROCEMU_PINGPONG, ROCEMU_IBVERBS and ROCEMU_RDMACM (the drop-ins'
+# directories) naming them), ROCEMU_PEER_DIR (default
 # ../shared/peer), ITERS (default 10), INTEROP_OUT (kept results, default
 # /var/tmp/rocemu-interop), KEEP=1 keeps the scratch directory. Prints
 # "RESULT <case>: PASS|FAIL" and "N passed, M failed"; exit 1 on any
@@ -44,7 +50,9 @@ SHARED=$(cd "$PEER_DIR/.." && pwd)
 BLD=$(cd "${ROCEMU_BUILD_DIR:-$ROOT/build}" && pwd)
 ROCEMUD=${ROCEMUD:-$BLD/emulator/rocemud}
 PINGPONG=${ROCEMU_PINGPONG:-$BLD/verbs/tools/rocemu-pingpong}
+CTL=${ROCEMU_CTL:-$BLD/emulator/tools/rocemu-ctl}
 DROPIN=${ROCEMU_IBVERBS:-$BLD/verbs/ibverbs}
+RDMACM=${ROCEMU_RDMACM:-$BLD/verbs/rdmacm}
 CHECK_PCAP=$SHARED/oracle/check_pcap.py
 WIRE=$ROOT/tests/interop/pingpong_wire.py
 ITERS=${ITERS:-10}
@@ -58,7 +66,8 @@ GUEST_IP=$(guest_ip 1)
 VETH_BR=rppint-br    # bridge end
 VETH_D=rppint-d      # rocemud's end
 
-STOCK_TOOLS="rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat"
+STOCK_TOOLS="rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat
+cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat"
 ALL_CASES="rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
 rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
 ud4096_rxe_server ud4096_rxe_client
@@ -141,10 +150,24 @@ EOF
 
 case_stock() { case $1 in stock_*) return 0;; *) return 1;; esac; }
 stock_tool() { local t=${1#stock_}; echo "${t%_rxe_*}"; }
+case_cm() { case $1 in stock_cm_*) return 0;; *) return 1;; esac; }
+# The peer address a client of CASE names: the TCP exchange of the verbs
+# tools runs against the netns' kernel, rdma_cm connects RoCE addresses.
+peer_of_guest() { if case_cm "$1"; then echo "$ROCEMU_IP"; else echo "$HOST_IP"; fi; }
+CM_PINGS=100
 # The stock command line of a case on either side (DEV: rxe0 or rocemu_p0;
-# GID: the GID index; the peer address is appended by the caller).
-stock_cmd() {  # stock_cmd CASE DEV GID
+# GID: the GID index; ROLE: server or client; the peer address is appended
+# by the caller).
+stock_cmd() {  # stock_cmd CASE DEV GID ROLE
+    local cm_client=""
+    [ "${4:-}" = client ] && cm_client=1
     case $(stock_tool "$1") in
+        cm_rping) if [ -n "$cm_client" ]; then echo "rping -c -v -V -C $CM_PINGS -S 64 -a";
+                  else echo "rping -s -v -V -C $CM_PINGS -S 64 -a 0.0.0.0"; fi;;
+        cm_ucmatose) echo "ucmatose -c 2 -C 10${cm_client:+ -s}";;
+        cm_udaddy) echo "udaddy -c 2 -C 10${cm_client:+ -s}";;
+        cm_write_bw) echo "ib_write_bw -d $2 -x $3 -R -F -m 1024 -s 4096 -n 100 --report_gbits";;
+        cm_send_lat) echo "ib_send_lat -d $2 -x $3 -R -F -s 64 -n 100";;
         rc_pingpong) echo "ibv_rc_pingpong -d $2 -g $3 -s 4096 -m 1024 -n $ITERS";;
         ud_pingpong) echo "ibv_ud_pingpong -d $2 -g $3 -s 1024 -n $ITERS";;
         write_bw) echo "ib_write_bw -d $2 -x $3 -F -m 1024 -s 4096 -n 100 --report_gbits";;
@@ -157,6 +180,8 @@ stock_cmd() {  # stock_cmd CASE DEV GID
 # What each side printing means success, besides exit status 0.
 stock_ok() {  # stock_ok CASE OUTPUT_FILE
     case $(stock_tool "$1") in
+        cm_rping) grep -q "rdma-ping-$((CM_PINGS - 1)):" "$2";;
+        cm_ucmatose|cm_udaddy) grep -q "test complete" "$2";;
         *_pingpong) grep -q "iters in" "$2";;
         *) grep -qE "^ *[0-9]+ +[0-9]+ +[0-9.]+" "$2";;
     esac
@@ -177,6 +202,10 @@ wait_path() {  # wait_path FILE TIMEOUT_S
     return 0
 }
 listening() { ip netns exec "$NS" ss -Hltn "sport = :18515" | grep -q 18515; }
+# rocemud's CM holds a listener (rocemu-ctl cm).
+cm_listening_here() {
+    "$CTL" --socket "$RUN/ctl.sock" cm 2>/dev/null | grep -q " LISTEN "
+}
 # The harness' cap_start without packet batching: libpcap's TPACKET_V3 ring
 # hands tcpdump a block only when it fills or after its timeout (1 s), so a
 # short case stopped 0.5 s after its last frame loses its frames.
@@ -199,11 +228,15 @@ tcp_listening() {
 }
 wait_file() { n=0; until [ -e "$1" ]; do sleep 0.05; n=$((n+1)); [ $n -gt 1200 ] && return 1; done; return 0; }
 EOF
-    local i=0 c cmd
+    local i=0 c cmd role ready
     for c in "$@"; do
         i=$((i + 1))
+        role=client
+        if case_rxe_server "$c"; then role=server; fi
+        ready='tcp_listening 18515'
+        if case_cm "$c"; then ready='rdma res show cm_id 2>/dev/null | grep -q LISTEN'; fi
         if case_stock "$c"; then
-            cmd="$(stock_cmd "$c" rxe0 '$GIDX')"
+            cmd="$(stock_cmd "$c" rxe0 '$GIDX' $role)"
         else
             cmd="ibv_$(case_tool "$c")_pingpong -d rxe0 -g \$GIDX -s $(case_size "$c") -n $ITERS $(mtu_args "$c")"
         fi
@@ -211,11 +244,11 @@ EOF
         echo "wait_file \$SHARE/go.$i || { echo 'no go for case $i'; exit 1; }"
         if case_rxe_server "$c"; then
             echo "$cmd > \$SHARE/rxe.$i.out 2>&1 &"
-            echo 'P=$!; n=0; until tcp_listening 18515; do sleep 0.05; n=$((n+1)); [ $n -gt 400 ] && break; done'
+            echo "P=\$!; n=0; until $ready; do sleep 0.05; n=\$((n+1)); [ \$n -gt 400 ] && break; done"
             echo "touch \$SHARE/ready.$i"
             echo "wait \$P; echo \$? > \$SHARE/rc.$i"
         else
-            echo "$cmd $HOST_IP > \$SHARE/rxe.$i.out 2>&1; echo \$? > \$SHARE/rc.$i"
+            echo "$cmd $(peer_of_guest "$c") > \$SHARE/rxe.$i.out 2>&1; echo \$? > \$SHARE/rc.$i"
         fi
     done
 }
@@ -227,24 +260,29 @@ pass=0 fail=0
 run_stock() {
     local i=$1 c=$2 share=$3
     local pcap=$RUN/$c.pcap out=$RUN/$c.rocemu.out rxe_out=$share/rxe.$i.out
-    local t0=$SECONDS ok=1 rxe_rc cmd
-    cmd=$(stock_cmd "$c" rocemu_p0 0)
+    local t0=$SECONDS ok=1 rxe_rc cmd role=server
+    if case_rxe_server "$c"; then role=client; fi
+    cmd=$(stock_cmd "$c" rocemu_p0 0 $role)
     CAP_PID=$(cap_start_now "$pcap")
     if case_rxe_server "$c"; then
         touch "$share/go.$i"
         if wait_path "$share/ready.$i" 120; then
             # shellcheck disable=SC2086
-            ip netns exec "$NS" env LD_LIBRARY_PATH="$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
+            ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
                 timeout 120 $cmd "$GUEST_IP" >"$out" 2>&1 || ok=0
         else
             echo "guest never got its server up" >"$out"; ok=0
         fi
     else
         # shellcheck disable=SC2086
-        ip netns exec "$NS" env LD_LIBRARY_PATH="$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
+        ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
             timeout 120 $cmd >"$out" 2>&1 &
         SERVER_PID=$!
-        for _ in $(seq 1 100); do listening && break; sleep 0.05; done
+        if case_cm "$c"; then
+            for _ in $(seq 1 100); do cm_listening_here && break; sleep 0.05; done
+        else
+            for _ in $(seq 1 100); do listening && break; sleep 0.05; done
+        fi
         touch "$share/go.$i"
         wait "$SERVER_PID" || ok=0
         SERVER_PID=""
