@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -304,7 +305,8 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
   RETURN_IF_ERROR(top.Check());
   // A misspelt top-level key is reported before what it leaves missing.
   for (const char* k : {"name", "description", "rnic", "pds", "mrs", "cqs",
-                        "qps", "input", "settle_ns", "max_output_frames"}) {
+                        "qps", "cm", "input", "settle_ns",
+                        "max_output_frames"}) {
     (void)top.Get(k);
   }
   RETURN_IF_ERROR(top.Finish());
@@ -502,7 +504,10 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
     RETURN_IF_ERROR(m.UintAs("pkey_index", &q.pkey_index, false, 63));
     RETURN_IF_ERROR(m.UintAs("qkey", &q.qkey));
     RETURN_IF_ERROR(m.Enum<nic::QpState>(
-        "state", {{"rtr", nic::QpState::kRtr}, {"rts", nic::QpState::kRts}},
+        "state",
+        {{"init", nic::QpState::kInit},
+         {"rtr", nic::QpState::kRtr},
+         {"rts", nic::QpState::kRts}},
         &q.state));
     RETURN_IF_ERROR(m.Enum<nic::PathMtu>("path_mtu",
                                          {{"256", nic::PathMtu::kMtu256},
@@ -511,7 +516,9 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
                                           {"2048", nic::PathMtu::kMtu2048},
                                           {"4096", nic::PathMtu::kMtu4096}},
                                          &q.path_mtu));
-    const bool connected = q.type != nic::QpType::kUd;
+    // A QP the CM connects takes its peer from the REQ.
+    const bool connected =
+        q.type != nic::QpType::kUd && q.state != nic::QpState::kInit;
     RETURN_IF_ERROR(m.UintAs("dest_qpn", &q.dest_qpn, connected, 0xFFFFFF));
     RETURN_IF_ERROR(m.UintAs("rq_psn", &q.rq_psn, connected, 0xFFFFFF));
     RETURN_IF_ERROR(m.UintAs("sq_psn", &q.sq_psn, false, 0xFFFFFF));
@@ -557,6 +564,8 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
       RETURN_IF_ERROR(r.UintAs("rkey", &wr.rkey));
       RETURN_IF_ERROR(r.UintAs("compare_add", &wr.compare_add));
       RETURN_IF_ERROR(r.UintAs("swap", &wr.swap));
+      RETURN_IF_ERROR(
+          r.UintAs("after_completions", &wr.after_completions, false, 1u << 20));
       RETURN_IF_ERROR(ParseSges(r, mr_by_name, &wr.sges));
       q.sends.push_back(wr);
       return absl::OkStatus();
@@ -565,15 +574,60 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
       return errors.At(m.node()["send"].Mark(), m.Key("send"),
                        "more sends than max_send_wr");
     }
-    if (!q.sends.empty() && q.state != nic::QpState::kRts) {
-      return errors.At(m.node()["send"].Mark(), m.Key("send"),
-                       "sends need state rts");
+    for (const SendSpec& wr : q.sends) {
+      if (q.state == nic::QpState::kRtr ||
+          (q.state == nic::QpState::kInit && wr.after_completions == 0)) {
+        return errors.At(m.node()["send"].Mark(), m.Key("send"),
+                         "sends need state rts (or, with a CM listener, "
+                         "after_completions)");
+      }
     }
     c->qps.push_back(q);
     return absl::OkStatus();
   }));
   if (c->qps.empty()) {
     return errors.At(root.Mark(), "qps", "expected at least one QP");
+  }
+
+  if (YAML::Node n = top.Get("cm")) {
+    Map cm(errors, n, "cm");
+    RETURN_IF_ERROR(cm.Check());
+    (void)cm.Get("listen");
+    RETURN_IF_ERROR(cm.Finish());
+    RETURN_IF_ERROR(
+        ForEachMap(cm, "listen", [&](Map& m, size_t) -> absl::Status {
+          CmListenSpec l;
+          RETURN_IF_ERROR(m.UintAs("service_id", &l.service_id, true));
+          RETURN_IF_ERROR(m.UintAs("qp", &l.qpn, true, 0xFFFFFF));
+          const QpSpec* qp = nullptr;
+          for (const QpSpec& q : c->qps) {
+            if (q.qpn == l.qpn) qp = &q;
+          }
+          if (qp == nullptr || qp->state != nic::QpState::kInit ||
+              qp->type == nic::QpType::kUd) {
+            return errors.At(m.node()["qp"].Mark(), m.Key("qp"),
+                             "needs an RC or UC QP of the case in state init");
+          }
+          RETURN_IF_ERROR(m.UintAs("responder_resources",
+                                   &l.responder_resources, false, 128));
+          RETURN_IF_ERROR(
+              m.UintAs("initiator_depth", &l.initiator_depth, false, 128));
+          RETURN_IF_ERROR(
+              m.UintAs("rnr_retry_count", &l.rnr_retry_count, false, 7));
+          c->cm_listens.push_back(l);
+          return absl::OkStatus();
+        }));
+  }
+  for (const QpSpec& q : c->qps) {
+    const bool listened =
+        std::any_of(c->cm_listens.begin(), c->cm_listens.end(),
+                    [&](const CmListenSpec& l) { return l.qpn == q.qpn; });
+    if (q.state == nic::QpState::kInit && !listened) {
+      return errors.At(root.Mark(), "qps",
+                       absl::StrFormat("QP 0x%x in state init has no cm "
+                                       "listener to connect it",
+                                       q.qpn));
+    }
   }
 
   {

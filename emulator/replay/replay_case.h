@@ -68,6 +68,10 @@ struct SendSpec {
   uint32_t rkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
+  // Posted once the case has seen this many completions (all CQs, in
+  // order): an application's "post the READ when the peer's SEND has
+  // arrived". 0: posted at set-up.
+  uint32_t after_completions = 0;
 };
 
 struct QpSpec {
@@ -81,6 +85,8 @@ struct QpSpec {
   nic::AccessFlags access = 0;  // remote rights granted by the QP
   uint16_t pkey_index = 0;
   uint32_t qkey = 0;  // UD
+  // kInit: the QP waits for the Communication Manager (a `cm` listener
+  // accepting on it) to take it to RTR and RTS.
   nic::QpState state = nic::QpState::kRts;
   nic::PathMtu path_mtu = nic::PathMtu::kMtu1024;
   uint32_t dest_qpn = 0;
@@ -107,6 +113,17 @@ enum class Select : uint8_t {
   kAll,     // every frame
 };
 
+// A listener of the RNIC's Communication Manager that accepts every
+// connection request for `service_id` on QP `qpn` (the CM drives the QP),
+// with these REP parameters.
+struct CmListenSpec {
+  uint64_t service_id = 0;
+  uint32_t qpn = 0;
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  uint8_t rnr_retry_count = 7;
+};
+
 struct ReplayCase {
   std::string path;  // of the case file; the input pcap is relative to it
   std::string name;
@@ -120,6 +137,7 @@ struct ReplayCase {
   std::vector<MrSpec> mrs;
   std::vector<CqSpec> cqs;
   std::vector<QpSpec> qps;
+  std::vector<CmListenSpec> cm_listens;
   // Input.
   std::string input_pcap;  // resolved against the case file's directory
   Select select = Select::kDstIp;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "emulator/replay/pcap_io.h"
 #include "emulator/tools/json_writer.h"
+#include "nic/cm/cm_agent.h"
 #include "nic/rnic.h"
 
 namespace rocemu::replay {
@@ -107,7 +108,12 @@ class Runner {
   absl::StatusOr<nic::SgList> SgList(const std::vector<SgeSpec>& sges) const;
   absl::Status Drain();
   absl::Status AdvanceTo(TimeNs target);
-  void PollCqs();
+  // Collects completions and CM events, and does what the case's
+  // application does on them (deferred sends, accepting connections).
+  // True when it posted or accepted something.
+  bool PollCqs();
+  absl::Status PostSend(uint32_t qpn, const SendSpec& s);
+  bool HandleCmEvents();
   std::string Summary(size_t total_read, size_t fed) const;
 
   const ReplayCase& c_;
@@ -117,6 +123,19 @@ class Runner {
   absl::flat_hash_map<std::string, nic::CqHandle> cqs_;
   absl::flat_hash_map<std::string, Mr> mrs_;
   std::vector<Completion> completions_;
+  // Sends waiting for their completion count, in case order.
+  struct Deferred {
+    uint32_t qpn;
+    const SendSpec* spec;
+  };
+  std::vector<Deferred> deferred_;
+  absl::flat_hash_map<nic::CmId, const CmListenSpec*> listeners_;
+  struct CmEventSeen {
+    TimeNs time_ns;
+    nic::CmEventType type;
+    nic::CmId id;
+  };
+  std::vector<CmEventSeen> cm_events_;
   PcapNsWriter out_;
   uint32_t out_frames_ = 0;
   TimeNs last_out_ns_ = 0;
@@ -139,7 +158,15 @@ absl::Status Runner::Setup() {
     if (!h.ok()) return h.status();
     cqs_[cq.name] = *h;
   }
-  return CreateQps();
+  RETURN_IF_ERROR(CreateQps());
+  for (const CmListenSpec& l : c_.cm_listens) {
+    nic::CmListenParams p;
+    p.service_id = l.service_id;
+    absl::StatusOr<nic::CmId> id = nic_.cm().Listen(p);
+    if (!id.ok()) return id.status();
+    listeners_[*id] = &l;
+  }
+  return absl::OkStatus();
 }
 
 // A key is (slot index << 8) | key byte (nic/mr_table.h). The capture's
@@ -247,6 +274,7 @@ absl::Status Runner::ConnectQp(const QpSpec& q) {
   a.qkey = q.qkey;
   nic::QpAttrMask m = kState | kPkeyIndex | kPort | (ud ? kQkey : kAccessFlags);
   RETURN_IF_ERROR(nic_.ModifyQp(q.qpn, a, m));
+  if (q.state == nic::QpState::kInit) return absl::OkStatus();
   a.qp_state = nic::QpState::kRtr;
   a.path_mtu = q.path_mtu;
   a.dest_qp_num = q.dest_qpn;
@@ -302,20 +330,55 @@ absl::Status Runner::PostWrs(const QpSpec& q) {
     RETURN_IF_ERROR(nic_.PostRecv(q.qpn, wr));
   }
   for (const SendSpec& s : q.sends) {
-    nic::SendWr wr;
-    wr.wr_id = s.wr_id;
-    wr.opcode = s.opcode;
-    wr.send_flags = (s.signaled ? nic::send_flags::kSignaled : 0) |
-                    (s.solicited ? nic::send_flags::kSolicited : 0);
-    absl::StatusOr<nic::SgList> sg = SgList(s.sges);
-    if (!sg.ok()) return sg.status();
-    wr.sg_list = *sg;
-    wr.imm_data = s.imm_data;
-    wr.rdma = {s.remote_va, s.rkey};
-    wr.atomic = {s.remote_va, s.compare_add, s.swap, s.rkey};
-    RETURN_IF_ERROR(nic_.PostSend(q.qpn, wr));
+    if (s.after_completions != 0) {
+      deferred_.push_back({q.qpn, &s});
+      continue;
+    }
+    RETURN_IF_ERROR(PostSend(q.qpn, s));
   }
+  std::stable_sort(deferred_.begin(), deferred_.end(),
+                   [](const Deferred& a, const Deferred& b) {
+                     return a.spec->after_completions <
+                            b.spec->after_completions;
+                   });
   return absl::OkStatus();
+}
+
+absl::Status Runner::PostSend(uint32_t qpn, const SendSpec& s) {
+  nic::SendWr wr;
+  wr.wr_id = s.wr_id;
+  wr.opcode = s.opcode;
+  wr.send_flags = (s.signaled ? nic::send_flags::kSignaled : 0) |
+                  (s.solicited ? nic::send_flags::kSolicited : 0);
+  absl::StatusOr<nic::SgList> sg = SgList(s.sges);
+  if (!sg.ok()) return sg.status();
+  wr.sg_list = *sg;
+  wr.imm_data = s.imm_data;
+  wr.rdma = {s.remote_va, s.rkey};
+  wr.atomic = {s.remote_va, s.compare_add, s.swap, s.rkey};
+  return nic_.PostSend(qpn, wr);
+}
+
+// A connection request to a listener of the case is accepted on its QP at
+// once (the CM takes the QP to RTR, sends the REP, and to RTS on the RTU).
+bool Runner::HandleCmEvents() {
+  bool acted = false;
+  nic::CmEvent ev;
+  while (nic_.cm().PollEvent(&ev)) {
+    cm_events_.push_back({now_, ev.type, ev.id});
+    if (ev.type != nic::CmEventType::kReqReceived) continue;
+    auto it = listeners_.find(ev.listen_id);
+    if (it == listeners_.end()) continue;
+    nic::CmAcceptParams p;
+    p.qpn = it->second->qpn;
+    p.responder_resources = it->second->responder_resources;
+    p.initiator_depth = it->second->initiator_depth;
+    p.rnr_retry_count = it->second->rnr_retry_count;
+    // A failed accept is the summary's to show (no REP, counters).
+    (void)nic_.cm().Accept(ev.id, p, now_);
+    acted = true;
+  }
+  return acted;
 }
 
 absl::Status Runner::Drain() {
@@ -335,8 +398,8 @@ absl::Status Runner::Drain() {
             c_.max_output_frames));
       }
     }
-    PollCqs();
-    if (n == 0) return absl::OkStatus();
+    const bool acted = PollCqs();
+    if (n == 0 && !acted) return absl::OkStatus();
   }
 }
 
@@ -359,7 +422,8 @@ absl::Status Runner::AdvanceTo(TimeNs target) {
   return absl::OkStatus();
 }
 
-void Runner::PollCqs() {
+bool Runner::PollCqs() {
+  bool acted = HandleCmEvents();
   for (const CqSpec& cq : c_.cqs) {
     nic::WorkCompletion wc[16];
     size_t n;
@@ -369,6 +433,15 @@ void Runner::PollCqs() {
       }
     }
   }
+  size_t posted = 0;
+  while (posted < deferred_.size() &&
+         deferred_[posted].spec->after_completions <= completions_.size()) {
+    // A post the RNIC refuses shows in the summary: the WR never completes.
+    (void)PostSend(deferred_[posted].qpn, *deferred_[posted].spec);
+    ++posted;
+  }
+  deferred_.erase(deferred_.begin(), deferred_.begin() + posted);
+  return acted || posted != 0;
 }
 
 absl::StatusOr<std::string> Runner::Run(const std::vector<InputFrame>& frames,
@@ -440,6 +513,24 @@ std::string Runner::Summary(size_t total_read, size_t fed) const {
     items.push_back(w.str());
   }
   line("completions", list(items));
+
+  if (!c_.cm_listens.empty()) {
+    items.clear();
+    for (const CmEventSeen& e : cm_events_) {
+      JsonWriter w;
+      w.BeginObject();
+      w.Field("time_ns", uint64_t{e.time_ns});
+      w.Field("type", nic::CmEventName(e.type));
+      w.Field("id", e.id);
+      w.EndObject();
+      items.push_back(w.str());
+    }
+    line("cm_events", list(items));
+    items.clear();
+  }
+  if (!deferred_.empty()) {
+    line("sends_never_posted", absl::StrCat(deferred_.size()));
+  }
 
   // Non-zero counters only, so that a counter added to the RNIC later does
   // not change every golden file.

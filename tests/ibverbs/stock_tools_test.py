@@ -32,6 +32,8 @@ class Run:
         self.tmp = tempfile.mkdtemp(prefix="rocemu-stock-")
         os.chmod(self.tmp, 0o755)
         self.namespaces, self.procs, self.failures = [], [], []
+        # Daemon name -> YAML sections added to its configuration.
+        self.extra_config = {}
         self.port = 18515 + self.pid % 1000
 
     def check(self, cond, msg):
@@ -63,7 +65,7 @@ ports:
 control: {{socket: {ctl}}}
 verbs: {{socket: {verbs}}}
 logging: {{file: {d}/rocemud.log}}
-""")
+""" + self.extra_config.get(name, "").format(dir=d))
         p = netns_util.start_rocemud(ns, self.rocemud, cfg, (ctl, verbs),
                                      name)
         self.procs.append(p)

@@ -199,6 +199,62 @@ def check_rc_lossy(out, summary):
         fail(f"receive completions {recv}")
 
 
+def check_rocemu_rping(case_dir, out, out_pcap, summary):
+    # rocemu replaying rping's server sends what the original server (a
+    # rocemud driven by the drop-in librdmacm) sent, frame for frame: the
+    # REP (same comm IDs, starting PSN, parameters), ACKs, READ requests,
+    # SENDs and WRITEs with the same PSNs, RETHs and payloads, the DREP.
+    _, inp = read_pcap(os.path.join(case_dir, "input.pcap"))
+    orig = [r for r in (roce(b) for _, b in inp)
+            if r and r["src"] == ip("10.122.2.1")]
+    client = [r for r in (roce(b) for _, b in inp)
+              if r and r["src"] == ip("10.122.2.2")]
+    ours = [roce(b) for _, b in out]
+    keys = ("opcode", "psn", "dqp", "ackreq", "reth", "aeth", "payload")
+    if len(ours) != len(orig) or len(orig) != 14:
+        fail(f"{len(ours)} frames, the original server sent {len(orig)}")
+    for i, (a, b) in enumerate(zip(orig, ours)):
+        if transport(a, keys) != transport(b, keys):
+            fail(f"frame {i + 1} differs from the original server's: "
+                 f"{transport(b, keys)} vs {transport(a, keys)}")
+    # The CM's side of it, as tshark dissects the golden: REP then DREP,
+    # no expert warnings on any frame.
+    t = subprocess.run(["tshark", "-r", out_pcap, "-T", "fields", "-e",
+                        "infiniband.mad.attributeid", "-e", "_ws.expert"],
+                       capture_output=True, text=True, timeout=60)
+    rows = [line.split("\t") for line in t.stdout.splitlines()]
+    attrs = [r[0] for r in rows if r[0]]
+    if t.returncode != 0 or attrs != ["0x0013", "0x0016"]:
+        fail(f"tshark: CM attributes {attrs} (want REP, DREP): {t.stderr}")
+    if any(len(r) > 1 and r[1] for r in rows):
+        fail("tshark reports expert info on the golden")
+    events = [e["type"] for e in summary["cm_events"]]
+    if events != ["REQ_RECEIVED", "ESTABLISHED", "DISCONNECTED",
+                  "TIMEWAIT_EXIT"]:
+        fail(f"CM events {events}")
+    st = [(c["opcode"], c["status"]) for c in summary["completions"]]
+    round_ = [("IBV_WC_RECV", "IBV_WC_SUCCESS"),
+              ("IBV_WC_RDMA_READ", "IBV_WC_SUCCESS"),
+              ("IBV_WC_SEND", "IBV_WC_SUCCESS"),
+              ("IBV_WC_RECV", "IBV_WC_SUCCESS"),
+              ("IBV_WC_RDMA_WRITE", "IBV_WC_SUCCESS"),
+              ("IBV_WC_SEND", "IBV_WC_SUCCESS")]
+    if sorted(st) != sorted(round_ * 2) or len(st) != 12:
+        fail(f"completions {st}")
+    # rdma_buf holds what the second READ brought: the client's second ping.
+    reads = [r["payload"] for r in client if r["opcode"] == 0x10]
+    got = {m["name"]: m["crc32"] for m in summary["mrs"]}
+    if len(reads) != 2 or \
+            got["rdma_buf"] != "0x%08x" % zlib.crc32(reads[1]):
+        fail(f"rdma_buf {got['rdma_buf']} is not the client's second ping")
+    if not reads[1].startswith(b"rdma-ping-1: "):
+        fail(f"the client's second ping reads {reads[1][:16]!r}")
+    cm = summary["counters"]
+    if (cm.get("cm_rtu_rcvd"), cm.get("cm_dreq_rcvd"),
+            cm.get("cm_rx_unmatched", 0)) != (1, 1, 0):
+        fail(f"the client's RTU and DREQ must match the REP's comm ID: {cm}")
+
+
 def golden(replay, case_dir, shared):
     with tempfile.TemporaryDirectory() as tmp:
         out_pcap = os.path.join(tmp, "out.pcap")
@@ -234,6 +290,8 @@ def golden(replay, case_dir, shared):
             check_rxe_requester(case_dir, out, summary)
         elif name == "rc_lossy":
             check_rc_lossy(out, summary)
+        elif name == "rocemu_rping":
+            check_rocemu_rping(case_dir, out, out_pcap, summary)
     print(f"PASS {case_dir}")
 
 
