@@ -3,6 +3,7 @@
 // cm_passive.cc, cm_reject.cc, cm_disconnect.cc and cm_sidr.cc.
 #include "nic/cm/cm_agent.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -306,7 +307,7 @@ void CmAgent::SendRejTo(const ReceivedMad& m, uint32_t local_comm_id,
   rej.message_rejected = msg_rejected;
   rej.reason = reason;
   const size_t n = std::min(ari.size(), rej.ari.size());
-  std::memcpy(rej.ari.data(), ari.data(), n);
+  std::copy_n(ari.begin(), n, rej.ari.begin());  // ari may be empty (null)
   rej.rejected_info_length = static_cast<uint8_t>(n);
   SendMad(m.from, Encode(m.hdr.tid, rej));
 }

@@ -11,10 +11,11 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/corpus" "$tmp/artifacts"
 cp "$corpus"/* "$tmp/corpus/"
 # libFuzzer's default error exit code is 77, which meson reads as "skipped".
-# A fixed seed makes the CI run explore the same input sequence every time
-# (a slower machine just stops earlier in it), so a red fuzz test means a
-# change, not luck; set ROCEMU_FUZZ_SEED to explore elsewhere.
-"$fuzzer" -seed="${ROCEMU_FUZZ_SEED:-1}" -max_total_time="$secs" -timeout=5 \
+# Each run explores from a new seed, printed first: a red fuzz test is
+# reproduced with ROCEMU_FUZZ_SEED=<that seed> (and the artifact below).
+seed=${ROCEMU_FUZZ_SEED:-$(( ($(date +%s) ^ $$) % 2000000000 + 1 ))}
+echo "run_fuzzer: $(basename "$fuzzer") seed $seed (ROCEMU_FUZZ_SEED=$seed reproduces)"
+"$fuzzer" -seed="$seed" -max_total_time="$secs" -timeout=5 \
   -rss_limit_mb=2048 \
   -error_exitcode=1 -timeout_exitcode=1 \
   -max_len=9100 -print_final_stats=1 -artifact_prefix="$tmp/artifacts/" \

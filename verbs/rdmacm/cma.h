@@ -93,6 +93,9 @@ struct IdPriv {
   uint8_t responder_resources = 0;
   uint8_t initiator_depth = 0;
   bool connect_error = false;
+  // The CM reported the connection gone (the peer's DREQ, answered already,
+  // or our DREQ's DREP): rdma_disconnect has nothing left to send.
+  bool disconnected = false;
   // The REP's parameters, reported with ESTABLISHED once the RTU is out;
   // or, without a QP, reported as CONNECT_RESPONSE (and the daemon's
   // ESTABLISHED after rdma_establish is not reported again).
@@ -159,6 +162,8 @@ void Queue(Event* e);
 void DropQueued(IdPriv* id, std::vector<IdPriv*>* orphans);
 void RegisterId(CmDevice* dev, uint32_t handle, IdPriv* id);
 void UnregisterId(CmDevice* dev, uint32_t handle);
+// Drains the devices' CM rings onto the channels (under Mu()).
+void Pump();
 // ucma_complete: a synchronous id's call waits for its event.
 int Complete(IdPriv* id);
 

@@ -573,9 +573,12 @@ int rdma_disconnect(rdma_cm_id* id) {
   {
     std::lock_guard<std::mutex> lock(Mu());
     if (const int err = ModifyQpErr(p); err != 0) return Err(err);
+    Pump();  // a DISCONNECTED already in the ring says the peer went first
     // DREQ, or (the peer's DREQ already in) nothing more: the CM answered
     // it with its DREP. Either way the connection is going.
-    if (p->handle != 0) (void)CmCall(p, verbs::wire::MsgType::kCmDisconnect, p->handle);
+    if (p->handle != 0 && !p->disconnected) {
+      (void)CmCall(p, verbs::wire::MsgType::kCmDisconnect, p->handle);
+    }
   }
   return Complete(p);
 }

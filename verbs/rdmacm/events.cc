@@ -241,6 +241,7 @@ void Translate(CmDevice* dev, const CmEventSlot& s) {
       e = NewEvent(id, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET);
       break;
     case CmEventType::kDisconnected:
+      id->disconnected = true;
       if (id->connect_error) return;
       e = NewEvent(id, RDMA_CM_EVENT_DISCONNECTED, 0);
       if (e != nullptr) CopyConn(e, s, 0);
@@ -266,6 +267,8 @@ void Translate(CmDevice* dev, const CmEventSlot& s) {
   if (e != nullptr) Queue(e);
 }
 
+}  // namespace
+
 // Drains every device's ring (under Mu()).
 void Pump() {
   for (CmDevice* dev : Devices()) {
@@ -275,6 +278,8 @@ void Pump() {
     while (dev->ring.Pop(&s) == verbs::RingResult::kOk) Translate(dev, s);
   }
 }
+
+namespace {
 
 // A daemon that went takes its ids with it: DEVICE_REMOVAL to each, once.
 void CheckDevices() {
