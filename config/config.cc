@@ -37,6 +37,23 @@ const char* TypeName(const YAML::Node& n) {
 }
 
 // Produces the single error line every failure is reported with.
+// Keys and yaml-cpp's messages quote the file's own text, which may hold
+// control characters (a raw newline after a backslash): escaped, so an
+// error stays one line.
+std::string OneLine(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b < 0x20 || b == 0x7F) {
+      absl::StrAppendFormat(&out, "\\x%02x", b);
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out;
+}
+
 class Errors {
  public:
   explicit Errors(std::string source) : source_(std::move(source)) {}
@@ -45,7 +62,8 @@ class Errors {
     int line = mark.is_null() ? 0 : mark.line + 1;
     int col = mark.is_null() ? 0 : mark.column + 1;
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s:%d:%d: %s: %s", source_, line, col, key, problem));
+        absl::StrFormat("%s:%d:%d: %s: %s", source_, line, col, OneLine(key),
+                        OneLine(problem)));
   }
   const std::string& source() const { return source_; }
 

@@ -287,6 +287,24 @@ verbs: {enabled: false}
   EXPECT_EQ(cfg->VerbsSocketPath(0), "/tmp/own.sock");
 }
 
+// The error quotes the file's text; a control character in it (here a
+// backslash then byte 0x01 in a double-quoted scalar, which yaml-cpp
+// reports as an unknown escape, quoting the byte) is escaped so the error
+// stays one line (the config fuzzer found the raw one).
+TEST(ConfigTest, ErrorsStayOneLineWhateverTheTextHolds) {
+  absl::StatusOr<Config> c = LoadConfigString(
+      "eal: \"a\\\x01"
+      "b\"\n",
+      "t.yaml");
+  ASSERT_FALSE(c.ok());
+  const std::string m(c.status().message());
+  EXPECT_EQ(m.find('\x01'), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown escape character: \\x01"), std::string::npos)
+      << m;
+  EXPECT_EQ(m.rfind("t.yaml:1:", 0), 0u) << m;
+}
+
 TEST(ConfigTest, MissingFileIsAnError) {
   absl::StatusOr<Config> cfg = LoadConfigFile("/nonexistent/rocemu.yaml");
   ASSERT_FALSE(cfg.ok());
