@@ -243,6 +243,18 @@ def main():
                     + (f", missing {missing[:4]}" if missing else ""))
             if not ok:
                 print(sout[-1200:], cout[-1200:])
+                # Where the frames went: both daemons' non-zero port and
+                # RNIC counters (a lost UC/UD message leaves a waiting
+                # receiver; issue 14: every loss must show somewhere).
+                for d in (a, b):
+                    c = netns_util.control(d["ctl"], {"cmd": "counters"},
+                                           timeout=10)["ports"]["p0"]
+                    flat = {k: v for k, v in c.items()
+                            if isinstance(v, int) and v}
+                    rnic = {k: v for k, v in c["rnic"].items()
+                            if isinstance(v, int) and v}
+                    print(f"     {d['name']} port {flat}\n"
+                          f"     {d['name']} rnic {rnic}")
         # The tools' own checks passed; the RNICs must agree that nothing
         # went wrong on the wire or in the engines.
         for d in (a, b):
