@@ -211,9 +211,17 @@ def main():
                 print(sout[-1500:], cout[-1500:])
 
         # Every connection is gone: no id left in either CM but in TimeWait
-        # (whose exit is a few seconds away), and no listener.
-        left = [e for d in (a, b) for e in cm_ids(d)
-                if e["state"] not in ("TIMEWAIT", "IDLE") or e["listener"]]
+        # (whose exit is a few seconds away), and no listener. A DREQ the
+        # last tool's exit sent may still await its DREP: a few seconds.
+        def leftovers():
+            return [e for d in (a, b) for e in cm_ids(d)
+                    if e["state"] not in ("TIMEWAIT", "IDLE") or
+                    e["listener"]]
+        deadline = time.monotonic() + 10
+        left = leftovers()
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = leftovers()
         r.check(not left, f"no CM id left behind: {left[:3]}")
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
