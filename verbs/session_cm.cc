@@ -38,8 +38,7 @@ std::optional<protocol::CmIpHeader> IpFromWire(const wire::WireCmIp& w) {
   return h;
 }
 
-void IpToWire(const std::optional<protocol::CmIpHeader>& h,
-              wire::WireCmIp* w) {
+void IpToWire(const std::optional<protocol::CmIpHeader>& h, wire::WireCmIp* w) {
   *w = {};
   if (!h.has_value()) return;
   w->present = 1;
@@ -105,6 +104,36 @@ absl::Status SessionServer::CheckCmId(const Client& c, uint32_t id) const {
   return absl::OkStatus();
 }
 
+absl::Status SessionServer::CheckQpOfProcess(const Client& c,
+                                             uint32_t qpn) const {
+  auto q = qps_.find(qpn);
+  if (q == qps_.end()) {
+    return absl::NotFoundError(absl::StrFormat("no QP 0x%x of yours", qpn));
+  }
+  auto owner = clients_.find(q->second->owner);
+  if (owner == clients_.end() || owner->second->cred.pid != c.cred.pid) {
+    return absl::NotFoundError(absl::StrFormat("no QP 0x%x of yours", qpn));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::PathFromWire(const wire::WireCmPath& w,
+                                         nic::CmPath* p) {
+  p->dgid = GidOf(w.dgid);
+  std::memcpy(p->dmac.data(), w.dmac, 6);
+  uint8_t hop_limit = w.hop_limit;
+  if (absl::Status s = ResolveDmac(p->dgid, &p->dmac, &hop_limit); !s.ok()) {
+    return s;
+  }
+  p->sgid_index = w.sgid_index;
+  p->traffic_class = w.traffic_class;
+  p->pkey = w.pkey;
+  p->mtu = static_cast<nic::PathMtu>(std::clamp<uint8_t>(w.mtu, 1, 5));
+  p->hop_limit = hop_limit;
+  p->flow_label = w.flow_label & 0xFFFFF;
+  return absl::OkStatus();
+}
+
 absl::Status SessionServer::OnCmListen(Client& c, const wire::CmListenReq& r,
                                        wire::CmIdResp* out) {
   if (!c.cm_ring.valid()) {
@@ -125,13 +154,7 @@ absl::Status SessionServer::OnCmConnect(Client& c, const wire::CmConnectReq& r,
   if (!c.cm_ring.valid()) {
     return absl::FailedPreconditionError("cm_open first");
   }
-  // The QP a connection announces must be the caller's process's: its
-  // libibverbs session is another client of the same pid.
-  auto q = qps_.find(r.qpn);
-  if (q == qps_.end() || clients_.find(q->second->owner) == clients_.end() ||
-      clients_.at(q->second->owner)->cred.pid != c.cred.pid) {
-    return absl::NotFoundError(absl::StrFormat("no QP 0x%x of yours", r.qpn));
-  }
+  if (absl::Status s = CheckQpOfProcess(c, r.qpn); !s.ok()) return s;
   if (r.qp_type != kIbvQptRc && r.qp_type != kIbvQptUc) {
     return absl::InvalidArgumentError("connect needs an RC or UC QP");
   }
@@ -145,20 +168,7 @@ absl::Status SessionServer::OnCmConnect(Client& c, const wire::CmConnectReq& r,
   p.qp_type = r.qp_type == kIbvQptUc ? nic::QpType::kUc : nic::QpType::kRc;
   p.manage_qp = false;
   p.auto_rtu = false;
-  p.path.dgid = GidOf(r.path.dgid);
-  std::memcpy(p.path.dmac.data(), r.path.dmac, 6);
-  uint8_t hop_limit = r.path.hop_limit;
-  if (absl::Status s = ResolveDmac(p.path.dgid, &p.path.dmac, &hop_limit);
-      !s.ok()) {
-    return s;
-  }
-  p.path.sgid_index = r.path.sgid_index;
-  p.path.traffic_class = r.path.traffic_class;
-  p.path.pkey = r.path.pkey;
-  p.path.mtu = static_cast<nic::PathMtu>(
-      std::clamp<uint8_t>(r.path.mtu, 1, 5));
-  p.path.hop_limit = hop_limit;
-  p.path.flow_label = r.path.flow_label & 0xFFFFF;
+  if (absl::Status s = PathFromWire(r.path, &p.path); !s.ok()) return s;
   p.responder_resources = r.responder_resources;
   p.initiator_depth = r.initiator_depth;
   p.retry_count = r.retry_count;
@@ -176,11 +186,7 @@ absl::Status SessionServer::OnCmConnect(Client& c, const wire::CmConnectReq& r,
 
 absl::Status SessionServer::OnCmAccept(Client& c, const wire::CmAcceptReq& r) {
   if (absl::Status s = CheckCmId(c, r.id); !s.ok()) return s;
-  auto q = qps_.find(r.qpn);
-  if (q == qps_.end() || clients_.find(q->second->owner) == clients_.end() ||
-      clients_.at(q->second->owner)->cred.pid != c.cred.pid) {
-    return absl::NotFoundError(absl::StrFormat("no QP 0x%x of yours", r.qpn));
-  }
+  if (absl::Status s = CheckQpOfProcess(c, r.qpn); !s.ok()) return s;
   if (r.private_data_len > sizeof(r.private_data)) {
     return absl::InvalidArgumentError("private data too long");
   }
@@ -261,17 +267,7 @@ absl::Status SessionServer::OnCmSidrQuery(Client& c,
   nic::CmSidrQueryParams p;
   p.client = c.id;
   p.service_id = r.service_id;
-  p.path.dgid = GidOf(r.path.dgid);
-  std::memcpy(p.path.dmac.data(), r.path.dmac, 6);
-  uint8_t hop_limit = r.path.hop_limit;
-  if (absl::Status s = ResolveDmac(p.path.dgid, &p.path.dmac, &hop_limit);
-      !s.ok()) {
-    return s;
-  }
-  p.path.sgid_index = r.path.sgid_index;
-  p.path.traffic_class = r.path.traffic_class;
-  p.path.pkey = r.path.pkey;
-  p.path.hop_limit = hop_limit;
+  if (absl::Status s = PathFromWire(r.path, &p.path); !s.ok()) return s;
   p.ip = IpFromWire(r.ip);
   p.private_data.assign(r.private_data, r.private_data + r.private_data_len);
   absl::StatusOr<nic::CmId> id = rnic_.cm().SidrQuery(p, rnic_.last_now());
@@ -327,9 +323,9 @@ void SessionServer::DeliverCmEvents() {
     s.srq = ev.srq;
     s.id = ev.id;
     s.listen_id = ev.listen_id;
-    s.remote_qpn =
-        ev.type == nic::CmEventType::kSidrRepReceived ? ev.sidr_qpn
-                                                      : ev.remote_qpn;
+    s.remote_qpn = ev.type == nic::CmEventType::kSidrRepReceived
+                       ? ev.sidr_qpn
+                       : ev.remote_qpn;
     s.remote_qkey = ev.type == nic::CmEventType::kSidrRepReceived
                         ? ev.sidr_qkey
                         : ev.remote_qkey;

@@ -40,6 +40,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "nic/cm/cm_types.h"
 #include "nic/gid_table.h"
 #include "nic/handles.h"
 #include "nic/rnic.h"
@@ -284,6 +285,12 @@ class SessionServer {
                         int* ring_fd);
   // The id exists and belongs to `c`.
   absl::Status CheckCmId(const Client& c, uint32_t id) const;
+  // QP `qpn` belongs to a client of `c`'s process (its libibverbs session
+  // is another client of the same pid).
+  absl::Status CheckQpOfProcess(const Client& c, uint32_t qpn) const;
+  // A path as the library resolved it; a zero dmac is resolved here
+  // (EAGAIN while the neighbour is unknown).
+  absl::Status PathFromWire(const wire::WireCmPath& w, nic::CmPath* p);
   absl::Status OnCmListen(Client& c, const wire::CmListenReq& r,
                           wire::CmIdResp* out);
   absl::Status OnCmConnect(Client& c, const wire::CmConnectReq& r,

@@ -180,8 +180,8 @@ int DrainReplies(int fd) {
       uint32_t first = 0;  // handle-like replies: the new object's number
       if (static_cast<size_t>(r) >= at + 4) std::memcpy(&first, buf + at, 4);
       std::fprintf(stderr, "reply %s seq %u: error %d, first word %u\n",
-                   wire::MsgTypeName(static_cast<wire::MsgType>(
-                       h.type & ~wire::kReplyFlag)),
+                   wire::MsgTypeName(
+                       static_cast<wire::MsgType>(h.type & ~wire::kReplyFlag)),
                    h.seq, st.error, first);
     }
   }

@@ -144,38 +144,35 @@ def main():
         if not ok:
             print(cout[-1500:])
 
+        def both_finish(what, server, client, server_says, client_says,
+                        **kw):
+            (crc, cout), (src, sout) = r.pair_cm(ns, a, b, server, client,
+                                                 **kw)
+            ok = src == 0 and crc == 0 and server_says in sout and \
+                client_says in cout
+            r.check(ok, f"{what}: server {src}, client {crc}")
+            if not ok:
+                print(sout[-1500:], cout[-1500:])
+
         # ucmatose: 4 RC connections, 20 messages each way on each.
-        (crc, cout), (src, sout) = r.pair_cm(
-            ns, a, b,
+        both_finish(
+            "ucmatose -c 4 -C 20",
             ["ucmatose", "-b", A_IP, "-p", "{port}", "-c", "4", "-C", "20"],
-            ["ucmatose", "-s", A_IP, "-p", "{port}", "-c", "4", "-C", "20"])
-        ok = src == 0 and crc == 0 and "test complete" in cout and \
-            "test complete" in sout
-        r.check(ok, f"ucmatose -c 4 -C 20: server {src}, client {crc}")
-        if not ok:
-            print(sout[-1500:], cout[-1500:])
-
+            ["ucmatose", "-s", A_IP, "-p", "{port}", "-c", "4", "-C", "20"],
+            "test complete", "test complete")
         # udaddy: UD, the service resolved by SIDR; 2 ids, 10 messages.
-        (crc, cout), (src, sout) = r.pair_cm(
-            ns, a, b,
+        both_finish(
+            "udaddy -c 2 -C 10",
             ["udaddy", "-b", A_IP, "-c", "2", "-C", "10"],
-            ["udaddy", "-s", A_IP, "-c", "2", "-C", "10"], listen=7174)
-        ok = src == 0 and crc == 0 and "test complete" in cout and \
-            "test complete" in sout
-        r.check(ok, f"udaddy -c 2 -C 10: server {src}, client {crc}")
-        if not ok:
-            print(sout[-1500:], cout[-1500:])
-
+            ["udaddy", "-s", A_IP, "-c", "2", "-C", "10"],
+            "test complete", "test complete", listen=7174)
         # The synchronous endpoint API (rdma_create_ep, rdma_get_request,
         # rdma_reg_msgs, rdma_post_send/recv, rdma_get_*_comp).
-        (crc, cout), (src, sout) = r.pair_cm(
-            ns, a, b, ["rdma_server", "-s", A_IP, "-p", "{port}"],
-            ["rdma_client", "-s", A_IP, "-p", "{port}"])
-        ok = src == 0 and crc == 0 and "rdma_server: end" in sout and \
-            "rdma_client: end" in cout
-        r.check(ok, f"rdma_server / rdma_client: server {src}, client {crc}")
-        if not ok:
-            print(sout[-1500:], cout[-1500:])
+        both_finish(
+            "rdma_server / rdma_client",
+            ["rdma_server", "-s", A_IP, "-p", "{port}"],
+            ["rdma_client", "-s", A_IP, "-p", "{port}"],
+            "rdma_server: end", "rdma_client: end")
 
         # A connection storm: cmtime opens 50 connections at once, then
         # closes them (its server runs until stopped).

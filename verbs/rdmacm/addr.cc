@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "nic/gid_table.h"
 #include "verbs/rdmacm/cma.h"
 
 namespace rocemu::rdmacm {
@@ -37,11 +38,16 @@ bool SockaddrToGid(const sockaddr* sa, ibv_gid* gid) {
   return false;
 }
 
+bool IsIpv4Mapped(const uint8_t gid[16]) {
+  nic::Gid g;
+  std::memcpy(g.data(), gid, g.size());
+  return nic::GidIsIpv4Mapped(g);
+}
+
 void GidToSockaddr(const uint8_t gid[16], uint16_t port,
                    sockaddr_storage* out) {
   std::memset(out, 0, sizeof(*out));
-  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::memcmp(gid, kMapped, sizeof(kMapped)) == 0) {
+  if (IsIpv4Mapped(gid)) {
     auto* in = reinterpret_cast<sockaddr_in*>(out);
     in->sin_family = AF_INET;
     in->sin_port = htons(port);

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "verbs/client_control.h"
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
 #include "verbs/shm_ring.h"
@@ -134,9 +135,10 @@ CmDevice* PickDevice(const sockaddr* dst, uint8_t* gid_index);
 
 // --- addresses (addr.cc) ----------------------------------------------------
 bool SockaddrToGid(const sockaddr* sa, ibv_gid* gid);
+// ::ffff:a.b.c.d (nic::GidIsIpv4Mapped on the raw bytes).
+bool IsIpv4Mapped(const uint8_t gid[16]);
 // The sockaddr form of a GID (IPv4-mapped -> AF_INET), with `port`.
-void GidToSockaddr(const uint8_t gid[16], uint16_t port,
-                   sockaddr_storage* out);
+void GidToSockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage* out);
 socklen_t SockaddrLen(const sockaddr* sa);
 bool IsWildcard(const sockaddr* sa);
 uint16_t PortOf(const sockaddr* sa);  // host order
@@ -181,7 +183,19 @@ void BuildPath(IdPriv* id);
 int ModifyQpRtr(IdPriv* id, uint8_t resp_res);
 int ModifyQpRts(IdPriv* id, uint8_t init_depth);
 int ModifyQpErr(IdPriv* id);
-// Daemon calls on the id's device session; 0 or an errno value.
+// A CM request answered by status only, on a device's session; 0 or an
+// errno value.
+template <typename Req>
+int CmRequest(const CmDevice* dev, verbs::wire::MsgType type, const Req& req) {
+  return verbs::client::Call(dev->rc, type, req,
+                             static_cast<verbs::wire::Empty*>(nullptr));
+}
+// The calls naming one daemon id (establish, disconnect, destroy).
+inline int CmIdCall(const CmDevice* dev, verbs::wire::MsgType type,
+                    uint32_t handle) {
+  return CmRequest(dev, type, verbs::wire::CmIdReq{handle, 0});
+}
+// The same on the id's own device (ENODEV before it has one).
 int CmCall(IdPriv* id, verbs::wire::MsgType type, uint32_t handle);
 
 // errno = err; -1 (librdmacm's convention) or 0.

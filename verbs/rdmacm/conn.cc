@@ -191,16 +191,50 @@ void FillIp(const IdPriv* p, verbs::wire::WireCmIp* w) {
 
 uint8_t ClampRetry(uint8_t v) { return std::min<uint8_t>(v, 7); }
 
+// The application's private data into a request's field: at most `max`
+// bytes (what the message leaves beside rdma_cm's own header); EINVAL for
+// more, or for a length without data.
+template <size_t N>
+int PutPrivateData(const void* data, uint8_t len, size_t max,
+                   uint8_t (&field)[N], uint8_t* field_len) {
+  if (len == 0) return 0;
+  if (data == nullptr || len > std::min(max, N)) return EINVAL;
+  std::memcpy(field, data, len);
+  *field_len = len;
+  return 0;
+}
+
+// The same from an rdma_conn_param, which may be absent.
+template <size_t N>
+int PutPrivateData(const rdma_conn_param* cp, size_t max, uint8_t (&field)[N],
+                   uint8_t* field_len) {
+  if (cp == nullptr) return 0;
+  return PutPrivateData(cp->private_data, cp->private_data_len, max, field,
+                        field_len);
+}
+
+// Sends the request that makes the id's connection (REQ or SIDR_REQ) and
+// takes the daemon's id for it.
+template <typename Req>
+int Start(IdPriv* p, MsgType type, const Req& req) {
+  verbs::wire::CmIdResp resp{};
+  const int err = verbs::client::Call(p->dev->rc, type, req, &resp);
+  if (err != 0) return err;
+  p->handle = resp.id;
+  RegisterId(p->dev, p->handle, p);
+  return 0;
+}
+
 int ConnectRc(IdPriv* p, const rdma_conn_param* cp) {
   const CmDevice* d = p->dev;
   verbs::wire::CmConnectReq req{};
   req.service_id = ServiceId(p->id.ps, PortOf(&p->id.route.addr.dst_addr));
-  req.qpn = p->id.qp != nullptr ? p->id.qp->qp_num
-                                : (cp != nullptr ? cp->qp_num : 0);
+  req.qpn =
+      p->id.qp != nullptr ? p->id.qp->qp_num : (cp != nullptr ? cp->qp_num : 0);
   req.srq = p->id.qp != nullptr ? (p->id.qp->srq != nullptr)
                                 : (cp != nullptr ? cp->srq : 0);
-  req.qp_type = static_cast<uint8_t>(
-      p->id.qp != nullptr ? p->id.qp->qp_type : p->id.qp_type);
+  req.qp_type = static_cast<uint8_t>(p->id.qp != nullptr ? p->id.qp->qp_type
+                                                         : p->id.qp_type);
   p->initiator_depth =
       (cp != nullptr && cp->initiator_depth != RDMA_MAX_INIT_DEPTH)
           ? cp->initiator_depth
@@ -216,21 +250,13 @@ int ConnectRc(IdPriv* p, const rdma_conn_param* cp) {
   req.flow_control = cp != nullptr ? cp->flow_control : 0;
   FillPath(p, &req.path);
   FillIp(p, &req.ip);
-  if (cp != nullptr && cp->private_data_len != 0) {
-    // 92 bytes of REQ private data less the 36 of the IP header.
-    if (cp->private_data == nullptr || cp->private_data_len > 56) {
-      return EINVAL;
-    }
-    std::memcpy(req.private_data, cp->private_data, cp->private_data_len);
-    req.private_data_len = cp->private_data_len;
+  // 92 bytes of REQ private data less the 36 of the IP header.
+  if (const int err =
+          PutPrivateData(cp, 56, req.private_data, &req.private_data_len);
+      err != 0) {
+    return err;
   }
-  verbs::wire::CmIdResp resp{};
-  const int err =
-      verbs::client::Call(d->rc, MsgType::kCmConnect, req, &resp);
-  if (err != 0) return err;
-  p->handle = resp.id;
-  RegisterId(p->dev, p->handle, p);
-  return 0;
+  return Start(p, MsgType::kCmConnect, req);
 }
 
 int ConnectUd(IdPriv* p, const rdma_conn_param* cp) {
@@ -238,21 +264,13 @@ int ConnectUd(IdPriv* p, const rdma_conn_param* cp) {
   req.service_id = ServiceId(p->id.ps, PortOf(&p->id.route.addr.dst_addr));
   FillPath(p, &req.path);
   FillIp(p, &req.ip);
-  if (cp != nullptr && cp->private_data_len != 0) {
-    // 216 bytes of SIDR_REQ private data less the IP header.
-    if (cp->private_data == nullptr || cp->private_data_len > 180) {
-      return EINVAL;
-    }
-    std::memcpy(req.private_data, cp->private_data, cp->private_data_len);
-    req.private_data_len = cp->private_data_len;
+  // 216 bytes of SIDR_REQ private data less the IP header.
+  if (const int err =
+          PutPrivateData(cp, 180, req.private_data, &req.private_data_len);
+      err != 0) {
+    return err;
   }
-  verbs::wire::CmIdResp resp{};
-  const int err =
-      verbs::client::Call(p->dev->rc, MsgType::kCmSidrQuery, req, &resp);
-  if (err != 0) return err;
-  p->handle = resp.id;
-  RegisterId(p->dev, p->handle, p);
-  return 0;
+  return Start(p, MsgType::kCmSidrQuery, req);
 }
 
 }  // namespace
@@ -319,14 +337,13 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   if (attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV) {
     return Err(EOPNOTSUPP);
   }
-  int err = CreateCqs(
-      id,
-      (attr->send_cq != nullptr || id->send_cq != nullptr)
-          ? 0
-          : attr->cap.max_send_wr,
-      (attr->recv_cq != nullptr || id->recv_cq != nullptr)
-          ? 0
-          : attr->cap.max_recv_wr);
+  int err = CreateCqs(id,
+                      (attr->send_cq != nullptr || id->send_cq != nullptr)
+                          ? 0
+                          : attr->cap.max_send_wr,
+                      (attr->recv_cq != nullptr || id->recv_cq != nullptr)
+                          ? 0
+                          : attr->cap.max_recv_wr);
   if (err != 0) return Err(err);
   if (attr->send_cq == nullptr) attr->send_cq = id->send_cq;
   if (attr->recv_cq == nullptr) attr->recv_cq = id->recv_cq;
@@ -427,11 +444,12 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     if (!p->route_resolved || p->dev == nullptr || p->handle != 0) {
       return Err(EINVAL);
     }
-    if (p->id.ps == RDMA_PS_TCP && p->id.qp == nullptr && conn_param == nullptr) {
+    if (p->id.ps == RDMA_PS_TCP && p->id.qp == nullptr &&
+        conn_param == nullptr) {
       return Err(EINVAL);
     }
     const int err = p->id.qp_type == IBV_QPT_UD ? ConnectUd(p, conn_param)
-                                                 : ConnectRc(p, conn_param);
+                                                : ConnectRc(p, conn_param);
     if (err != 0) return Err(err);
   }
   return Complete(p);
@@ -454,9 +472,9 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     const CmDevice* d = p->dev;
     if (conn_param == nullptr ||
         conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH) {
-      p->initiator_depth = std::min<uint8_t>(
-          p->initiator_depth,
-          static_cast<uint8_t>(d->attr.max_qp_init_rd_atom));
+      p->initiator_depth =
+          std::min<uint8_t>(p->initiator_depth,
+                            static_cast<uint8_t>(d->attr.max_qp_init_rd_atom));
     } else {
       p->initiator_depth = conn_param->initiator_depth;
     }
@@ -467,25 +485,17 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     } else {
       p->responder_resources = conn_param->responder_resources;
     }
-    const uint32_t qpn = id->qp != nullptr ? id->qp->qp_num : conn_param->qp_num;
+    const uint32_t qpn =
+        id->qp != nullptr ? id->qp->qp_num : conn_param->qp_num;
     if (id->qp_type == IBV_QPT_UD) {
       verbs::wire::CmSidrReplyReq r{};
       r.id = p->handle;
       r.qpn = qpn;
       r.qkey = kUdpQkey;
       r.status = 0;
-      if (conn_param != nullptr && conn_param->private_data_len != 0) {
-        if (conn_param->private_data == nullptr ||
-            conn_param->private_data_len > sizeof(r.private_data)) {
-          return Err(EINVAL);
-        }
-        std::memcpy(r.private_data, conn_param->private_data,
-                    conn_param->private_data_len);
-        r.private_data_len = conn_param->private_data_len;
-      }
-      const int err =
-          verbs::client::Call(d->rc, verbs::wire::MsgType::kCmSidrReply, r,
-                              static_cast<verbs::wire::Empty*>(nullptr));
+      int err = PutPrivateData(conn_param, sizeof(r.private_data),
+                               r.private_data, &r.private_data_len);
+      if (err == 0) err = CmRequest(d, verbs::wire::MsgType::kCmSidrReply, r);
       if (err != 0) return Err(err);
       if (p->sync && id->event != nullptr) {
         rdma_ack_cm_event(id->event);
@@ -506,17 +516,10 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     r.flow_control = conn_param != nullptr ? conn_param->flow_control : 0;
     r.srq = id->qp != nullptr ? (id->qp->srq != nullptr)
                               : (conn_param != nullptr ? conn_param->srq : 0);
-    if (conn_param != nullptr && conn_param->private_data_len != 0) {
-      if (conn_param->private_data == nullptr ||
-          conn_param->private_data_len > sizeof(r.private_data)) {
-        return Err(EINVAL);
-      }
-      std::memcpy(r.private_data, conn_param->private_data,
-                  conn_param->private_data_len);
-      r.private_data_len = conn_param->private_data_len;
-    }
-    err = verbs::client::Call(d->rc, verbs::wire::MsgType::kCmAccept, r,
-                              static_cast<verbs::wire::Empty*>(nullptr));
+    err = PutPrivateData(conn_param, sizeof(r.private_data), r.private_data,
+                         &r.private_data_len);
+    if (err != 0) return Err(err);
+    err = CmRequest(d, verbs::wire::MsgType::kCmAccept, r);
     if (err != 0) {
       ModifyQpErr(p);
       return Err(err);
@@ -531,29 +534,25 @@ static int RejectWith(rdma_cm_id* id, const void* private_data,
   IdPriv* p = Priv(id);
   std::lock_guard<std::mutex> lock(Mu());
   if (p->handle == 0 || p->dev == nullptr) return Err(EINVAL);
+  // librdmacm sends no private data when it is given no pointer.
+  const uint8_t len = private_data != nullptr ? private_data_len : 0;
   if (id->qp_type == IBV_QPT_UD) {
     verbs::wire::CmSidrReplyReq r{};
     r.id = p->handle;
     r.status = 2;  // rejected
-    if (private_data != nullptr && private_data_len != 0) {
-      if (private_data_len > sizeof(r.private_data)) return Err(EINVAL);
-      std::memcpy(r.private_data, private_data, private_data_len);
-      r.private_data_len = private_data_len;
-    }
-    return Err(verbs::client::Call(p->dev->rc,
-                                   verbs::wire::MsgType::kCmSidrReply, r,
-                                   static_cast<verbs::wire::Empty*>(nullptr)));
+    int err = PutPrivateData(private_data, len, sizeof(r.private_data),
+                             r.private_data, &r.private_data_len);
+    if (err == 0)
+      err = CmRequest(p->dev, verbs::wire::MsgType::kCmSidrReply, r);
+    return Err(err);
   }
   verbs::wire::CmRejectReq r{};
   r.id = p->handle;
   r.reason = reason;
-  if (private_data != nullptr && private_data_len != 0) {
-    if (private_data_len > sizeof(r.private_data)) return Err(EINVAL);
-    std::memcpy(r.private_data, private_data, private_data_len);
-    r.private_data_len = private_data_len;
-  }
-  return Err(verbs::client::Call(p->dev->rc, verbs::wire::MsgType::kCmReject,
-                                 r, static_cast<verbs::wire::Empty*>(nullptr)));
+  int err = PutPrivateData(private_data, len, sizeof(r.private_data),
+                           r.private_data, &r.private_data_len);
+  if (err == 0) err = CmRequest(p->dev, verbs::wire::MsgType::kCmReject, r);
+  return Err(err);
 }
 
 int rdma_reject(rdma_cm_id* id, const void* private_data,

@@ -33,10 +33,9 @@ int OpenCm(CmDevice* d) {
   if (d->event_fd < 0) return errno;
   verbs::wire::CmOpenResp resp{};
   int ring_fd = -1;
-  int err = verbs::client::Call(d->rc, verbs::wire::MsgType::kCmOpen,
-                                verbs::wire::Empty{}, &resp,
-                                std::span<const int>(&d->event_fd, 1),
-                                {&ring_fd, 1});
+  int err = verbs::client::Call(
+      d->rc, verbs::wire::MsgType::kCmOpen, verbs::wire::Empty{}, &resp,
+      std::span<const int>(&d->event_fd, 1), {&ring_fd, 1});
   if (err != 0) return err;
   absl::StatusOr<verbs::ShmRing> ring = verbs::ShmRing::Attach(
       ring_fd, sizeof(verbs::CmEventSlot), resp.capacity);
@@ -88,11 +87,6 @@ int CommonPrefix(const uint8_t* a, const uint8_t* b) {
     return n + __builtin_clz(x) - 24;
   }
   return n;
-}
-
-bool IsV4Mapped(const uint8_t* g) {
-  static const uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(g, kPrefix, sizeof(kPrefix)) == 0;
 }
 
 CmDevice* FindGid(const ibv_gid& want, uint8_t* gid_index) {
@@ -181,14 +175,14 @@ CmDevice* PickDevice(const sockaddr* dst, uint8_t* gid_index) {
     }
   }
   // Otherwise the address of ours nearest to dst, of the same family.
-  const bool v4 = IsV4Mapped(want.raw);
+  const bool v4 = IsIpv4Mapped(want.raw);
   CmDevice* best = nullptr;
   int best_len = -1;
   for (CmDevice* d : DeviceVector()) {
     if (d->dead) continue;
     for (size_t i = 0; i < d->gids.size(); ++i) {
       const ibv_gid& g = d->gids[i];
-      if (IsZero(g) || IsV4Mapped(g.raw) != v4) continue;
+      if (IsZero(g) || IsIpv4Mapped(g.raw) != v4) continue;
       const int len = CommonPrefix(g.raw, want.raw);
       if (len > best_len) {
         best_len = len;
@@ -209,8 +203,8 @@ ibv_context** rdma_get_devices(int* num_devices) {
   Init();
   std::lock_guard<std::mutex> lock(Mu());
   const auto& devs = Devices();
-  auto** list = static_cast<ibv_context**>(
-      calloc(devs.size() + 1, sizeof(ibv_context*)));
+  auto** list =
+      static_cast<ibv_context**>(calloc(devs.size() + 1, sizeof(ibv_context*)));
   if (list == nullptr) {
     errno = ENOMEM;
     return nullptr;

@@ -43,9 +43,10 @@ void rdma_freeaddrinfo(rdma_addrinfo* res) {
 
 int rdma_getaddrinfo(const char* node, const char* service,
                      const rdma_addrinfo* hints, rdma_addrinfo** res) {
-  if (res == nullptr || (node == nullptr && service == nullptr &&
-                         (hints == nullptr || (hints->ai_src_addr == nullptr &&
-                                               hints->ai_dst_addr == nullptr)))) {
+  if (res == nullptr ||
+      (node == nullptr && service == nullptr &&
+       (hints == nullptr ||
+        (hints->ai_src_addr == nullptr && hints->ai_dst_addr == nullptr)))) {
     errno = EINVAL;
     return EAI_NONAME;
   }
@@ -60,12 +61,13 @@ int rdma_getaddrinfo(const char* node, const char* service,
     return EAI_MEMORY;
   }
   ai->ai_flags = flags;
-  ai->ai_qp_type =
-      hints != nullptr && hints->ai_qp_type != 0 ? hints->ai_qp_type : IBV_QPT_RC;
-  ai->ai_port_space = hints != nullptr && hints->ai_port_space != 0
-                          ? hints->ai_port_space
-                          : (ai->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP
-                                                          : RDMA_PS_TCP);
+  ai->ai_qp_type = hints != nullptr && hints->ai_qp_type != 0
+                       ? hints->ai_qp_type
+                       : IBV_QPT_RC;
+  ai->ai_port_space =
+      hints != nullptr && hints->ai_port_space != 0
+          ? hints->ai_port_space
+          : (ai->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
   if (node != nullptr || service != nullptr) {
     addrinfo h{};
     h.ai_family = family;

@@ -8,9 +8,9 @@
 // doing on the way what the kernel's rdma_cm does before an application
 // sees the event (a new id for a connection request; the QP to RTR and RTS
 // and the RTU on a REP).
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,7 +59,8 @@ IdPriv* Lookup(const CmDevice* dev, uint32_t handle) {
 
 void CopyConn(Event* e, const CmEventSlot& s, uint32_t qp_num) {
   rdma_conn_param& c = e->event.param.conn;
-  const size_t n = std::min<size_t>(s.private_data_len, sizeof(e->private_data));
+  const size_t n =
+      std::min<size_t>(s.private_data_len, sizeof(e->private_data));
   std::memcpy(e->private_data, s.private_data, n);
   c.private_data = n != 0 ? e->private_data : nullptr;
   c.private_data_len = static_cast<uint8_t>(n);
@@ -87,7 +88,8 @@ void AhOf(const IdPriv* id, ibv_ah_attr* ah) {
 void CopyUd(Event* e, const CmEventSlot& s, const IdPriv* id, uint32_t qpn,
             uint32_t qkey) {
   rdma_ud_param& u = e->event.param.ud;
-  const size_t n = std::min<size_t>(s.private_data_len, sizeof(e->private_data));
+  const size_t n =
+      std::min<size_t>(s.private_data_len, sizeof(e->private_data));
   std::memcpy(e->private_data, s.private_data, n);
   u.private_data = n != 0 ? e->private_data : nullptr;
   u.private_data_len = static_cast<uint8_t>(n);
@@ -104,8 +106,7 @@ void OnRequest(CmDevice* dev, const CmEventSlot& s, IdPriv* l) {
     verbs::wire::CmRejectReq r{};
     r.id = s.id;
     r.reason = 3;  // no resources
-    (void)verbs::client::Call(dev->rc, MsgType::kCmReject, r,
-                              static_cast<verbs::wire::Empty*>(nullptr));
+    (void)CmRequest(dev, MsgType::kCmReject, r);
     return;
   }
   n->handle = s.id;
@@ -178,8 +179,7 @@ void OnReply(const CmEventSlot& s, IdPriv* id) {
   verbs::wire::CmRejectReq r{};
   r.id = id->handle;
   r.reason = 28;  // consumer: our QP could not take the REP
-  (void)verbs::client::Call(id->dev->rc, MsgType::kCmReject, r,
-                            static_cast<verbs::wire::Empty*>(nullptr));
+  (void)CmRequest(id->dev, MsgType::kCmReject, r);
   id->connect_error = true;
   Event* e = NewEvent(id, RDMA_CM_EVENT_CONNECT_ERROR, -err);
   if (e != nullptr) Queue(e);
@@ -192,9 +192,7 @@ void Translate(CmDevice* dev, const CmEventSlot& s) {
     IdPriv* l = Lookup(dev, s.listen_id);
     if (l == nullptr) {
       // The listener went while the request was on its way.
-      (void)verbs::client::Call(
-          dev->rc, MsgType::kCmDestroy, verbs::wire::CmIdReq{s.id, 0},
-          static_cast<verbs::wire::Empty*>(nullptr));
+      (void)CmIdCall(dev, MsgType::kCmDestroy, s.id);
       return;
     }
     OnRequest(dev, s, l);
@@ -396,7 +394,9 @@ void RegisterId(CmDevice* dev, uint32_t handle, IdPriv* id) {
   Ids()[{dev, handle}] = id;
 }
 
-void UnregisterId(CmDevice* dev, uint32_t handle) { Ids().erase({dev, handle}); }
+void UnregisterId(CmDevice* dev, uint32_t handle) {
+  Ids().erase({dev, handle});
+}
 
 int Complete(IdPriv* id) {
   if (!id->sync) return 0;

@@ -40,8 +40,8 @@ int TryResolve(IdPriv* id) {
   verbs::wire::CmResolveReq req{};
   std::memcpy(req.dgid, &id->id.route.addr.addr.ibaddr.dgid, 16);
   verbs::wire::CmResolveResp resp{};
-  const int err = verbs::client::Call(id->dev->rc, MsgType::kCmResolve, req,
-                                      &resp);
+  const int err =
+      verbs::client::Call(id->dev->rc, MsgType::kCmResolve, req, &resp);
   if (err != 0) return err;
   std::memcpy(id->dmac, resp.dmac, 6);
   id->hop_limit = resp.hop_limit;
@@ -50,9 +50,9 @@ int TryResolve(IdPriv* id) {
 }
 
 void ResolveDone(IdPriv* id, int err) {
-  Event* e = NewEvent(id, err == 0 ? RDMA_CM_EVENT_ADDR_RESOLVED
-                                   : RDMA_CM_EVENT_ADDR_ERROR,
-                      -err);
+  Event* e = NewEvent(
+      id, err == 0 ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR,
+      -err);
   if (e != nullptr) Queue(e);
 }
 
@@ -178,9 +178,7 @@ void BuildPath(IdPriv* p) {
 
 int CmCall(IdPriv* p, MsgType type, uint32_t handle) {
   if (p->dev == nullptr) return ENODEV;
-  return verbs::client::Call(p->dev->rc, type,
-                             verbs::wire::CmIdReq{handle, 0},
-                             static_cast<verbs::wire::Empty*>(nullptr));
+  return CmIdCall(p->dev, type, handle);
 }
 
 }  // namespace rocemu::rdmacm
@@ -191,8 +189,8 @@ extern "C" {
 
 using namespace rocemu::rdmacm;
 
-int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id,
-                   void* context, rdma_port_space ps) {
+int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context,
+                   rdma_port_space ps) {
   if (id == nullptr) return Err(EINVAL);
   if (const int err = Init(); err != 0) return Err(err);
   if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB &&
@@ -201,8 +199,8 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id,
   }
   const ibv_qp_type qp_type =
       (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB) ? IBV_QPT_UD : IBV_QPT_RC;
-  IdPriv* p = AllocId(channel == nullptr ? nullptr : Chan(channel), context,
-                      ps, qp_type);
+  IdPriv* p = AllocId(channel == nullptr ? nullptr : Chan(channel), context, ps,
+                      qp_type);
   if (p == nullptr) return Err(ENOMEM);
   *id = &p->id;
   return 0;
@@ -220,9 +218,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
     }
     for (auto [dev, h] : p->listens) {
       UnregisterId(dev, h);
-      (void)verbs::client::Call(dev->rc, MsgType::kCmDestroy,
-                                verbs::wire::CmIdReq{h, 0},
-                                static_cast<verbs::wire::Empty*>(nullptr));
+      (void)CmIdCall(dev, MsgType::kCmDestroy, h);
     }
     p->listens.clear();
     auto& v = Pending();
@@ -281,8 +277,7 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr,
       GidToSockaddr(dev->gids[gid_index].raw, p->reserved_port,
                     &p->id.route.addr.src_storage);
     }
-    std::memcpy(&p->id.route.addr.dst_storage, dst_addr,
-                SockaddrLen(dst_addr));
+    std::memcpy(&p->id.route.addr.dst_storage, dst_addr, SockaddrLen(dst_addr));
     ibv_gid dgid;
     SockaddrToGid(dst_addr, &dgid);
     std::memcpy(&p->id.route.addr.addr.ibaddr.dgid, &dgid, sizeof(dgid));
@@ -354,9 +349,7 @@ int rdma_listen(rdma_cm_id* id, int backlog) {
   if (err != 0) {
     for (auto [d, h] : p->listens) {
       UnregisterId(d, h);
-      (void)verbs::client::Call(d->rc, MsgType::kCmDestroy,
-                                verbs::wire::CmIdReq{h, 0},
-                                static_cast<verbs::wire::Empty*>(nullptr));
+      (void)CmIdCall(d, MsgType::kCmDestroy, h);
     }
     p->listens.clear();
     return Err(err == EEXIST ? EADDRINUSE : err);

@@ -70,7 +70,9 @@ int rsetsockopt(int, int, int, const void*, socklen_t) {
 }
 int rgetsockopt(int, int, int, void*, socklen_t*) { return Fail<int>(ENOSYS); }
 int rfcntl(int, int, ...) { return Fail<int>(ENOSYS); }
-off_t riomap(int, void*, size_t, int, int, off_t) { return Fail<off_t>(ENOSYS); }
+off_t riomap(int, void*, size_t, int, int, off_t) {
+  return Fail<off_t>(ENOSYS);
+}
 int riounmap(int, void*, size_t) { return Fail<int>(ENOSYS); }
 size_t riowrite(int, const void*, size_t, off_t, int) {
   errno = ENOSYS;
