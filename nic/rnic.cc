@@ -580,10 +580,17 @@ void Rnic::MoveToSqe(Qp& qp) {
 bool Rnic::PopRecvWqe(Qp& qp, RecvWr* out) {
   if (qp.init_.has_srq) {
     SharedReceiveQueue* srq = srqs_.Get(qp.init_.srq);
-    if (srq == nullptr || srq->Front() == nullptr) return false;
+    if (srq == nullptr) return false;
+    if (srq->Front() == nullptr && fetcher_ != nullptr) {
+      fetcher_->FetchSrqRecv(qp.init_.srq);
+    }
+    if (srq->Front() == nullptr) return false;
     *out = *srq->Front();
     srq->Pop();
     return true;
+  }
+  if (qp.rq_.Front() == nullptr && fetcher_ != nullptr) {
+    fetcher_->FetchRecv(qp.qpn());
   }
   const RecvWr* wr = qp.rq_.Front();
   if (wr == nullptr) return false;

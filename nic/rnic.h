@@ -37,6 +37,7 @@
 #include "nic/pkey_table.h"
 #include "nic/qp.h"
 #include "nic/qp_attr.h"
+#include "nic/recv_wqe_fetcher.h"
 #include "nic/shared_receive_queue.h"
 #include "protocol/frame.h"
 
@@ -183,8 +184,12 @@ class Rnic final : public FrameEndpoint {
   void MoveToSqe(Qp& qp);
   void FlushSendQueue(Qp& qp);
   void FlushRecvQueue(Qp& qp);
-  // Next receive WQE of the QP (or its SRQ); false when none.
+  // Next receive WQE of the QP (or its SRQ); false when none, after asking
+  // the fetcher (if any) for WQEs posted but not yet handed over.
   bool PopRecvWqe(Qp& qp, RecvWr* out);
+  // The carrier's source of posted-but-unseen receive WQEs (nullptr: none;
+  // everything is posted with PostRecv/PostSrqRecv directly).
+  void set_recv_wqe_fetcher(RecvWqeFetcher* f) { fetcher_ = f; }
   // The network headers of a frame of `qp` towards `path`.
   void FillNet(const Qp& qp, const QpPath& path,
                protocol::NetHeaders* net) const;
@@ -223,6 +228,7 @@ class Rnic final : public FrameEndpoint {
   std::unique_ptr<Gsi> gsi_;
   std::unique_ptr<CmAgent> cm_;
   uint64_t rx_not_roce_ = 0;
+  RecvWqeFetcher* fetcher_ = nullptr;
   protocol::ParsedFrame parsed_;  // scratch, reused for every frame
 };
 

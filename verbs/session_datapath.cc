@@ -91,7 +91,7 @@ uint64_t SessionServer::PendingSignaledSends(Qp& qp) {
   return n;
 }
 
-bool SessionServer::DrainRq(Qp& qp) {
+bool SessionServer::DrainRq(Qp& qp, bool on_miss) {
   for (uint32_t i = 0; i < options_.post_budget; ++i) {
     const void* s = qp.rq.ConsumerSlot();
     if (s == nullptr) {
@@ -103,6 +103,7 @@ bool SessionServer::DrainRq(Qp& qp) {
     }
     std::memcpy(&rq_slot_, s, sizeof(rq_slot_));
     if (!RqSlotToRecvWr(rq_slot_, &recv_wr_)) {
+      if (on_miss) return true;
       qp.rq.Release();
       ++counters_.bad_wqes;
       FailWqe(qp, false, rq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
@@ -119,6 +120,28 @@ bool SessionServer::DrainRq(Qp& qp) {
     }
   }
   return true;  // budget spent: more may wait
+}
+
+void SessionServer::FetchRecv(uint32_t qpn) {
+  auto it = qps_.find(qpn);
+  if (it == qps_.end() || it->second->srq != nullptr) return;
+  Qp& qp = *it->second;
+  auto c = clients_.find(qp.owner);
+  if (c == clients_.end() || c->second->dead) return;
+  const uint64_t before = counters_.rq_wqes;
+  DrainRq(qp, /*on_miss=*/true);
+  if (counters_.rq_wqes != before) ++counters_.rq_fetches;
+}
+
+void SessionServer::FetchSrqRecv(nic::SrqHandle handle) {
+  auto it = srqs_.find(handle);
+  if (it == srqs_.end()) return;
+  Srq& srq = *it->second;
+  auto c = clients_.find(srq.owner);
+  if (c == clients_.end() || c->second->dead) return;
+  const uint64_t before = counters_.srq_wqes;
+  DrainSrq(srq);
+  if (counters_.srq_wqes != before) ++counters_.rq_fetches;
 }
 
 bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl) {

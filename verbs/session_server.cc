@@ -27,7 +27,9 @@ namespace rocemu::verbs {
 
 SessionServer::SessionServer(nic::Rnic& rnic,
                              const SessionServerOptions& options)
-    : rnic_(rnic), options_(options) {}
+    : rnic_(rnic), options_(options) {
+  rnic_.set_recv_wqe_fetcher(this);
+}
 
 absl::StatusOr<std::unique_ptr<SessionServer>> SessionServer::Create(
     nic::Rnic& rnic, const SessionServerOptions& options) {
@@ -83,8 +85,8 @@ absl::Status SessionServer::Listen() {
   if (ftruncate(wake_page_fd_, static_cast<off_t>(page)) != 0) {
     return absl::ErrnoToStatus(errno, "ftruncate wake page");
   }
-  void* map = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED,
-                   wake_page_fd_, 0);
+  void* map =
+      mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, wake_page_fd_, 0);
   if (map == MAP_FAILED) return absl::ErrnoToStatus(errno, "mmap wake page");
   wake_page_ = new (map) WakePage{};
   if (fcntl(wake_page_fd_, F_ADD_SEALS,
@@ -98,6 +100,7 @@ absl::Status SessionServer::Listen() {
 }
 
 SessionServer::~SessionServer() {
+  rnic_.set_recv_wqe_fetcher(nullptr);
   std::vector<nic::ClientId> ids;
   for (const auto& [id, c] : clients_) ids.push_back(id);
   for (nic::ClientId id : ids) Disconnect(id);

@@ -43,6 +43,7 @@
 #include "nic/cm/cm_types.h"
 #include "nic/gid_table.h"
 #include "nic/handles.h"
+#include "nic/recv_wqe_fetcher.h"
 #include "nic/rnic.h"
 #include "protocol/ethernet.h"
 #include "verbs/ring_slots.h"
@@ -89,6 +90,9 @@ struct SessionCounters {
   uint64_t sq_wqes = 0;               // taken from send rings
   uint64_t rq_wqes = 0;               // taken from receive rings
   uint64_t srq_wqes = 0;              // taken from shared receive rings
+  // Times a message found its receive queue empty in the RNIC and the
+  // ring held WQEs the loop had not drained yet (RecvWqeFetcher).
+  uint64_t rq_fetches = 0;
   uint64_t lkey_violations = 0;       // SGE named a key the poster does not own
   uint64_t bad_wqes = 0;              // invalid slot contents or post errors
   uint64_t cqes = 0;                  // written to CQ rings
@@ -119,6 +123,7 @@ void ForEachSessionCounter(const SessionCounters& k, F f) {
   f("sq_wqes", k.sq_wqes);
   f("rq_wqes", k.rq_wqes);
   f("srq_wqes", k.srq_wqes);
+  f("rq_fetches", k.rq_fetches);
   f("lkey_violations", k.lkey_violations);
   f("bad_wqes", k.bad_wqes);
   f("cqes", k.cqes);
@@ -136,7 +141,7 @@ void ForEachSessionCounter(const SessionCounters& k, F f) {
   f("sleeps", k.sleeps);
 }
 
-class SessionServer {
+class SessionServer final : private nic::RecvWqeFetcher {
  public:
   // Binds and listens on options.socket_path (a stale socket there is
   // replaced; any other file is an error).
@@ -261,8 +266,15 @@ class SessionServer {
   // Send WQEs of `qp` that will each complete on its send CQ: signaled
   // ones still in the SQ ring plus those the RNIC holds.
   uint64_t PendingSignaledSends(Qp& qp);
-  bool DrainRq(Qp& qp);
+  // on_miss: called by the RNIC mid-receive (FetchRecv), so a malformed
+  // WQE is left for the next ordinary drain, whose failure moves the QP to
+  // ERR, rather than changing QP state under the engine.
+  bool DrainRq(Qp& qp, bool on_miss = false);
   void DrainCq(Cq& cq);
+  // nic::RecvWqeFetcher: the RNIC found a receive queue empty; whatever the
+  // client has posted to the ring by now is handed over at once.
+  void FetchRecv(uint32_t qpn) override;
+  void FetchSrqRecv(nic::SrqHandle srq) override;
   bool DrainSrq(Srq& srq);
   // A queue named by a doorbell, kept until drained.
   struct QueueRef {

@@ -198,6 +198,12 @@ def main():
     rocemud, dropin = (os.path.abspath(p) for p in sys.argv[1:3])
     link = sys.argv[3]
     quick = "--quick" in sys.argv[4:]
+    # --only=TEXT [--repeat=N]: just the perftest cases whose "tool args"
+    # contain TEXT, N times each (to chase a rare failure by hand).
+    only = next((a[7:] for a in sys.argv[4:] if a.startswith("--only=")),
+                None)
+    repeat = int(next((a[9:] for a in sys.argv[4:]
+                       if a.startswith("--repeat=")), "1"))
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -217,7 +223,7 @@ def main():
                     "RoCE v2" in out.stdout,
                     f"{d['name']}: ibv_devinfo -v (active Ethernet port, "
                     f"RoCE v2 GIDs)")
-        for tool, args in PINGPONGS:
+        for tool, args in ([] if only else PINGPONGS):
             for events in ([], ["-e"]):
                 t0 = time.monotonic()
                 src, sout, crc, cout = r.pair(ns, a, b, [tool] + args +
@@ -228,7 +234,12 @@ def main():
                         f"client {crc} ({time.monotonic() - t0:.1f} s)")
                 if not ok:
                     print(sout[-800:], cout[-800:])
-        for tool, args, sizes in (QUICK if quick else PERFTEST):
+        cases = QUICK if quick else PERFTEST
+        if only:
+            cases = [c for c in cases
+                     if only in " ".join([c[0]] + c[1])] * repeat
+            r.check(bool(cases), f"--only={only} names a case")
+        for tool, args, sizes in cases:
             argv = [tool, "-d", DEV, "-x", "0", "-n", "100"] + args
             if tool.endswith("_lat") and "-a" in args:
                 argv[argv.index("-n") + 1] = "50"

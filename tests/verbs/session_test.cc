@@ -437,5 +437,79 @@ TEST_F(VerbsSessionTest, ResizeCqCountsSignaledWorkNotYetCompleted) {
   EXPECT_EQ(server_->counters().failed_requests, 1u);  // the refused shrink
 }
 
+// perftest's pattern: post receives, tell the peer over TCP, the peer
+// sends at once. The receive is still in the ring (the daemon's loop has not
+// run) when the SEND arrives; the RNIC must find it there, as a hardware
+// RNIC reads the WQE from host memory, instead of RNR-NAKing (RC) or
+// dropping (UC/UD) a message whose receive was posted first.
+TEST_F(VerbsSessionTest, ReceiveStillInTheRingIsFoundByTheSend) {
+  StartServer();
+  Endpoint eb = MakePeer();
+  const Peer peer = PeerOf(eb);
+  const std::string path = path_;
+  constexpr size_t kSendLen = 3000;
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs o = OpenClient(path, 1 << 16);
+        ClientInfo info{rocemu_qp_num(o.qp), o.mr->lkey, 0,
+                        rocemu_client_id(o.ctx)};
+        ConnectClient(o, peer);
+        WriteAll(up, &info, sizeof(info));
+        char go;
+        ReadAll(down, &go, 1);
+        auto* base = static_cast<uint8_t*>(o.buf->addr);
+        rocemu_sge rsge{reinterpret_cast<uint64_t>(base), 4096, o.mr->lkey};
+        rocemu_recv_wr rwr{11, nullptr, &rsge, 1};
+        rocemu_recv_wr* bad_r = nullptr;
+        if (rocemu_post_recv(o.qp, &rwr, &bad_r) != 0) _exit(kPostRecv);
+        WriteAll(up, &go, 1);  // posted: the peer may send
+        const rocemu_wc r = PollCompletion(o);
+        if (r.wr_id != 11 || r.status != ROCEMU_WC_SUCCESS ||
+            r.opcode != ROCEMU_WC_RECV || r.byte_len != kSendLen) {
+          _exit(kRecvWc);
+        }
+        for (size_t i = 0; i < kSendLen; ++i) {
+          if (base[i] != Pattern(i, 9)) _exit(kRecvBytes);
+        }
+      },
+      &from_child, &to_child);
+  ClientInfo info;
+  ASSERT_TRUE(PumpRead(from_child, &info, sizeof(info)))
+      << "client exited with " << PumpUntilExit(pid);
+  ConnectPeer(eb, info.qpn);
+  ASSERT_EQ(write(to_child, "g", 1), 1);
+  // Waits for "posted" without serving the client: its RQ ring is not
+  // drained by the loop.
+  char posted = 0;
+  const time_t give_up = time(nullptr) + 30;
+  while (read(from_child, &posted, 1) != 1 && time(nullptr) < give_up) {
+    usleep(50);
+  }
+  ASSERT_EQ(posted, 'g') << "client exited with " << PumpUntilExit(pid);
+  EXPECT_EQ(server_->counters().rq_wqes, 0u);
+  for (size_t i = 0; i < kSendLen; ++i) eb.buf[i] = Pattern(i, 9);
+  nic::SendWr send;
+  send.wr_id = 5;
+  send.opcode = nic::WrOpcode::kSend;
+  send.send_flags = nic::send_flags::kSignaled;
+  send.sg_list.PushBack(nic::testing::SgeOf(eb, 0, kSendLen));
+  ASSERT_TRUE(net_.b().PostSend(eb.qpn, send).ok());
+  net_.RunUntil(net_.clock().Now() + 1'000'000);
+  EXPECT_EQ(server_->counters().rq_fetches, 1u);
+  EXPECT_EQ(server_->counters().rq_wqes, 1u);
+  const nic::DeviceCounters ca = net_.a().QueryCounters();
+  EXPECT_EQ(ca.out_of_buffer, 0u);  // no RNR NAK, nothing dropped
+  EXPECT_EQ(ca.rdma_recvs, 1u);
+  const std::vector<nic::WorkCompletion> wcs =
+      nic::testing::Poll(net_.b(), eb.cq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 5u);
+  EXPECT_EQ(wcs[0].status, nic::WcStatus::kSuccess);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  close(from_child);
+  close(to_child);
+}
+
 }  // namespace
 }  // namespace rocemu::verbs::testing
