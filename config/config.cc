@@ -394,6 +394,14 @@ absl::Status LoadTrafficClass(MapReader& m, TrafficClassConfig* tc) {
   return m.Finish();
 }
 
+absl::Status LoadCongestionPoint(MapReader& m, CongestionPointPortConfig* c) {
+  RETURN_IF_ERROR(m.Bool("enabled", &c->enabled));
+  RETURN_IF_ERROR(m.Uint("rate_mbps", 1, 400000, &c->rate_mbps));
+  RETURN_IF_ERROR(m.Uint("buffer_bytes", 16384, 1u << 30, &c->buffer_bytes));
+  RETURN_IF_ERROR(m.Bool("pfc", &c->pfc));
+  return m.Finish();
+}
+
 absl::Status LoadFaults(MapReader& m, FaultConfig* f) {
   RETURN_IF_ERROR(m.Double("drop", 0, 1, &f->drop));
   RETURN_IF_ERROR(m.Double("reorder", 0, 1, &f->reorder));
@@ -547,6 +555,11 @@ absl::Status LoadPort(MapReader& m, PortConfig* p) {
   MapReader faults(m.errors(), m.Get("faults"), m.Key("faults"));
   RETURN_IF_ERROR(faults.Open());
   RETURN_IF_ERROR(LoadFaults(faults, &p->faults));
+  RETURN_IF_ERROR(m.Uint("link_speed_mbps", 1, 800000, &p->link_speed_mbps));
+  MapReader cp(m.errors(), m.Get("congestion_point"),
+               m.Key("congestion_point"));
+  RETURN_IF_ERROR(cp.Open());
+  RETURN_IF_ERROR(LoadCongestionPoint(cp, &p->congestion_point));
   return m.Finish();
 }
 
@@ -784,6 +797,18 @@ absl::StatusOr<Config> LoadNode(const YAML::Node& root, const Errors& errors) {
   RETURN_IF_ERROR(LoadSection(top, "logging", &LoadLogging, &cfg.logging));
   RETURN_IF_ERROR(top.Finish());
   RETURN_IF_ERROR(CheckSockets(cfg, ports, top));
+  for (size_t i = 0; i < cfg.ports.size(); ++i) {
+    const CongestionPointPortConfig& cp = cfg.ports[i].congestion_point;
+    // XOFF must leave headroom: what is in flight when it goes out still
+    // has to fit, or PFC turns into tail drops.
+    if (cp.enabled && cp.pfc && cfg.pfc.xoff_bytes >= cp.buffer_bytes) {
+      MapReader pm(errors, ports[i], absl::StrCat("ports[", i, "]"));
+      return errors.At(pm.Get("congestion_point").Mark(),
+                       pm.Key("congestion_point.buffer_bytes"),
+                       absl::StrFormat("must exceed pfc.xoff_bytes (%d)",
+                                       cfg.pfc.xoff_bytes));
+    }
+  }
   return cfg;
 }
 

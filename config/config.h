@@ -82,6 +82,21 @@ struct FaultConfig {
   }
 };
 
+// A congestion point in front of the port's RNIC: the egress queue of the
+// last switch hop, modelled on the daemon's receive side so that a
+// bottleneck exists between two hosts with fast links. Received RoCE frames
+// of the RoCE priority (traffic_class.roce_prio) wait in a queue drained at
+// rate_mbps; the top-level `ecn` RED profile marks ECT frames CE on
+// dequeue; with `pfc`, crossing pfc.xoff_bytes sends the link's senders a
+// PFC XOFF for that priority (XON below pfc.xon_bytes). Other priorities
+// (CNPs) pass ahead, as a switch's strict-priority queue lets them.
+struct CongestionPointPortConfig {
+  bool enabled = false;
+  uint32_t rate_mbps = 1000;
+  uint32_t buffer_bytes = 1u << 20;  // tail drop beyond
+  bool pfc = true;
+};
+
 struct PortConfig {
   std::string name;
   std::string devargs;              // e.g. net_tap0,iface=rocemu0
@@ -92,6 +107,10 @@ struct PortConfig {
   std::vector<StaticNeighbour> neighbours;
   TrafficClassConfig traffic_class;
   FaultConfig faults;
+  // The link's rate: PFC and PAUSE quanta (512 bit times) are timed at it,
+  // for pauses received and sent.
+  uint32_t link_speed_mbps = 100000;
+  CongestionPointPortConfig congestion_point;
   uint32_t neighbour_timeout_s = 300;
   // The verbs session socket of this port. The first port falls back to
   // verbs.socket; the others get no socket unless this is set.

@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "emulator/eal_args.h"
 #include "emulator/logging.h"
+#include "protocol/pfc.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -174,6 +175,10 @@ absl::Status Daemon::Init() {
         std::make_unique<FaultInjector>(port->config.faults, 2 * i);
     port->tx_faults =
         std::make_unique<FaultInjector>(port->config.faults, 2 * i + 1);
+    absl::StatusOr<std::unique_ptr<IngressCongestion>> ingress =
+        IngressCongestion::Create(config_, i, port->dev->mac());
+    if (!ingress.ok()) return ingress.status();
+    port->ingress = *std::move(ingress);
     std::string addr_list;
     for (const config::IpPrefix& p : port->config.addresses) {
       absl::StrAppend(&addr_list, addr_list.empty() ? "" : " ",
@@ -322,13 +327,32 @@ uint16_t Daemon::ApplyFaults(FaultInjector& faults, FaultState& held,
   return static_cast<uint16_t>(k);
 }
 
-void Daemon::QueueTx(Port& port, rte_mbuf* m) {
+void Daemon::QueueTx(Port& port, rte_mbuf* m, uint8_t priority) {
   if (port.tx_count == std::size(port.tx_batch)) {
     ++port.counters.tx_dropped;
     rte_pktmbuf_free(m);
     return;
   }
+  // The priority rides in the mbuf's user tag (unused on TX by the PMDs)
+  // through fault injection and the backlog.
+  m->hash.usr = priority;
   port.tx_batch[port.tx_count++] = m;
+}
+
+uint16_t Daemon::HoldPaused(Port& port, uint8_t paused) {
+  rte_mbuf* held[Port::kBacklog];
+  uint16_t ready = 0, nheld = 0;
+  for (uint16_t i = 0; i < port.tx_backlog_count; ++i) {
+    rte_mbuf* m = port.tx_backlog[i];
+    const uint32_t prio = m->hash.usr;
+    if (prio < 8 && ((paused >> prio) & 1) != 0) {
+      held[nheld++] = m;
+    } else {
+      port.tx_backlog[ready++] = m;
+    }
+  }
+  std::memcpy(port.tx_backlog + ready, held, nheld * sizeof(rte_mbuf*));
+  return ready;
 }
 
 // Frames to our own MAC (QPs of this RNIC talking to each other, or a UD
@@ -385,17 +409,23 @@ uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
     port.tx_backlog[port.tx_backlog_count++] = pkts[i];
   }
   if (port.tx_backlog_count == 0) return 0;
-  const uint16_t sent = rte_eth_tx_burst(port.dev->port_id(), 0,
-                                         port.tx_backlog,
-                                         port.tx_backlog_count);
+  uint16_t ready = port.tx_backlog_count;
+  if (port.endpoint != nullptr) {
+    const uint8_t paused = port.endpoint->PausedPriorities(now);
+    if (paused != 0) ready = HoldPaused(port, paused);
+  }
+  port.tx_paused_count = static_cast<uint16_t>(port.tx_backlog_count - ready);
+  const uint16_t sent = ready == 0 ? 0
+                                   : rte_eth_tx_burst(port.dev->port_id(), 0,
+                                                      port.tx_backlog, ready);
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < sent; ++i) {
     bytes += rte_pktmbuf_pkt_len(port.tx_backlog[i]);
   }
   port.counters.tx_packets += sent;
   port.counters.tx_bytes += bytes;
+  if (sent < ready) ++port.counters.tx_ring_full;
   if (sent < port.tx_backlog_count) {
-    ++port.counters.tx_ring_full;
     std::memmove(port.tx_backlog, port.tx_backlog + sent,
                  (port.tx_backlog_count - sent) * sizeof(rte_mbuf*));
   }
@@ -451,6 +481,12 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
           port.spare = nullptr;
           break;
         case RxVerdict::kNic:
+          if (port.ingress != nullptr && endpoint != nullptr &&
+              port.ingress->Enqueue(m, now) !=
+                  IngressCongestion::Offer::kPass) {
+            pkts[i] = nullptr;  // queued (or tail-dropped and freed)
+            break;
+          }
           frames[nic_frames++] = {data.data(),
                                   static_cast<uint32_t>(data.size())};
           break;
@@ -471,9 +507,16 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
     rte_pktmbuf_free_bulk(pkts, n);
   }
 
+  if (port.ingress != nullptr && endpoint != nullptr &&
+      PollIngress(port, now)) {
+    busy = true;
+    endpoint_due = true;
+  }
+
   // Back-pressure: with a burst already waiting for the wire, the RNIC
   // keeps its frames (it is asked again next pass).
-  if (endpoint != nullptr && endpoint_due && port.tx_backlog_count >= kBurst) {
+  if (endpoint != nullptr && endpoint_due &&
+      port.tx_backlog_count - port.tx_paused_count >= kBurst) {
     ++port.counters.tx_backpressure;
     busy = true;
   } else if (endpoint != nullptr && endpoint_due) {
@@ -491,9 +534,7 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
       for (size_t i = 0; i < filled; ++i) {
         bufs[i]->data_len = static_cast<uint16_t>(tx[i].len);
         bufs[i]->pkt_len = tx[i].len;
-        // TODO(issue 5): queue by tx[i].priority once PFC pause state per
-        // priority gates the port's TX queues.
-        QueueTx(port, bufs[i]);
+        QueueTx(port, bufs[i], tx[i].priority);
       }
       if (filled < kBurst) {
         rte_pktmbuf_free_bulk(bufs + filled,
@@ -501,14 +542,53 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
       }
     }
   }
-  busy |= FlushTx(port, now) > 0 || port.tx_backlog_count > 0;
+  // Frames held by a pause are not work: the pause's end is an endpoint
+  // event (NextEventTime) that wakes the loop.
+  busy |=
+      FlushTx(port, now) > 0 || port.tx_backlog_count > port.tx_paused_count;
   return busy;
+}
+
+bool Daemon::PollIngress(Port& port, nic::TimeNs now) {
+  bool did = false;
+  rte_mbuf* out[kBurst];
+  size_t n;
+  while ((n = port.ingress->Dequeue(now, out)) > 0) {
+    nic::RxFrame frames[kBurst];
+    for (size_t i = 0; i < n; ++i) {
+      frames[i] = {rte_pktmbuf_mtod(out[i], const uint8_t*),
+                   rte_pktmbuf_data_len(out[i])};
+    }
+    port.endpoint->Receive(port.index, {frames, n}, now);
+    rte_pktmbuf_free_bulk(out, static_cast<unsigned>(n));
+    did = true;
+  }
+  // XOFF/XON to the link's senders: a MAC Control frame, never held by a
+  // pause of our own.
+  uint8_t pfc[protocol::kMacControlFrameLen];
+  const size_t len = port.ingress->PollPfc(now, port.stack->mac(), pfc);
+  if (len > 0) {
+    rte_mbuf* m = rte_pktmbuf_alloc(port.dev->pool());
+    if (m == nullptr) {
+      ++port.counters.tx_nombuf;
+      return did;
+    }
+    std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), pfc, len);
+    m->data_len = static_cast<uint16_t>(len);
+    m->pkt_len = static_cast<uint32_t>(len);
+    QueueTx(port, m, kUnpausable);
+    did = true;
+  }
+  return did;
 }
 
 nic::TimeNs Daemon::RefreshNextEvents() {
   nic::TimeNs next = nic::kNever;
   for (auto& p : ports_) {
     if (p->endpoint == nullptr) continue;
+    if (p->ingress != nullptr) {
+      next = std::min(next, p->ingress->NextEventTime());
+    }
     p->next_event = p->endpoint->NextEventTime();
     next = std::min(next, p->next_event);
   }
@@ -758,8 +838,8 @@ bool Daemon::Sleep(nic::TimeNs now, nic::TimeNs next_event,
   for (const auto& p : ports_) {
     // Frames held by a fault injector or waiting for TX room are due
     // sooner than any fd would say.
-    if (p->tx_count > 0 || p->tx_backlog_count > 0 || p->rx_held.count > 0 ||
-        p->tx_held.count > 0 ||
+    if (p->tx_count > 0 || p->tx_backlog_count > p->tx_paused_count ||
+        p->rx_held.count > 0 || p->tx_held.count > 0 ||
         p->rx_held.reorder != nullptr || p->tx_held.reorder != nullptr) {
       return false;
     }
@@ -821,6 +901,7 @@ void Daemon::Shutdown() {
       rte_pktmbuf_free(p->tx_backlog[i]);
     }
     p->tx_backlog_count = 0;
+    p->tx_paused_count = 0;
     for (FaultState* h : {&p->rx_held, &p->tx_held}) {
       while (h->count > 0) {
         rte_pktmbuf_free(h->ring[h->head].m);
@@ -876,6 +957,10 @@ std::string Daemon::CountersJson() const {
       rnics_[index]->AppendPfcJson(clock_->Now(), &out);
       absl::StrAppend(&out, ",\"dcqcn\":");
       rnics_[index]->AppendDcqcnJson(&out);
+    }
+    if (p->ingress != nullptr) {
+      absl::StrAppend(&out, ",\"congestion_point\":");
+      p->ingress->AppendJson(&out);
     }
     absl::StrAppend(&out, ",\"verbs\":");
     if (index < sessions_.size() && sessions_[index] != nullptr) {

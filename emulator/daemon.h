@@ -22,6 +22,7 @@
 #include "emulator/dpdk_port.h"
 #include "emulator/fault_injector.h"
 #include "emulator/idle_wait.h"
+#include "emulator/ingress_congestion.h"
 #include "emulator/neighbour_cache.h"
 #include "emulator/net_stack.h"
 #include "emulator/pcap_writer.h"
@@ -141,6 +142,8 @@ class Daemon {
     FaultState rx_held, tx_held;
     PcapWriter rx_capture, tx_capture;
     PortCounters counters;
+    // ports[].congestion_point: RoCE frames wait here before the RNIC.
+    std::unique_ptr<IngressCongestion> ingress;
     rte_mbuf* spare = nullptr;  // reply buffer for the net stack
     rte_mbuf* tx_batch[kBurst * 4];
     uint16_t tx_count = 0;
@@ -152,6 +155,10 @@ class Daemon {
     static constexpr uint16_t kBacklog = kBurst * 16;
     rte_mbuf* tx_backlog[kBacklog];
     uint16_t tx_backlog_count = 0;
+    // Of those, the frames of priorities the peer paused (PFC/PAUSE), kept
+    // at the end of the backlog in order until the pause ends: a ConnectX
+    // stops a paused priority's TX queue, the others keep sending.
+    uint16_t tx_paused_count = 0;
     nic::FrameEndpoint* endpoint = nullptr;
     nic::TimeNs next_event = 0;  // endpoint's NextEventTime
     uint16_t index = 0;          // in ports_: the endpoint's port number
@@ -159,6 +166,9 @@ class Daemon {
 
   // Returns whether any frame was received or sent.
   bool PollPort(unsigned index, nic::TimeNs now);
+  // The congestion point's departures into the RNIC and its PFC frames
+  // out; returns whether it did anything.
+  bool PollIngress(Port& port, nic::TimeNs now);
   // Earliest endpoint event over the ports (refreshed after every pass and
   // after control requests, which may post work).
   nic::TimeNs RefreshNextEvents();
@@ -166,7 +176,13 @@ class Daemon {
   uint16_t ApplyFaults(FaultInjector& faults, FaultState& held,
                        rte_mempool* pool, rte_mbuf** in, uint16_t n,
                        rte_mbuf** out, size_t out_cap, nic::TimeNs now);
-  void QueueTx(Port& port, rte_mbuf* m);
+  // `priority`: the 802.1p priority the frame waits on while paused;
+  // kUnpausable for MAC control frames, which a pause never holds.
+  static constexpr uint8_t kUnpausable = 8;
+  void QueueTx(Port& port, rte_mbuf* m, uint8_t priority = 0);
+  // Moves the backlog frames of `paused` priorities behind the others
+  // (both in order); returns how many may go to the wire.
+  static uint16_t HoldPaused(Port& port, uint8_t paused);
   // Returns how many frames went to the PMD.
   uint16_t FlushTx(Port& port, nic::TimeNs now);
   uint16_t LoopBack(Port& port, rte_mbuf** pkts, uint16_t n, nic::TimeNs now);

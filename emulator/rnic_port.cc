@@ -40,6 +40,7 @@ absl::StatusOr<nic::RnicConfig> MakeRnicConfig(const config::Config& config,
   pfc_ecn::DcqcnParams& d = cc.dcqcn;
   const config::DcqcnConfig& c = config.dcqcn;
   d.enabled = c.enabled;
+  d.line_rate_mbps = p.link_speed_mbps;  // where a QP starts and recovers to
   d.rp_time_reset = c.rp_time_reset;
   d.rp_byte_reset = c.rp_byte_reset;
   d.rp_threshold = c.rp_threshold;
@@ -64,6 +65,7 @@ absl::StatusOr<nic::RnicConfig> MakeRnicConfig(const config::Config& config,
     if (config.pfc.enabled[i]) pfc_mask |= static_cast<uint8_t>(1u << i);
   }
   cc.pfc_rx.pfc_enable = pfc_mask;
+  cc.pfc_rx.port_rate_bps = p.link_speed_mbps * pfc_ecn::kBpsPerMbps;
   if (absl::Status s = cc.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("port ", p.name, ": congestion settings: ", s.message()));

@@ -43,6 +43,10 @@ class FrameEndpoint {
   // Receive in between (retransmission timer, pacer, pause expiry), or
   // kNever.
   virtual TimeNs NextEventTime() const = 0;
+  // Bit n set: priority n is paused at `now` (PFC, or all eight for an
+  // 802.3x PAUSE) and the carrier must hold the frames of that priority it
+  // was already given. Asked once per transmit pass, not per frame.
+  virtual uint8_t PausedPriorities(TimeNs /*now*/) { return 0; }
 };
 
 }  // namespace rocemu::nic

@@ -128,6 +128,9 @@ class Rnic final : public FrameEndpoint {
   size_t Transmit(uint16_t port, std::span<TxFrame> frames,
                   TimeNs now) override;
   TimeNs NextEventTime() const override;
+  uint8_t PausedPriorities(TimeNs now) override {
+    return paused_priorities_ = cc_.RefreshPause(now);
+  }
 
   // --- congestion hooks ---
   // PFC: while paused, QPs whose service level maps to `priority` send

@@ -101,6 +101,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "ports:\n  - name: p0\n    devargs: net_null0\n"
                 "    faults:\n      drop: 1.5\n",
                 "5:13", "ports[0].faults.drop", "out of range"},
+        BadCase{"congestion_point_headroom",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    congestion_point: {enabled: true, buffer_bytes: 65536}\n",
+                "4:23", "ports[0].congestion_point.buffer_bytes",
+                "must exceed pfc.xoff_bytes (98304)"},
+        BadCase{"congestion_point_rate",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    congestion_point: {rate_mbps: 0}\n",
+                "4:35", "ports[0].congestion_point.rate_mbps", "out of range"},
+        BadCase{"link_speed",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    link_speed_mbps: 0\n",
+                "4:22", "ports[0].link_speed_mbps", "out of range"},
         BadCase{"bad_enum", WithPort("logging:\n  level: verbose\n"), "5:10",
                 "logging.level", "not one of"},
         BadCase{"bad_mode", WithPort("control: {socket_mode: \"999\"}\n"),
@@ -195,6 +208,8 @@ ports:
       - {ip: 10.77.0.1, mac: "02:00:00:00:00:01"}
     traffic_class: {roce_dscp: 24, ecn: ect1}
     faults: {drop: 0.01, seed: 42, tx: true}
+    link_speed_mbps: 25000
+    congestion_point: {enabled: true, rate_mbps: 2000, buffer_bytes: 524288}
 pfc: {priorities: [3, 4]}
 eal: {idle_sleep_us: 0, idle_spin_us: 30, lcore: 1}
 control: {socket_mode: "0600", prometheus_port: 9100}
@@ -226,6 +241,11 @@ logging: {level: debug}
   EXPECT_DOUBLE_EQ(p.faults.drop, 0.01);
   EXPECT_EQ(p.faults.seed, 42u);
   EXPECT_TRUE(p.faults.tx);
+  EXPECT_EQ(p.link_speed_mbps, 25000u);
+  EXPECT_TRUE(p.congestion_point.enabled);
+  EXPECT_EQ(p.congestion_point.rate_mbps, 2000u);
+  EXPECT_EQ(p.congestion_point.buffer_bytes, 524288u);
+  EXPECT_TRUE(p.congestion_point.pfc);  // the default
   EXPECT_TRUE(cfg->pfc.enabled[4]);
   EXPECT_EQ(cfg->eal.idle_sleep_us, 0u);
   EXPECT_EQ(cfg->eal.idle_spin_us, 30u);
@@ -300,8 +320,7 @@ TEST(ConfigTest, ErrorsStayOneLineWhateverTheTextHolds) {
   const std::string m(c.status().message());
   EXPECT_EQ(m.find('\x01'), std::string::npos) << m;
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;
-  EXPECT_NE(m.find("unknown escape character: \\x01"), std::string::npos)
-      << m;
+  EXPECT_NE(m.find("unknown escape character: \\x01"), std::string::npos) << m;
   EXPECT_EQ(m.rfind("t.yaml:1:", 0), 0u) << m;
 }
 

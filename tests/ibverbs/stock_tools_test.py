@@ -32,8 +32,10 @@ class Run:
         self.tmp = tempfile.mkdtemp(prefix="rocemu-stock-")
         os.chmod(self.tmp, 0o755)
         self.namespaces, self.procs, self.failures = [], [], []
-        # Daemon name -> YAML sections added to its configuration.
+        # Daemon name -> YAML sections added to its configuration, and
+        # YAML keys added to its port (indented as port keys).
         self.extra_config = {}
+        self.port_config = {}
         self.port = 18515 + self.pid % 1000
 
     def check(self, cond, msg):
@@ -62,6 +64,7 @@ ports:
     mac: "{mac}"
     mtu: 4200
     addresses: [{ip}/24]
+{self.port_config.get(name, "")}
 control: {{socket: {ctl}}}
 verbs: {{socket: {verbs}}}
 logging: {{file: {d}/rocemud.log}}

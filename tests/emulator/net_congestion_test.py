@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Live congestion signalling between two rocemud daemons over memif, with
+Debian's unmodified ib_write_bw on the drop-in libibverbs.so.1 as the
+traffic: daemon A (the receiver) puts a congestion point in front of its
+RNIC (ports[].congestion_point: a 1 Gb/s queue), daemon B writes into it.
+
+  ecn: RED marks CE on the queue -> A's notification point sends CNPs ->
+       B's DCQCN reaction point handles them and cuts its rate; counted on
+       every hop, and the transfer completes.
+  pfc: ECN off, PFC on: A's queue crosses XOFF -> A sends PFC frames for
+       priority 3 -> B's RNIC holds priority 3 for their quanta; A never
+       tail-drops, B never retransmits, and the pause shows in both
+       daemons' mlx5-named counters.
+
+Usage: net_congestion_test.py ROCEMUD DROPIN_DIR
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "ibverbs"))
+import netns_util  # noqa: E402
+from stock_tools_test import Run, perftest_rows  # noqa: E402
+
+CONGESTION_POINT = """    link_speed_mbps: 1000
+    congestion_point: {{enabled: true, rate_mbps: 1000, buffer_bytes: {buf},
+                       pfc: {pfc}}}"""
+
+
+def counters(d):
+    c = netns_util.control(d["ctl"], {"cmd": "counters"}, timeout=10)
+    return c["ports"]["p0"]
+
+
+def find_counter(obj, name):
+    """The first value named `name` anywhere in a JSON object."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == name:
+                return v
+            f = find_counter(v, name)
+            if f is not None:
+                return f
+    elif isinstance(obj, list):
+        for v in obj:
+            f = find_counter(v, name)
+            if f is not None:
+                return f
+    return None
+
+
+def start_pair(r, ns, case, receiver_port, receiver_extra="",
+               sender_extra=""):
+    a, b = f"a{case}", f"b{case}"
+    r.port_config[a] = receiver_port
+    r.port_config[b] = "    link_speed_mbps: 1000"
+    r.extra_config[a] = receiver_extra
+    r.extra_config[b] = sender_extra
+    sock = f"rocemu-cong-{case}-{r.pid}"
+    # The memif ring is the cable: 256 slots of one 4 KiB frame each hold
+    # 1 MiB in flight, which the receiver's headroom above XOFF must absorb
+    # (both daemons share 2 cores: the receiver may not run for
+    # milliseconds while the sender fills the ring).
+    link = f"socket={sock},bsize=8192,rsize=8"
+    da = r.daemon(ns, a, f"net_memif0,role=server,{link}",
+                  "02:00:00:7c:01:01", "10.124.1.1")
+    db = r.daemon(ns, b, f"net_memif0,role=client,{link}",
+                  "02:00:00:7c:01:02", "10.124.1.2")
+    return da, db
+
+
+def write_bw(r, ns, a, b):
+    """ib_write_bw from B into A: 64 KiB x 1500 (98 MB, ~0.8 s at 1 Gb/s)."""
+    argv = ["ib_write_bw", "-d", "rocemu_p0", "-x", "0", "-s", "65536",
+            "-n", "1500", "--report_gbits"]
+    src, sout, crc, cout = r.pair(ns, a, b, argv, timeout=120)
+    rows = perftest_rows(cout)
+    ok = src == 0 and crc == 0 and 65536 in rows
+    r.check(ok, f"ib_write_bw through the congestion point: server {src}, "
+            f"client {crc}" + (f", {rows[65536][2]} Gb/s" if ok else ""))
+    if not ok:
+        print(sout[-1500:], cout[-1500:])
+    return rows.get(65536)
+
+
+def main():
+    rocemud, dropin = (os.path.abspath(p) for p in sys.argv[1:3])
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root")
+        return 1
+    r = Run(rocemud, dropin)
+    with netns_util.failures_reported(r):
+        ns = r.netns("rocemu-cg")
+
+        # --- ECN -> CNP -> DCQCN ---
+        a, b = start_pair(r, ns, 1,
+                          CONGESTION_POINT.format(buf=1 << 20, pfc="false"))
+        row = write_bw(r, ns, a, b)
+        ca, cb = counters(a), counters(b)
+        cp = ca["congestion_point"]
+        print(f"     A congestion point {cp}")
+        print(f"     A np: marked {ca['rnic'].get('np_ecn_marked_roce_packets')}"
+              f", cnp_sent {ca['rnic'].get('np_cnp_sent')}; B rp: handled "
+              f"{cb['rnic'].get('rp_cnp_handled')}")
+        r.check(cp["enqueued"] >= 24000 and cp["depth_bytes"] == 0 and
+                cp["dequeued"] == cp["enqueued"],
+                "the receiver's congestion point carried every RoCE frame "
+                "(1500 x 16 packets at least) and is empty after")
+        r.check(cp["ecn_marked"] > 0, f"RED marked {cp['ecn_marked']} "
+                "frames CE on the 1 Gb/s queue")
+        r.check(ca["rnic"].get("np_ecn_marked_roce_packets", 0) >=
+                cp["ecn_marked"] - cp["tail_drops"],
+                "A's RNIC saw every CE mark that was not dropped "
+                "(np_ecn_marked_roce_packets)")
+        r.check(ca["rnic"].get("np_cnp_sent", 0) > 0,
+                f"A's notification point sent CNPs "
+                f"({ca['rnic'].get('np_cnp_sent', 0)})")
+        r.check(cb["rnic"].get("rp_cnp_handled", 0) > 0 and
+                cb["rnic"].get("rp_cnp_handled", 0) <=
+                ca["rnic"].get("np_cnp_sent", 0),
+                f"B's reaction point handled them "
+                f"(rp_cnp_handled {cb['rnic'].get('rp_cnp_handled', 0)})")
+        if row is not None:
+            r.check(row[2] <= 1.0 * 1.1, f"goodput {row[2]} Gb/s is bounded "
+                    "by the 1 Gb/s bottleneck")
+        for d in (a, b):
+            netns_util.stop_rocemud(d["proc"])
+
+        # --- PFC: lossless through the bottleneck ---
+        a, b = start_pair(r, ns, 2,
+                          CONGESTION_POINT.format(buf=3 << 20, pfc="true"),
+                          receiver_extra="ecn: {{enabled: false}}\n")
+        row = write_bw(r, ns, a, b)
+        ca, cb = counters(a), counters(b)
+        cp = ca["congestion_point"]
+        print(f"     A congestion point {cp}")
+        r.check(cp["tx_prio3_pause"] > 0,
+                f"A sent PFC for priority 3 ({cp['tx_prio3_pause']} frames)")
+        r.check(cp["tail_drops"] == 0, "A's queue never overflowed "
+                f"(max depth {cp['max_depth_bytes']} B)")
+        r.check(cp["ecn_marked"] == 0, "ECN off: nothing marked")
+        print(f"     B pfc {cb['pfc']}")
+        rx = find_counter(cb["pfc"], "rx_prio3_pause")
+        r.check(rx > 0 and rx <= cp["tx_prio3_pause"],
+                f"B obeyed: rx_prio3_pause {rx}")
+        bad = {k: v for k, v in cb["rnic"].items()
+               if k in ("local_ack_timeout_err", "rcvd_seq_err",
+                        "packet_seq_err", "retry_exceeded_err") and v}
+        bad.update({k: v for k, v in ca["rnic"].items()
+                    if k in ("out_of_sequence", "duplicate_request") and v})
+        r.check(not bad, f"no retransmission anywhere {bad}")
+        if row is not None:
+            r.check(row[2] <= 1.0 * 1.1, f"goodput {row[2]} Gb/s is bounded "
+                    "by the 1 Gb/s bottleneck")
+    return netns_util.verdict(r.failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
