@@ -556,6 +556,11 @@ absl::Status LoadPort(MapReader& m, PortConfig* p) {
   RETURN_IF_ERROR(faults.Open());
   RETURN_IF_ERROR(LoadFaults(faults, &p->faults));
   RETURN_IF_ERROR(m.Uint("link_speed_mbps", 1, 800000, &p->link_speed_mbps));
+  if (m.Has("vlan_id")) {
+    uint16_t vid = 0;
+    RETURN_IF_ERROR(m.Uint("vlan_id", 0, 4094, &vid));
+    p->vlan_id = vid;
+  }
   MapReader cp(m.errors(), m.Get("congestion_point"),
                m.Key("congestion_point"));
   RETURN_IF_ERROR(cp.Open());

@@ -110,6 +110,10 @@ struct PortConfig {
   // The link's rate: PFC and PAUSE quanta (512 bit times) are timed at it,
   // for pauses received and sent.
   uint32_t link_speed_mbps = 100000;
+  // 802.1Q VLAN of everything the port originates (RNIC frames with PCP =
+  // their priority, ARP/ND with PCP 0); unset: untagged. Replies follow
+  // the request's tag.
+  std::optional<uint16_t> vlan_id;
   CongestionPointPortConfig congestion_point;
   uint32_t neighbour_timeout_s = 300;
   // The verbs session socket of this port. The first port falls back to

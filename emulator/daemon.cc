@@ -171,6 +171,7 @@ absl::Status Daemon::Init() {
     }
     port->stack =
         std::make_unique<NetStack>(port->dev->mac(), addrs, &port->neighbours);
+    port->stack->set_vlan(port->config.vlan_id);
     port->rx_faults =
         std::make_unique<FaultInjector>(port->config.faults, 2 * i);
     port->tx_faults =

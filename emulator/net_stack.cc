@@ -442,7 +442,7 @@ RxVerdict NetStack::HandleNeighbourSolicit(std::span<const uint8_t> frame,
 
 size_t NetStack::BuildArpRequest(const IpAddr& target, std::span<uint8_t> out) {
   const IpAddr* src = SourceFor(target, false);
-  rx_vlan_tci_ = 0xFFFF'FFFF;
+  rx_vlan_tci_ = own_vlan_tci_;
   size_t hdr = WriteEth(out, kBroadcastMac.data(), kEtherTypeArp, kArpLen);
   if (src == nullptr || hdr == 0) return 0;
   uint8_t* arp = out.data() + hdr;
@@ -465,7 +465,7 @@ size_t NetStack::BuildNeighbourSolicit(const IpAddr& target,
   IpAddr group = SolicitedNode(target);
   MacAddr dst_mac = MulticastMac(group);
   constexpr size_t kNsLen = 32;  // header + target + SLL option
-  rx_vlan_tci_ = 0xFFFF'FFFF;
+  rx_vlan_tci_ = own_vlan_tci_;
   size_t hdr =
       WriteEth(out, dst_mac.data(), kEtherTypeIpv6, kIpv6HeaderLen + kNsLen);
   if (src == nullptr || hdr == 0) return 0;

@@ -61,6 +61,12 @@ class NetStack {
   NetStack(const MacAddr& mac, std::span<const NetAddress> addresses,
            NeighbourCache* cache);
 
+  // Solicitations go out tagged with `vid` (PCP 0); replies keep the
+  // request's tag whatever this says.
+  void set_vlan(std::optional<uint16_t> vid) {
+    own_vlan_tci_ = vid.has_value() ? *vid : 0xFFFF'FFFF;
+  }
+
   RxVerdict Receive(std::span<const uint8_t> frame, nic::TimeNs now,
                     std::span<uint8_t> reply, size_t* reply_len);
 
@@ -107,6 +113,8 @@ class NetStack {
   NetCounters counters_;
   // VLAN TCI of the frame being answered (0xFFFF: untagged).
   uint32_t rx_vlan_tci_ = 0xFFFF'FFFF;
+  // The tag of what the stack originates (solicitations): the port's VLAN.
+  uint32_t own_vlan_tci_ = 0xFFFF'FFFF;
 };
 
 }  // namespace rocemu::emulator

@@ -143,6 +143,10 @@ size_t Gsi::Transmit(std::span<TxFrame> frames) {
     net.ttl = p.to.hop_limit;
     net.flow_label = p.to.flow_label;
     net.udp_src_port = kGsiUdpSourcePort;
+    if (vlan_.has_value()) {
+      net.has_vlan = true;
+      net.vlan.vid = *vlan_;
+    }
     protocol::Bth& bth = spec.hdr.bth;
     bth.opcode = static_cast<uint8_t>(protocol::Opcode::kUdSendOnly);
     bth.mig_req = false;

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -62,6 +63,8 @@ class Gsi {
       uint32_t queue_capacity = 512);
 
   void set_cm(CmAgent* cm) { cm_ = cm; }
+  // MADs go out tagged with the port's VLAN (PCP 0) when it has one.
+  void set_vlan(std::optional<uint16_t> vid) { vlan_ = vid; }
 
   // A parsed RoCE frame whose BTH destination QP is 1.
   void Receive(const protocol::ParsedFrame& frame, TimeNs now);
@@ -92,6 +95,7 @@ class Gsi {
   const GidTable& gids_;
   DeviceCounters& counters_;
   CmAgent* cm_ = nullptr;
+  std::optional<uint16_t> vlan_;
   std::vector<Pending> queue_;
   uint32_t head_ = 0;
   uint32_t count_ = 0;

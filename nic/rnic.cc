@@ -81,6 +81,7 @@ Rnic::Rnic(const RnicConfig& config)
       cm_(std::make_unique<CmAgent>(*this, *gsi_, counters_, 0)) {
   (void)gids_.Set(0, config.gid);
   gsi_->set_cm(cm_.get());
+  gsi_->set_vlan(config_.vlan_id);
 }
 
 Rnic::~Rnic() = default;
@@ -624,6 +625,11 @@ void Rnic::FillNet(const Qp& qp, const QpPath& path,
   net->ttl = path.hop_limit;
   net->flow_label = path.flow_label;
   net->udp_src_port = qp.udp_sport_;
+  if (config_.vlan_id.has_value()) {
+    net->has_vlan = true;
+    net->vlan.vid = *config_.vlan_id;
+    net->vlan.pcp = path.sl != 0 ? path.sl & 7 : cc_.config().roce_prio;
+  }
 }
 
 // --- data path --------------------------------------------------------------

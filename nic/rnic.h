@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct RnicConfig {
   uint32_t max_unacked_psns = 512;
   // ECN/DSCP/priority of RoCE frames, DCQCN (NP, RP) and PFC receive.
   CongestionConfig congestion;
+  // The port's 802.1Q VLAN: every frame the RNIC sends is tagged with it,
+  // PCP = the frame's priority (QP: its SL, else roce_prio; MADs 0; CNPs
+  // np_cnp_prio). Unset: untagged.
+  std::optional<uint16_t> vlan_id;
 };
 
 class Rnic final : public FrameEndpoint {

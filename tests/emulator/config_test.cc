@@ -110,6 +110,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "ports:\n  - name: p0\n    devargs: net_null0\n"
                 "    congestion_point: {rate_mbps: 0}\n",
                 "4:35", "ports[0].congestion_point.rate_mbps", "out of range"},
+        BadCase{"vlan_id",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    vlan_id: 4095\n",
+                "4:14", "ports[0].vlan_id", "out of range"},
         BadCase{"link_speed",
                 "ports:\n  - name: p0\n    devargs: net_null0\n"
                 "    link_speed_mbps: 0\n",
@@ -184,6 +188,9 @@ TEST(ConfigTest, DefaultsApplyWhenKeysAreAbsent) {
   EXPECT_EQ(p.traffic_class.cnp_dscp, 48);
   EXPECT_EQ(p.traffic_class.cnp_prio, 6);
   EXPECT_FALSE(p.faults.enabled());
+  EXPECT_EQ(p.link_speed_mbps, 100000u);
+  EXPECT_FALSE(p.vlan_id.has_value());  // untagged
+  EXPECT_FALSE(p.congestion_point.enabled);
   EXPECT_EQ(cfg->dcqcn.rp_dce_tcp_g, 1019u);
   EXPECT_EQ(cfg->dcqcn.rp_time_reset, 300u);
   EXPECT_EQ(cfg->control.socket_mode, 0660u);
@@ -209,6 +216,7 @@ ports:
     traffic_class: {roce_dscp: 24, ecn: ect1}
     faults: {drop: 0.01, seed: 42, tx: true}
     link_speed_mbps: 25000
+    vlan_id: 100
     congestion_point: {enabled: true, rate_mbps: 2000, buffer_bytes: 524288}
 pfc: {priorities: [3, 4]}
 eal: {idle_sleep_us: 0, idle_spin_us: 30, lcore: 1}
@@ -242,6 +250,7 @@ logging: {level: debug}
   EXPECT_EQ(p.faults.seed, 42u);
   EXPECT_TRUE(p.faults.tx);
   EXPECT_EQ(p.link_speed_mbps, 25000u);
+  EXPECT_EQ(p.vlan_id, std::optional<uint16_t>(100));
   EXPECT_TRUE(p.congestion_point.enabled);
   EXPECT_EQ(p.congestion_point.rate_mbps, 2000u);
   EXPECT_EQ(p.congestion_point.buffer_bytes, 524288u);

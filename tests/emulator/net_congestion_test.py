@@ -12,10 +12,16 @@ RNIC (ports[].congestion_point: a 1 Gb/s queue), daemon B writes into it.
        tail-drops, B never retransmits, and the pause shows in both
        daemons' mlx5-named counters.
 
-Usage: net_congestion_test.py ROCEMUD DROPIN_DIR
+Both daemons tag everything with VLAN 100: every RoCE frame each sent is
+checked for its class's PCP/DSCP/ECN (data and ACKs 3/26/ECT(0), CNPs
+6/48/Not-ECT), and A's capture (ACKs, CNPs, PFC frames) passes the
+shared oracles (check_pcap.py --strict, tshark_check.sh).
+
+Usage: net_congestion_test.py ROCEMUD DROPIN_DIR SHARED_DIR
 """
 import os
-import re
+import struct
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,6 +31,7 @@ import netns_util  # noqa: E402
 from stock_tools_test import Run, perftest_rows  # noqa: E402
 
 CONGESTION_POINT = """    link_speed_mbps: 1000
+    vlan_id: 100
     congestion_point: {{enabled: true, rate_mbps: 1000, buffer_bytes: {buf},
                        pfc: {pfc}}}"""
 
@@ -55,9 +62,11 @@ def start_pair(r, ns, case, receiver_port, receiver_extra="",
                sender_extra=""):
     a, b = f"a{case}", f"b{case}"
     r.port_config[a] = receiver_port
-    r.port_config[b] = "    link_speed_mbps: 1000"
-    r.extra_config[a] = receiver_extra
-    r.extra_config[b] = sender_extra
+    r.port_config[b] = "    link_speed_mbps: 1000\n    vlan_id: 100"
+    # A's frames whole (the oracles check ACKs, CNPs and PFC frames to the
+    # ICRC); B's 100 MB of WRITEs by their headers.
+    r.extra_config[a] = receiver_extra + CAPTURE.format(snaplen=65535)
+    r.extra_config[b] = sender_extra + CAPTURE.format(snaplen=128)
     sock = f"rocemu-cong-{case}-{r.pid}"
     # The memif ring is the cable: 256 slots of one 4 KiB frame each hold
     # 1 MiB in flight, which the receiver's headroom above XOFF must absorb
@@ -69,6 +78,78 @@ def start_pair(r, ns, case, receiver_port, receiver_extra="",
     db = r.daemon(ns, b, f"net_memif0,role=client,{link}",
                   "02:00:00:7c:01:02", "10.124.1.2")
     return da, db
+
+
+CAPTURE = ("capture: {{{{enabled: true, rx_path: \"{{dir}}/rx.pcap\", "
+           "tx_path: \"{{dir}}/tx.pcap\", snaplen: {snaplen}}}}}\n")
+
+
+def roce_frames(path):
+    """(pcp, vid, dscp, ecn, opcode) of every RoCEv2 frame in a pcap; None
+    for the tag of an untagged one."""
+    with open(path, "rb") as f:
+        data = f.read()
+    off, out = 24, []
+    while off + 16 <= len(data):
+        caplen = struct.unpack_from("<I", data, off + 8)[0]
+        fr = data[off + 16:off + 16 + caplen]
+        off += 16 + caplen
+        tag, l3 = None, 14
+        etype = struct.unpack_from("!H", fr, 12)[0]
+        if etype == 0x8100:
+            tci = struct.unpack_from("!H", fr, 14)[0]
+            tag = (tci >> 13, tci & 0xFFF)
+            etype = struct.unpack_from("!H", fr, 16)[0]
+            l3 = 18
+        if etype != 0x0800 or len(fr) < l3 + 29 or fr[l3 + 9] != 17:
+            continue
+        if struct.unpack_from("!H", fr, l3 + 22)[0] != 4791:
+            continue
+        tos = fr[l3 + 1]
+        out.append((tag, tos >> 2, tos & 3, fr[l3 + 28]))
+    return out
+
+
+def check_marking(r, d, who):
+    """Every RoCE frame `d` sent: VLAN 100, PCP/DSCP of its class."""
+    # Closing the capture flushes it.
+    netns_util.control(d["ctl"], {"cmd": "capture", "enable": False},
+                       timeout=10)
+    frames = roce_frames(os.path.join(r.tmp, d["name"], "tx.pcap"))
+    wrong = {}
+    classes = {}
+    for tag, dscp, ecn, opcode in frames:
+        if opcode == 0x81:  # CNP: DSCP 48, priority 6, Not-ECT
+            want = ((6, 100), 48, 0)
+            kind = "cnp"
+        elif opcode == 0x64:  # UD SEND only: a CM MAD on QP1, PCP 0
+            want = ((0, 100), 0, 0)
+            kind = "mad"
+        else:  # data and ACKs: DSCP 26, priority 3, ECT(0)
+            want = ((3, 100), 26, 2)
+            kind = "roce"
+        classes[kind] = classes.get(kind, 0) + 1
+        if (tag, dscp, ecn) != want:
+            wrong[(kind, tag, dscp, ecn)] = wrong.get(
+                (kind, tag, dscp, ecn), 0) + 1
+    r.check(frames and not wrong,
+            f"{who}: {len(frames)} RoCE frames {classes}, all tagged VLAN "
+            f"100 with their class's PCP/DSCP/ECN" +
+            (f"; wrong: {wrong}" if wrong else ""))
+    return classes
+
+
+def oracles(r, shared, d, who):
+    path = os.path.join(r.tmp, d["name"], "tx.pcap")
+    for argv in ([sys.executable,
+                  os.path.join(shared, "oracle", "check_pcap.py"),
+                  "--strict", "--no-streams", path],
+                 ["bash", os.path.join(shared, "oracle", "tshark_check.sh"),
+                  "--quiet", path]):
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        last = (p.stdout.strip().splitlines() or ["(no output)"])[-1]
+        r.check(p.returncode == 0,
+                f"{who}: {os.path.basename(argv[1])}: {last}")
 
 
 def write_bw(r, ns, a, b):
@@ -86,7 +167,7 @@ def write_bw(r, ns, a, b):
 
 
 def main():
-    rocemud, dropin = (os.path.abspath(p) for p in sys.argv[1:3])
+    rocemud, dropin, shared = (os.path.abspath(p) for p in sys.argv[1:4])
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -117,6 +198,12 @@ def main():
         r.check(ca["rnic"].get("np_cnp_sent", 0) > 0,
                 f"A's notification point sent CNPs "
                 f"({ca['rnic'].get('np_cnp_sent', 0)})")
+        ka = check_marking(r, a, "A (ACKs, CNPs)")
+        kb = check_marking(r, b, "B (WRITEs)")
+        oracles(r, shared, a, "A's ACKs and CNPs")
+        r.check(ka.get("cnp", 0) == ca["rnic"].get("np_cnp_sent", -1),
+                "every CNP A counted is on its capture")
+        r.check(kb.get("roce", 0) >= 24000, "B's WRITEs are all on its capture")
         r.check(cb["rnic"].get("rp_cnp_handled", 0) > 0 and
                 cb["rnic"].get("rp_cnp_handled", 0) <=
                 ca["rnic"].get("np_cnp_sent", 0),
@@ -141,6 +228,9 @@ def main():
         r.check(cp["tail_drops"] == 0, "A's queue never overflowed "
                 f"(max depth {cp['max_depth_bytes']} B)")
         r.check(cp["ecn_marked"] == 0, "ECN off: nothing marked")
+        check_marking(r, b, "B (WRITEs)")
+        check_marking(r, a, "A (ACKs)")
+        oracles(r, shared, a, "A's ACKs and PFC frames")
         print(f"     B pfc {cb['pfc']}")
         rx = find_counter(cb["pfc"], "rx_prio3_pause")
         r.check(rx > 0 and rx <= cp["tx_prio3_pause"],
