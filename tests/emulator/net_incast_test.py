@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""A live incast: N sender daemons -> one receiver daemon through a Linux
+bridge (veth + af_packet), each sender running Debian's ib_write_bw (drop-in
+libibverbs) for a fixed time into its own ib_write_bw server on the
+receiver. The receiver's congestion point (1 Gb/s, RED from the `ecn`
+section) is the shared bottleneck: CE marks -> the receiver's notification
+point sends CNPs -> every sender's DCQCN handles them. Checked: all flows
+finish, the marks and CNPs are counted on every hop (CNPs handled = CNPs
+sent: the bridge loses none), and the bottleneck is shared fairly: each
+flow's goodput within 25 % of the fair share (total / N), Jain's index
+printed. PFC frames are link-local (a bridge never forwards them), so this
+case is ECN-only; PFC is net_congestion's.
+
+Usage: net_incast_test.py ROCEMUD DROPIN_DIR [N]
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "ibverbs"))
+import netns_util  # noqa: E402
+from netns_util import sh  # noqa: E402
+from stock_tools_test import Run, perftest_rows  # noqa: E402
+
+SECONDS = 8
+
+
+def main():
+    rocemud, dropin = (os.path.abspath(p) for p in sys.argv[1:3])
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root")
+        return 1
+    r = Run(rocemud, dropin)
+    with netns_util.failures_reported(r):
+        ns = r.netns("rocemu-inc")
+        sh("ip", "link", "add", "br0", "type", "bridge", ns=ns)
+        sh("ip", "link", "set", "br0", "up", ns=ns)
+        names = ["r"] + [f"s{i}" for i in range(n)]
+        ds = {}
+        for i, name in enumerate(names):
+            sh("ip", "link", "add", f"v{name}", "type", "veth", "peer",
+               "name", f"p{name}", ns=ns)
+            for dev in (f"v{name}", f"p{name}"):
+                sh("ip", "link", "set", dev, "mtu", "9000", ns=ns)
+                sh("ip", "link", "set", dev, "up", ns=ns)
+            sh("ip", "link", "set", f"p{name}", "master", "br0", ns=ns)
+            r.port_config[name] = "    link_speed_mbps: 1000"
+            if name == "r":
+                r.port_config[name] += (
+                    "\n    congestion_point: {enabled: true, rate_mbps: 1000,"
+                    " buffer_bytes: 4194304, pfc: false}")
+            ds[name] = r.daemon(
+                ns, name,
+                f"net_af_packet0,iface=v{name},framesz=8192,blocksz=8192",
+                f"02:00:00:7e:01:{i + 1:02x}", f"10.126.1.{i + 1}")
+        flows = []
+        for i in range(n):
+            r.port += 1
+            port = ["-p", str(r.port)]
+            argv = ["ib_write_bw", "-d", "rocemu_p0", "-x", "0", "-s",
+                    "65536", "-D", str(SECONDS), "--report_gbits"]
+            srv = r.tool(ns, ds["r"], argv + port, 60)
+            time.sleep(0.3)
+            cli = r.tool(ns, ds[f"s{i}"], argv + port + ["127.0.0.1"], 60)
+            flows.append((srv, cli))
+        goodput = []
+        for i, (srv, cli) in enumerate(flows):
+            try:
+                out, _ = cli.communicate(timeout=SECONDS + 60)
+                srv.communicate(timeout=30)
+            except Exception as e:  # noqa: BLE001 - reported, then cleaned
+                out = f"(timed out: {e})"
+            row = perftest_rows(out).get(65536)
+            r.check(cli.returncode == 0 and row is not None,
+                    f"flow {i}: ib_write_bw -D {SECONDS} finished"
+                    + (f", {row[2]} Gb/s" if row else ""))
+            if row is None:
+                print(out[-1200:])
+            else:
+                goodput.append(row[2])
+        c = netns_util.control(ds["r"]["ctl"], {"cmd": "counters"},
+                               timeout=10)["ports"]["p0"]
+        cp, rnic = c["congestion_point"], c["rnic"]
+        print(f"     receiver congestion point {cp}")
+        r.check(cp["ecn_marked"] > 0, f"CE marks on the shared queue "
+                f"({cp['ecn_marked']} of {cp['dequeued']})")
+        r.check(rnic.get("np_ecn_marked_roce_packets", 0) == cp["ecn_marked"]
+                and rnic.get("np_cnp_sent", 0) > 0,
+                f"the receiver's NP saw them all and sent "
+                f"{rnic.get('np_cnp_sent', 0)} CNPs")
+        handled = 0
+        for i in range(n):
+            s = netns_util.control(ds[f"s{i}"]["ctl"], {"cmd": "counters"},
+                                   timeout=10)["ports"]["p0"]["rnic"]
+            h = s.get("rp_cnp_handled", 0)
+            handled += h
+            r.check(h > 0, f"sender {i}'s DCQCN handled {h} CNPs")
+        r.check(handled == rnic.get("np_cnp_sent", 0),
+                f"every CNP sent was handled ({handled})")
+        if len(goodput) == n:
+            total = sum(goodput)
+            fair = total / n
+            jain = total ** 2 / (n * sum(g * g for g in goodput))
+            print(f"     goodput {goodput} Gb/s, total {total:.2f} of 1 Gb/s,"
+                  f" Jain's index {jain:.3f}")
+            r.check(all(abs(g - fair) <= 0.25 * fair for g in goodput),
+                    f"every flow within 25 % of the fair share {fair:.3f}")
+            r.check(total <= 1.1, "the bottleneck bounds the sum")
+    return netns_util.verdict(r.failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
