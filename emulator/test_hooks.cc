@@ -246,12 +246,38 @@ absl::StatusOr<std::string> TestHooks::DeregMr(PortState& p,
   return std::string("{\"ok\":true}");
 }
 
+// The hooks act only on what they created: an application's QPs and CQs
+// on the same RNIC are out of their reach.
+absl::StatusOr<uint64_t> TestHooks::OwnQp(const PortState& p,
+                                          std::string_view req) {
+  HOOK_ASSIGN(qpn, Required(req, "qpn", 0xFFFFFF));
+  if (!p.qps.contains(static_cast<uint32_t>(qpn))) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("QP ", qpn, " was not created by the test hooks"));
+  }
+  return qpn;
+}
+
+absl::StatusOr<uint64_t> TestHooks::OwnCq(const PortState& p,
+                                          std::string_view req,
+                                          std::string_view key,
+                                          std::optional<uint64_t> fallback) {
+  HOOK_ASSIGN(cq, fallback.has_value() ? Num(req, key, *fallback, 0xFFFFFFFF)
+                                       : Required(req, key, 0xFFFFFFFF));
+  if (!p.cqs.contains(static_cast<uint32_t>(cq))) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("CQ ", cq, " was not created by the test hooks"));
+  }
+  return cq;
+}
+
 absl::StatusOr<std::string> TestHooks::CreateCq(PortState& p,
                                                 std::string_view req) {
   HOOK_ASSIGN(cqe, Num(req, "cqe", 4096, 1u << 22));
   absl::StatusOr<nic::CqHandle> cq =
       p.port->rnic().CreateCq(static_cast<uint32_t>(cqe));
   if (!cq.ok()) return cq.status();
+  p.cqs.insert(*cq);
   return absl::StrCat("{\"ok\":true,\"cq\":", *cq, "}");
 }
 
@@ -268,9 +294,9 @@ absl::StatusOr<std::string> TestHooks::CreateQp(PortState& p,
   } else {
     return absl::InvalidArgumentError("\"type\" must be RC, UC or UD");
   }
-  HOOK_ASSIGN(cq, Required(req, "cq", 0xFFFFFFFF));
-  HOOK_ASSIGN(send_cq, Num(req, "send_cq", cq, 0xFFFFFFFF));
-  HOOK_ASSIGN(recv_cq, Num(req, "recv_cq", cq, 0xFFFFFFFF));
+  HOOK_ASSIGN(cq, OwnCq(p, req, "cq", std::nullopt));
+  HOOK_ASSIGN(send_cq, OwnCq(p, req, "send_cq", cq));
+  HOOK_ASSIGN(recv_cq, OwnCq(p, req, "recv_cq", cq));
   HOOK_ASSIGN(sw, Num(req, "max_send_wr", 256, 1u << 15));
   HOOK_ASSIGN(rw, Num(req, "max_recv_wr", 256, 1u << 15));
   init.send_cq = static_cast<uint32_t>(send_cq);
@@ -280,6 +306,7 @@ absl::StatusOr<std::string> TestHooks::CreateQp(PortState& p,
   absl::StatusOr<uint32_t> qpn = p.port->rnic().CreateQp(p.pd, init);
   if (!qpn.ok()) return qpn.status();
   p.port->TrackQp(*qpn);
+  p.qps.insert(*qpn);
   return absl::StrCat("{\"ok\":true,\"qpn\":", *qpn, "}");
 }
 
@@ -287,7 +314,7 @@ absl::StatusOr<std::string> TestHooks::CreateQp(PortState& p,
 absl::StatusOr<std::string> TestHooks::ModifyQp(PortState& p,
                                                 std::string_view req) {
   namespace qa = nic::qp_attr;
-  HOOK_ASSIGN(qpn, Required(req, "qpn", 0xFFFFFF));
+  HOOK_ASSIGN(qpn, OwnQp(p, req));
   nic::QpAttr a;
   nic::QpAttrMask m = 0;
   if (std::string st = JsonStringField(req, "state"); !st.empty()) {
@@ -357,7 +384,7 @@ absl::StatusOr<std::string> TestHooks::ModifyQp(PortState& p,
 absl::StatusOr<std::string> TestHooks::Connect(PortState& p,
                                                std::string_view req) {
   namespace qa = nic::qp_attr;
-  HOOK_ASSIGN(qpn32, Required(req, "qpn", 0xFFFFFF));
+  HOOK_ASSIGN(qpn32, OwnQp(p, req));
   const uint32_t qpn = static_cast<uint32_t>(qpn32);
   nic::Rnic& nic = p.port->rnic();
   const nic::Qp* qp = nic.GetQp(qpn);
@@ -430,7 +457,7 @@ absl::StatusOr<std::string> TestHooks::Connect(PortState& p,
 
 absl::StatusOr<std::string> TestHooks::QueryQp(PortState& p,
                                                std::string_view req) {
-  HOOK_ASSIGN(qpn, Required(req, "qpn", 0xFFFFFF));
+  HOOK_ASSIGN(qpn, OwnQp(p, req));
   absl::StatusOr<nic::QpAttr> a =
       p.port->rnic().QueryQp(static_cast<uint32_t>(qpn));
   if (!a.ok()) return a.status();
@@ -443,12 +470,13 @@ absl::StatusOr<std::string> TestHooks::QueryQp(PortState& p,
 
 absl::StatusOr<std::string> TestHooks::DestroyQp(PortState& p,
                                                  std::string_view req) {
-  HOOK_ASSIGN(qpn, Required(req, "qpn", 0xFFFFFF));
+  HOOK_ASSIGN(qpn, OwnQp(p, req));
   if (absl::Status s = p.port->rnic().DestroyQp(static_cast<uint32_t>(qpn));
       !s.ok()) {
     return s;
   }
   p.port->UntrackQp(static_cast<uint32_t>(qpn));
+  p.qps.erase(static_cast<uint32_t>(qpn));
   return std::string("{\"ok\":true}");
 }
 
@@ -471,7 +499,7 @@ absl::StatusOr<std::string> TestHooks::CreateAh(PortState& p,
 
 absl::StatusOr<std::string> TestHooks::PostSend(PortState& p,
                                                 std::string_view req) {
-  HOOK_ASSIGN(qpn, Required(req, "qpn", 0xFFFFFF));
+  HOOK_ASSIGN(qpn, OwnQp(p, req));
   HOOK_ASSIGN(op, ParseOpcode(JsonStringField(req, "opcode")));
   HOOK_ASSIGN(wr_id, Num(req, "wr_id", 0));
   HOOK_ASSIGN(count, Num(req, "count", 1, kMaxPostCount));
@@ -534,7 +562,7 @@ absl::StatusOr<std::string> TestHooks::PostSend(PortState& p,
 
 absl::StatusOr<std::string> TestHooks::PostRecv(PortState& p,
                                                 std::string_view req) {
-  HOOK_ASSIGN(qpn, Required(req, "qpn", 0xFFFFFF));
+  HOOK_ASSIGN(qpn, OwnQp(p, req));
   HOOK_ASSIGN(wr_id, Num(req, "wr_id", 0));
   HOOK_ASSIGN(count, Num(req, "count", 1, kMaxPostCount));
   HOOK_ASSIGN(len, Num(req, "len", 0, 0xFFFFFFFF));
@@ -559,7 +587,7 @@ absl::StatusOr<std::string> TestHooks::PostRecv(PortState& p,
 
 absl::StatusOr<std::string> TestHooks::PollCq(PortState& p,
                                               std::string_view req) {
-  HOOK_ASSIGN(cq, Required(req, "cq", 0xFFFFFFFF));
+  HOOK_ASSIGN(cq, OwnCq(p, req, "cq", std::nullopt));
   HOOK_ASSIGN(max, Num(req, "max", 16, kMaxPollBatch));
   // "summary": only counts per status (for load runs).
   bool summary = false;

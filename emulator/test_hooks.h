@@ -16,11 +16,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "emulator/rnic_port.h"
 
@@ -53,7 +55,14 @@ class TestHooks {
     RnicPort* port = nullptr;
     nic::PdHandle pd = nic::kInvalidHandle;
     absl::flat_hash_map<uint32_t, Buffer> buffers;  // by MR key
+    absl::flat_hash_set<uint32_t> qps, cqs;         // created here
   };
+  absl::StatusOr<uint64_t> OwnQp(const PortState& p, std::string_view req);
+  // `key`'s CQ (absent: `fallback`, or an error without one) if the hooks
+  // created it.
+  absl::StatusOr<uint64_t> OwnCq(const PortState& p, std::string_view req,
+                                 std::string_view key,
+                                 std::optional<uint64_t> fallback);
 
   absl::StatusOr<PortState*> Port(std::string_view request);
   absl::StatusOr<std::string> Dispatch(std::string_view cmd,

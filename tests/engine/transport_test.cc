@@ -2,6 +2,7 @@
 // and UC, flush on ERR and modify-QP checks through the device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "tests/engine/back_to_back.h"
@@ -110,12 +111,22 @@ TEST(DropTest, PKeyMismatchIsCounted) {
   BackToBack net;
   Pair p = Connect(net);
   ASSERT_TRUE(net.b().PostRecv(p.eb.qpn, {1, {SgeOf(p.eb, 0, 64)}}).ok());
+  const std::vector<uint8_t> before(p.eb.buf.begin(), p.eb.buf.begin() + 16);
   net.Inject(1, CraftRequest(net, p.eb.qpn, Opcode::kRcSendOnly, 0x1234, 100));
   EXPECT_EQ(net.b().QueryCounters().bad_pkey_cntr, 1u);
+  // Dropped before the transport saw it: no completion, the receive
+  // buffer untouched, and PSN 100 still the one expected.
+  EXPECT_TRUE(Poll(net.b(), p.eb.cq).empty());
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), p.eb.buf.begin()));
   // A limited-membership key with the same base still matches a full one.
   net.Inject(1, CraftRequest(net, p.eb.qpn, Opcode::kRcSendOnly, 0x7FFF, 100));
   EXPECT_EQ(net.b().QueryCounters().bad_pkey_cntr, 1u);
-  EXPECT_EQ(Poll(net.b(), p.eb.cq).size(), 1u);
+  const std::vector<WorkCompletion> wcs = Poll(net.b(), p.eb.cq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wcs[0].byte_len, 16u);
+  EXPECT_EQ(p.eb.buf[0], 1);
+  EXPECT_EQ(p.eb.buf[2], 3);
 }
 
 TEST(DropTest, UnexpectedOpcodeForQpTypeAndState) {
