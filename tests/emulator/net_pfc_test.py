@@ -163,7 +163,7 @@ def main():
             t = ev[name]
             gap, start = longest_gap(frames, t - 0.05, t + 1.0)
             lag = (start - t) if start is not None else None
-            r.check(start is not None and lag < 0.05 and
+            r.check(start is not None and lag < 0.1 and
                     at_least <= gap <= at_most,
                     f"{name}: A silent {gap * 1e3:.1f} ms from "
                     f"{(lag or 0) * 1e3:+.1f} ms (want "
@@ -176,7 +176,9 @@ def main():
                     f"{gap * 1e3:.1f} ms)")
 
         paused("pfc3", 0.95 * q30k, q30k + 0.3)
-        paused("pfc3_long", 0.04, 0.3)  # XON after 50 ms, not 335 ms
+        # XON 50 ms after the XOFF by the probe's clock; A may act on
+        # either late, so only the end is bounded: far before 335 ms.
+        paused("pfc3_long", 0.0, 0.3)
         paused("pause", 0.95 * q30k, q30k + 0.3)
         for name in ("pfc4", "bad_opcode", "no_class"):
             not_paused(name)
@@ -190,13 +192,14 @@ def main():
         r.check(pfc["rx_prio4_pause"] == 1, "and the one for priority 4")
         r.check(pfc["rx_global_pause"] == 1, "and the PAUSE "
                 f"(rx_global_pause {pfc['rx_global_pause']})")
-        # The first pause ran its 153.6 ms; the second ended at the XON
-        # (50 ms later by the probe's clock); the PAUSE counts apart.
+        # The first pause ran its 153.6 ms; the second held from A taking
+        # the XOFF to A taking the XON (sent 50 ms apart; either may be
+        # read late), far short of its 335.5 ms; the PAUSE counts apart.
         full = round(q30k * 1e6)
         got = pfc["rx_prio3_pause_duration"]
-        r.check(full + 40000 <= got <= full + 300000,
+        r.check(full < got <= full + 0.8 * 65535 * QUANTUM_S * 1e6,
                 f"rx_prio3_pause_duration {got} us = 153.6 ms + the time "
-                "up to the XON")
+                "from XOFF to XON (not the 335.5 ms the XOFF asked)")
         r.check(pfc["rx_global_pause_duration"] == full,
                 f"rx_global_pause_duration {pfc['rx_global_pause_duration']}"
                 f" us = the PAUSE's 30000 quanta at {LINK_MBPS} Mb/s")

@@ -175,10 +175,12 @@ def transfers(r, a, b):
     qa = a.ok("create_qp", type="RC", cq=cq_a)["qpn"]
     qb = b.ok("create_qp", type="RC", cq=cq_b)["qpn"]
     common = dict(timeout=10, retry_cnt=7, rnr_retry=7)
+    # A, which sends everything below, starts 256 PSNs before the wrap:
+    # its WRITEs and SENDs cross 0xFFFFFF -> 0 (checked on its capture).
     ca = a.retry("connect", qpn=qa, remote_qpn=qb, remote_ip=b.ip,
-                 sq_psn=100, rq_psn=0xFFFF00, **common)
-    cb = b.retry("connect", qpn=qb, remote_qpn=qa, remote_ip=a.ip,
                  sq_psn=0xFFFF00, rq_psn=100, **common)
+    cb = b.retry("connect", qpn=qb, remote_qpn=qa, remote_ip=a.ip,
+                 sq_psn=100, rq_psn=0xFFFF00, **common)
     r.check(ca["state"] == "RTS" and cb["state"] == "RTS" and
             ca["mtu"] == 4096, f"RC QPs {qa}<->{qb} connected, MTU "
             f"{ca['mtu']}")
@@ -352,6 +354,34 @@ def check_counters(r, a, b, qa_b):
             "corrupted frames were caught (ICRC or header checks)")
 
 
+def psn_wrap(r, path, dest_qp):
+    """A's requests to `dest_qp` in its TX capture cross PSN 0xFFFFFF -> 0
+    in order (first transmissions; a retransmission may repeat PSNs)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    off, psns = 24, []
+    while off + 16 <= len(data):
+        caplen = int.from_bytes(data[off + 8:off + 12], "little")
+        fr = data[off + 16:off + 16 + caplen]
+        off += 16 + caplen
+        l3 = 18 if fr[12:14] == b"\x81\x00" else 14
+        if len(fr) < l3 + 40 or fr[l3 - 2:l3] != b"\x08\x00":
+            continue
+        if fr[l3 + 9] != 17 or fr[l3 + 22:l3 + 24] != b"\x12\xb7":
+            continue
+        bth = l3 + 28
+        if fr[bth] > 0x0C:  # RC requests only (not ACKs, READ responses)
+            continue
+        if int.from_bytes(fr[bth + 5:bth + 8], "big") != dest_qp:
+            continue
+        psns.append(int.from_bytes(fr[bth + 9:bth + 12], "big"))
+    crossed = any(x == 0xFFFFFF and y == 0 for x, y in zip(psns, psns[1:]))
+    ends = f"{psns[0]:#x} .. {psns[-1]:#x}" if psns else "none"
+    r.check(crossed and psns[0] == 0xFFFF00 and psns[-1] < 0x100000,
+            f"A's {len(psns)} request packets crossed PSN 0xffffff -> 0 "
+            f"in order ({ends})")
+
+
 def oracles(r, names):
     check_pcap = os.path.join(r.shared, "oracle", "check_pcap.py")
     tshark = os.path.join(r.shared, "oracle", "tshark_check.sh")
@@ -421,6 +451,7 @@ def main():
         r.stop(b)
         time.sleep(0.5)
         r.stop(a)
+        psn_wrap(r, f"{r.tmp}/a-p0-tx.pcap", t["qb"])
         oracles(r, ("a", "b"))
     return netns_util.verdict(r.failures)
 
