@@ -4,6 +4,7 @@
 // `rdma statistic` do (or the daemon's JSON with --json).
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,8 @@ ABSL_FLAG(std::string, socket, "/run/rocemu/rocemud.sock",
           "the daemon's control socket (control.socket)");
 ABSL_FLAG(bool, json, false, "print the daemon's JSON reply instead of text");
 ABSL_FLAG(int, timeout_ms, 5000, "how long to wait for the daemon's answer");
+ABSL_FLAG(int, interval_ms, 100, "watch: time between two samples");
+ABSL_FLAG(int, samples, 0, "watch: samples to take (0: until interrupted)");
 
 namespace rocemu::tools {
 namespace {
@@ -43,7 +46,9 @@ constexpr char kUsage[] =
     "  counters       port, RNIC, PFC, DCQCN and verbs counters\n"
     "  pfc            PFC priorities, pause state and pause counters\n"
     "  dcqcn          DCQCN parameters, counters and per-QP rates\n"
-    "  capture on|off switch pcap capture";
+    "  capture on|off switch pcap capture\n"
+    "  watch          sample congestion state every --interval_ms as CSV\n"
+    "                 (time_s,port,qpn,metric,value; scripts/plot_watch.sh)";
 
 // One request line, one reply line (emulator/control_server.h).
 absl::StatusOr<std::string> Ask(const std::string& path,
@@ -431,6 +436,64 @@ int PrintDcqcn(const JsonValue& v) {
   return 0;
 }
 
+// Tidy CSV, one row per value, so that any number of QPs and ports fits
+// one header: per port the PFC, NP/RP and congestion-point counters, per
+// QP its reaction point (rate, target, alpha, CNPs) and its byte counters
+// (goodput is their slope). Times are seconds since the first sample.
+int Watch() {
+  const int interval_ms = std::max(1, absl::GetFlag(FLAGS_interval_ms));
+  const int samples = absl::GetFlag(FLAGS_samples);
+  std::printf("time_s,port,qpn,metric,value\n");
+  timespec start{};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (int i = 0; samples <= 0 || i < samples; ++i) {
+    absl::StatusOr<JsonValue> v = Query("{\"cmd\":\"counters\"}", nullptr);
+    if (!v.ok()) {
+      std::fprintf(stderr, "rocemu-ctl: %s\n", v.status().ToString().c_str());
+      return 1;
+    }
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const double t = static_cast<double>(now.tv_sec - start.tv_sec) +
+                     static_cast<double>(now.tv_nsec - start.tv_nsec) * 1e-9;
+    auto row = [&](const std::string& port, const std::string& qpn,
+                   const std::string& metric, const std::string& value) {
+      std::printf("%.6f,%s,%s,%s,%s\n", t, port.c_str(), qpn.c_str(),
+                  metric.c_str(), value.c_str());
+    };
+    for (const auto& [name, p] : (*v)["ports"].members()) {
+      std::vector<std::pair<std::string, std::string>> kv;
+      Scalars(p["pfc"]["counters"], &kv);
+      Scalars(p["dcqcn"]["counters"], &kv);
+      if (p["congestion_point"].is_object()) {
+        std::vector<std::pair<std::string, std::string>> cp;
+        Scalars(p["congestion_point"], &cp);
+        for (auto& [k, val] : cp) kv.emplace_back("cp_" + k, val);
+      }
+      for (const auto& [k, val] : kv) row(name, "", k, val);
+      for (const JsonValue& q : p["dcqcn"]["qps"].items()) {
+        const std::string qpn = S(q["qpn"]);
+        for (const char* k : {"current_rate_mbps", "target_rate_mbps", "alpha",
+                              "rp_cnp_handled", "cnp_received"}) {
+          row(name, qpn, k, S(q[k]));
+        }
+      }
+      for (const auto& [qpn, q] : p["rnic"]["qps"].members()) {
+        for (const char* k : {"sent_bytes", "rcvd_bytes"}) {
+          row(name, qpn, k, S(q[k]));
+        }
+      }
+    }
+    std::fflush(stdout);
+    if (samples > 0 && i + 1 == samples) break;
+    // The next tick on the start's grid, however long this one took.
+    const int64_t elapsed_ms = static_cast<int64_t>(t * 1000);
+    const int64_t next_ms = (elapsed_ms / interval_ms + 1) * interval_ms;
+    usleep(static_cast<useconds_t>((next_ms - elapsed_ms) * 1000));
+  }
+  return 0;
+}
+
 int Run(const std::vector<char*>& args) {
   const bool json = absl::GetFlag(FLAGS_json);
   if (args.size() < 2) {
@@ -439,6 +502,7 @@ int Run(const std::vector<char*>& args) {
   }
   const std::string cmd = args[1];
   if (cmd == "devices" && args.size() == 2) return PrintDevices(json);
+  if (cmd == "watch" && args.size() == 2) return Watch();
   std::string request;
   int (*print)(const JsonValue&) = nullptr;
   if (cmd == "capture") {

@@ -11,9 +11,12 @@ flow's goodput within 25 % of the fair share (total / N), Jain's index
 printed. PFC frames are link-local (a bridge never forwards them), so this
 case is ECN-only; PFC is net_congestion's.
 
-Usage: net_incast_test.py ROCEMUD DROPIN_DIR [N]
+Usage: net_incast_test.py ROCEMUD DROPIN_DIR [N] [--watch DIR]
+  --watch DIR: `rocemu-ctl watch` on every daemon during the run, into
+  DIR/r.csv (receiver) and DIR/s<i>.csv; scripts/plot_watch.sh plots them.
 """
 import os
+import subprocess
 import sys
 import time
 
@@ -29,7 +32,14 @@ SECONDS = 8
 
 def main():
     rocemud, dropin = (os.path.abspath(p) for p in sys.argv[1:3])
-    n = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    rest = sys.argv[3:]
+    watch = None
+    if "--watch" in rest:
+        watch = os.path.abspath(rest[rest.index("--watch") + 1])
+        del rest[rest.index("--watch"):rest.index("--watch") + 2]
+        os.makedirs(watch, exist_ok=True)
+    n = int(rest[0]) if rest else 2
+    ctl = os.path.join(os.path.dirname(rocemud), "tools", "rocemu-ctl")
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -56,6 +66,13 @@ def main():
                 ns, name,
                 f"net_af_packet0,iface=v{name},framesz=8192,blocksz=8192",
                 f"02:00:00:7e:01:{i + 1:02x}", f"10.126.1.{i + 1}")
+        watchers = []
+        if watch:
+            for name, d in ds.items():
+                with open(os.path.join(watch, f"{name}.csv"), "w") as f:
+                    watchers.append(subprocess.Popen(
+                        [ctl, "--socket", d["ctl"], "--interval_ms", "50",
+                         "watch"], stdout=f))
         flows = []
         for i in range(n):
             r.port += 1
@@ -81,6 +98,9 @@ def main():
                 print(out[-1200:])
             else:
                 goodput.append(row[2])
+        for w in watchers:
+            w.terminate()
+            w.wait(timeout=10)
         c = netns_util.control(ds["r"]["ctl"], {"cmd": "counters"},
                                timeout=10)["ports"]["p0"]
         cp, rnic = c["congestion_point"], c["rnic"]

@@ -1,0 +1,79 @@
+#!/bin/sh
+# Plots a live congestion run sampled by `rocemu-ctl watch` (tidy CSV:
+# time_s,port,qpn,metric,value), the live counterpart of
+# scripts/sim_congestion.sh's plots.
+#   scripts/plot_watch.sh OUT.png RECEIVER.csv SENDER.csv...
+# Top: every sender QP's DCQCN rate (current_rate_mbps) and its goodput
+# (slope of sent_bytes). Bottom: the receiver's congestion-point depth and
+# its cumulative CE marks, CNPs sent and PFC frames sent.
+# net_incast_test.py --watch DIR writes such CSVs (DIR/r.csv, DIR/s*.csv).
+set -eu
+[ $# -ge 2 ] || { echo "usage: $0 OUT.png RECEIVER.csv SENDER.csv..." >&2; exit 2; }
+out=$1
+recv=$2
+shift 2
+command -v gnuplot >/dev/null || { echo "gnuplot not installed (gnuplot-nox)" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Receiver: one row per sample with the port-wide series.
+awk -F, 'NR > 1 && $3 == "" {
+  v[$1, $4] = $5; t[$1] = 1
+} END {
+  for (s in t) print s, v[s, "cp_depth_bytes"] + 0, v[s, "cp_ecn_marked"] + 0,
+      v[s, "np_cnp_sent"] + 0, v[s, "cp_tx_prio3_pause"] + 0
+}' "$recv" | sort -g > "$tmp/recv.dat"
+
+# Senders: per QP, rate and goodput (Mb/s from the sent_bytes slope).
+plots=""
+n=0
+for f in "$@"; do
+  name=$(basename "$f" .csv)
+  awk -F, -v dir="$tmp" -v name="$name" 'NR > 1 && $3 != "" {
+    key = $3
+    if ($4 == "current_rate_mbps") rate[key, $1] = $5
+    if ($4 == "sent_bytes") bytes[key, $1] = $5
+    times[key, $1] = 1; qps[key] = 1; ts[$1] = 1
+  } END {
+    for (q in qps) {
+      file = dir "/" name "_" q ".dat"
+      prev_t = ""; prev_b = 0
+      cmd = "sort -g > " file
+      for (k in times) {
+        split(k, p, SUBSEP)
+        if (p[1] != q) continue
+        print p[2], (rate[q, p[2]] == "" ? "NaN" : rate[q, p[2]]), bytes[q, p[2]] + 0 | cmd
+      }
+      close(cmd)
+    }
+  }' "$f"
+  for d in "$tmp/${name}"_*.dat; do
+    [ -s "$d" ] || continue
+    # goodput: difference of cumulative bytes over difference of time
+    awk 'NR > 1 && $1 > pt { printf "%s %s %.3f\n", $1, $2, ($3 - pb) * 8 / ($1 - pt) / 1e6 }
+         { pt = $1; pb = $3 }' "$d" > "$d.g"
+    qp=$(basename "$d" .dat)
+    plots="$plots '$d.g' using 1:2 with lines title '$qp DCQCN rate', '$d.g' using 1:3 with lines dashtype 2 title '$qp goodput',"
+    n=$((n + 1))
+  done
+done
+[ "$n" -gt 0 ] || { echo "no sender QP samples in $*" >&2; exit 1; }
+
+gnuplot <<GP
+set terminal pngcairo size 1000,700
+set output '$out'
+set multiplot layout 2,1 title 'live: $n sender QP(s) into one rocemud congestion point'
+set ylabel 'Mb/s'
+set key outside right
+plot ${plots%,}
+set xlabel 'time (s)'
+set ylabel 'queue (KB)'
+set y2label 'cumulative'
+set y2tics
+plot '$tmp/recv.dat' using 1:(\$2/1024) with lines title 'queue depth', \
+     '$tmp/recv.dat' using 1:3 axes x1y2 with lines title 'CE marked', \
+     '$tmp/recv.dat' using 1:4 axes x1y2 with lines title 'CNPs sent', \
+     '$tmp/recv.dat' using 1:5 axes x1y2 with steps title 'PFC frames sent'
+unset multiplot
+GP
+echo "$out"
