@@ -252,7 +252,23 @@ EOF
         cmd="\$T $cmd"
         echo "echo \"### case $i $c\""
         echo "wait_file \$SHARE/go.$i || { echo 'no go for case $i'; exit 1; }"
-        if case_rxe_server "$c"; then
+        if case_rxe_server "$c" && case_cm "$c"; then
+            # perftest -R connects twice (exchange, then the test QPs) and
+            # its server listens again in between: a fast client can reach
+            # a slow (TCG) server in that gap and get REJ 8 (no listener).
+            # The host then asks for a fresh server (retry.N.A) and the
+            # whole exchange runs again, up to 3 times.
+            echo "A=1; while :; do"
+            echo "  $cmd > \$SHARE/rxe.$i.out 2>&1 &"
+            echo "  P=\$!; n=0; until $ready; do sleep 0.05; n=\$((n+1)); [ \$n -gt 1200 ] && break; done"
+            echo "  touch \$SHARE/ready.$i.\$A; [ \$A = 1 ] && touch \$SHARE/ready.$i"
+            echo "  while kill -0 \$P 2>/dev/null && [ ! -e \$SHARE/retry.$i.\$A ]; do sleep 0.1; done"
+            echo "  [ -e \$SHARE/retry.$i.\$A ] && kill \$P 2>/dev/null"
+            echo "  wait \$P; R=\$?"
+            echo "  [ -e \$SHARE/retry.$i.\$A ] && [ \$A -lt 3 ] && { A=\$((A+1)); continue; }"
+            echo "  break"
+            echo "done; echo \$R > \$SHARE/rc.$i"
+        elif case_rxe_server "$c"; then
             echo "$cmd > \$SHARE/rxe.$i.out 2>&1 &"
             echo "P=\$!; n=0; until $ready; do sleep 0.05; n=\$((n+1)); [ \$n -gt 1200 ] && break; done"
             echo "touch \$SHARE/ready.$i"
@@ -277,9 +293,24 @@ run_stock() {
     if case_rxe_server "$c"; then
         touch "$share/go.$i"
         if wait_path "$share/ready.$i" 120; then
-            # shellcheck disable=SC2086
-            ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
-                timeout 120 $cmd "$GUEST_IP" >"$out" 2>&1 || ok=0
+            local attempt=1
+            while :; do
+                ok=1
+                # shellcheck disable=SC2086
+                ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
+                    timeout 120 $cmd "$GUEST_IP" >"$out" 2>&1 || ok=0
+                # The guest's perftest was between its two listens (see
+                # guest_job): a fresh server, a fresh exchange.
+                if [ $ok = 0 ] && case_cm "$c" && [ $attempt -lt 3 ] &&
+                   grep -q "REJECTED; error: 8" "$out"; then
+                    echo "    (attempt $attempt: REJ 8 between the guest's two listens; again)"
+                    touch "$share/retry.$i.$attempt"
+                    attempt=$((attempt + 1))
+                    wait_path "$share/ready.$i.$attempt" 120 || break
+                    continue
+                fi
+                break
+            done
         else
             echo "guest never got its server up" >"$out"; ok=0
         fi
