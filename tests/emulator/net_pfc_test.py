@@ -14,8 +14,9 @@ Control frames into A:
       before 335 ms;
   802.3x PAUSE, 30000 quanta: everything stops for 153.6 ms;
   PFC prio 4 only (enabled, not A's traffic), an unknown opcode, an empty
-      class-enable vector: no gap, and A's counters say what it saw
-      (rx_prio4_pause, a malformed frame).
+      class-enable vector, a PFC frame to a unicast MAC, one cut short: no
+      gap, and A's counters say what it saw (rx_prio4_pause, three
+      malformed frames).
 
 The bounds are one-sided where the machine's load could only stretch
 them: a pause must last *at least* its quanta; the generous upper bounds
@@ -55,17 +56,23 @@ EVENTS = [
     (3.0, "pfc4", dict(opcode=0x0101, enable=0x10, quanta={4: 65535})),
     (3.5, "bad_opcode", dict(opcode=0x0202, enable=0x08, quanta={3: 65535})),
     (4.0, "no_class", dict(opcode=0x0101, enable=0x00, quanta={3: 65535})),
+    # PFC must go to 01-80-C2-00-00-01: one to a unicast MAC is refused.
+    (4.3, "foreign_da", dict(opcode=0x0101, enable=0x08, quanta={3: 65535},
+                             da=bytes.fromhex("020000ee0002"))),
+    # Cut after the class-enable vector: no times to obey.
+    (4.6, "short", dict(opcode=0x0101, enable=0x08, quanta={3: 65535},
+                        length=18)),
 ]
 
 
-def mac_control(src, opcode, enable=0, quanta=0):
+def mac_control(src, opcode, enable=0, quanta=0, da=PFC_DA, length=60):
     if opcode == 0x0001:
         body = struct.pack("!HH", opcode, quanta)
     else:
         q = [quanta.get(p, 0) for p in range(8)]
         body = struct.pack("!HH8H", opcode, enable, *q)
-    frame = PFC_DA + src + b"\x88\x08" + body
-    return frame + bytes(60 - len(frame))
+    frame = da + src + b"\x88\x08" + body
+    return (frame + bytes(max(0, 60 - len(frame))))[:length]
 
 
 def probe(iface, a_mac, seconds):
@@ -180,7 +187,7 @@ def main():
         # either late, so only the end is bounded: far before 335 ms.
         paused("pfc3_long", 0.0, 0.3)
         paused("pause", 0.95 * q30k, q30k + 0.3)
-        for name in ("pfc4", "bad_opcode", "no_class"):
+        for name in ("pfc4", "bad_opcode", "no_class", "foreign_da", "short"):
             not_paused(name)
         c = netns_util.control(a["ctl"], {"cmd": "counters"}, timeout=10)
         pfc = c["ports"]["p0"]["pfc"]["counters"]
@@ -203,9 +210,9 @@ def main():
         r.check(pfc["rx_global_pause_duration"] == full,
                 f"rx_global_pause_duration {pfc['rx_global_pause_duration']}"
                 f" us = the PAUSE's 30000 quanta at {LINK_MBPS} Mb/s")
-        r.check(rnic.get("rx_malformed", 0) >= 1,
-                f"the unknown opcode was counted (rx_malformed "
-                f"{rnic.get('rx_malformed', 0)})")
+        r.check(rnic.get("rx_malformed", 0) == 3,
+                f"the unknown opcode, the foreign DA and the short frame "
+                f"were counted (rx_malformed {rnic.get('rx_malformed', 0)})")
     return netns_util.verdict(r.failures)
 
 
