@@ -6,14 +6,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "pfc_ecn/counters.h"
+#include "protocol/ethernet.h"
 #include "protocol/pfc.h"
 
 namespace rocemu::emulator {
 namespace {
 
-constexpr uint16_t kEtherTypeVlan = 0x8100;
-constexpr uint16_t kEtherTypeIpv4 = 0x0800;
-constexpr uint16_t kEtherTypeIpv6 = 0x86DD;
+using protocol::kEtherTypeIpv4;
+using protocol::kEtherTypeIpv6;
+using protocol::kEtherTypeVlan;
 // Frames the queue can hold whatever their size: the port's mbuf pool is
 // shared with the RX ring and the TX path, so it cannot all wait here.
 constexpr uint32_t kMaxQueuedFrames = 4096;

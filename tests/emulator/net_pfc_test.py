@@ -37,7 +37,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "ibverbs"))
 import netns_util  # noqa: E402
-from netns_util import sh  # noqa: E402
 
 A_MAC = "02:00:00:7d:01:01"
 B_MAC = "02:00:00:7d:01:02"
@@ -134,11 +133,7 @@ def main():
     with netns_util.failures_reported(r):
         na, nb = r.netns("rocemu-pa"), r.netns("rocemu-pb")
         va, vb = f"pa{r.pid % 100000}", f"pb{r.pid % 100000}"
-        sh("ip", "link", "add", va, "netns", na, "type", "veth", "peer",
-           "name", vb, "netns", nb)
-        for ns, dev in ((na, va), (nb, vb)):
-            sh("ip", "link", "set", dev, "mtu", "9000", ns=ns)
-            sh("ip", "link", "set", dev, "up", ns=ns)
+        netns_util.veth_pair(na, va, nb, vb)
         opts = "framesz=8192,blocksz=8192"
         r.port_config["a"] = f"    link_speed_mbps: {LINK_MBPS}"
         r.extra_config["a"] = "pfc: {{priorities: [3, 4]}}\n"

@@ -16,6 +16,16 @@ def sh(*cmd, ns=None, check=True, timeout=20):
                           capture_output=True, text=True)
 
 
+def veth_pair(ns_a, a, ns_b, b, mtu=9000):
+    """A veth pair, end `a` in namespace ns_a and `b` in ns_b, both up with
+    `mtu` (9000 by default: 4 KiB RoCE frames fit)."""
+    sh("ip", "link", "add", a, "netns", ns_a, "type", "veth", "peer",
+       "name", b, "netns", ns_b)
+    for ns, dev in ((ns_a, a), (ns_b, b)):
+        sh("ip", "link", "set", dev, "mtu", str(mtu), ns=ns)
+        sh("ip", "link", "set", dev, "up", ns=ns)
+
+
 def control(path, request, timeout=5):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)

@@ -131,11 +131,7 @@ def setup(r, link):
     if link == "veth":
         na, nb = r.netns("rocemu-sa"), r.netns("rocemu-sb")
         va, vb = f"sa{r.pid % 100000}", f"sb{r.pid % 100000}"
-        sh("ip", "link", "add", va, "netns", na, "type", "veth", "peer",
-           "name", vb, "netns", nb)
-        for ns, dev in ((na, va), (nb, vb)):
-            sh("ip", "link", "set", dev, "mtu", "9000", ns=ns)
-            sh("ip", "link", "set", dev, "up", ns=ns)
+        netns_util.veth_pair(na, va, nb, vb)
         opts = "framesz=8192,blocksz=8192"
         a = r.daemon(na, "a", f"net_af_packet0,iface={va},{opts}",
                      "02:00:00:7a:01:01", "10.122.1.1")
