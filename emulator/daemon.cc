@@ -177,7 +177,7 @@ absl::Status Daemon::Init() {
     port->tx_faults =
         std::make_unique<FaultInjector>(port->config.faults, 2 * i + 1);
     absl::StatusOr<std::unique_ptr<IngressCongestion>> ingress =
-        IngressCongestion::Create(config_, i, port->dev->mac());
+        IngressCongestion::Create(config_, i);
     if (!ingress.ok()) return ingress.status();
     port->ingress = *std::move(ingress);
     std::string addr_list;

@@ -1,7 +1,6 @@
 #include "emulator/ingress_congestion.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -87,7 +86,7 @@ void MarkCe(uint8_t* d, size_t len) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<IngressCongestion>> IngressCongestion::Create(
-    const config::Config& config, unsigned port, const MacAddr& /*mac*/) {
+    const config::Config& config, unsigned port) {
   const config::PortConfig& p = config.ports.at(port);
   const config::CongestionPointPortConfig& c = p.congestion_point;
   if (!c.enabled) return std::unique_ptr<IngressCongestion>();

@@ -35,7 +35,7 @@ class IngressCongestion {
  public:
   // nullptr when the port has no congestion point configured.
   static absl::StatusOr<std::unique_ptr<IngressCongestion>> Create(
-      const config::Config& config, unsigned port, const MacAddr& mac);
+      const config::Config& config, unsigned port);
   ~IngressCongestion();
   IngressCongestion(const IngressCongestion&) = delete;
   IngressCongestion& operator=(const IngressCongestion&) = delete;

@@ -410,19 +410,6 @@ TEST_F(VerbsSessionTest, ForeignHandlesAndDestroyOrder) {
   close(to_child);
 }
 
-// B's SEND of `len` pattern bytes to the client's QP.
-void PeerSend(BackToBack& net, Endpoint& eb, uint64_t wr_id, uint32_t len,
-              uint8_t seed, bool solicited) {
-  for (uint32_t i = 0; i < len; ++i) eb.buf[i] = Pattern(i, seed);
-  nic::SendWr send;
-  send.wr_id = wr_id;
-  send.opcode = nic::WrOpcode::kSend;
-  send.send_flags = nic::send_flags::kSignaled |
-                    (solicited ? nic::send_flags::kSolicited : 0u);
-  send.sg_list.PushBack(nic::testing::SgeOf(eb, 0, len));
-  ASSERT_TRUE(net.b().PostSend(eb.qpn, send).ok());
-}
-
 // An SRQ feeding an RC QP through its ring, the SRQ limit, QP access
 // error and last-WQE events through the async ring, and a solicited-only
 // completion channel that wakes for the solicited SEND only.
@@ -552,7 +539,8 @@ TEST_F(VerbsSessionTest, SrqAsyncEventsAndSolicitedOnlyNotification) {
       << "client exited with " << PumpUntilExit(pid);
   ConnectPeer(eb, qpn);
   const uint64_t events_before = server_->counters().cq_events;
-  PeerSend(net_, eb, 1, kLen, 1, /*solicited=*/false);
+  for (uint32_t i = 0; i < kLen; ++i) eb.buf[i] = Pattern(i, 1);
+  ASSERT_TRUE(PeerSend(eb, 1, 0, kLen).ok());
   const time_t give_up = time(nullptr) + 30;
   while (server_->counters().cqes < 1 && time(nullptr) < give_up) Pump();
   ASSERT_EQ(server_->counters().cqes, 1u);
@@ -561,7 +549,8 @@ TEST_F(VerbsSessionTest, SrqAsyncEventsAndSolicitedOnlyNotification) {
   char step;
   ASSERT_TRUE(PumpRead(from_child, &step, 1))
       << "client exited with " << PumpUntilExit(pid);
-  PeerSend(net_, eb, 2, kLen, 2, /*solicited=*/true);
+  for (uint32_t i = 0; i < kLen; ++i) eb.buf[i] = Pattern(i, 2);
+  ASSERT_TRUE(PeerSend(eb, 2, 0, kLen, /*solicited=*/true).ok());
   while (server_->counters().cqes < 2 && time(nullptr) < give_up) Pump();
   ASSERT_EQ(server_->counters().cqes, 2u);
   EXPECT_EQ(server_->counters().cq_events, events_before + 1);

@@ -180,12 +180,7 @@ void MemoryRegionTest::Run(bool moved) {
 
   for (size_t i = 0; i < kSendLen; ++i)
     eb.buf[kPeerSendSrc + i] = Pattern(i, 7);
-  nic::SendWr send;
-  send.wr_id = 50;
-  send.opcode = nic::WrOpcode::kSend;
-  send.send_flags = nic::send_flags::kSignaled;
-  send.sg_list.PushBack(nic::testing::SgeOf(eb, kPeerSendSrc, kSendLen));
-  ASSERT_TRUE(net_.b().PostSend(eb.qpn, send).ok());
+  ASSERT_TRUE(PeerSend(eb, 50, kPeerSendSrc, kSendLen).ok());
   for (size_t i = 0; i < kInLen; ++i) eb.buf[kPeerInSrc + i] = Pattern(i, 9);
   nic::SendWr in;
   in.wr_id = 51;

@@ -317,6 +317,18 @@ class VerbsSessionTest : public ::testing::Test {
                     .ok());
   }
 
+  // A signaled SEND of eb.buf[offset, offset + len) from B's endpoint.
+  absl::Status PeerSend(const Endpoint& eb, uint64_t wr_id, size_t offset,
+                        size_t len, bool solicited = false) {
+    nic::SendWr send;
+    send.wr_id = wr_id;
+    send.opcode = nic::WrOpcode::kSend;
+    send.send_flags = nic::send_flags::kSignaled |
+                      (solicited ? nic::send_flags::kSolicited : 0u);
+    send.sg_list.PushBack(nic::testing::SgeOf(eb, offset, len));
+    return net_.b().PostSend(eb.qpn, send);
+  }
+
   // Forks a client running `body`; to_parent/to_child are its pipes.
   pid_t Fork(const std::function<void(int to_parent, int from_parent)>& body,
              int* from_child, int* to_child) {
@@ -402,12 +414,7 @@ class VerbsSessionTest : public ::testing::Test {
     EXPECT_EQ(eb.buf[kWriteLen], 0);  // nothing past the WRITE
     for (size_t i = 0; i < kSendLen; ++i)
       eb.buf[32768 + i] = Pattern(i, seed + 1);
-    nic::SendWr send;
-    send.wr_id = 99;
-    send.opcode = nic::WrOpcode::kSend;
-    send.send_flags = nic::send_flags::kSignaled;
-    send.sg_list.PushBack(nic::testing::SgeOf(eb, 32768, kSendLen));
-    ASSERT_TRUE(net_.b().PostSend(eb.qpn, send).ok());
+    ASSERT_TRUE(PeerSend(eb, 99, 32768, kSendLen).ok());
     EXPECT_EQ(PumpUntilExit(pid), 0);
     const std::vector<nic::WorkCompletion> wcs =
         nic::testing::Poll(net_.b(), eb.cq);

@@ -98,12 +98,7 @@ TEST_F(VerbsSessionTest, SigkilledClientIsCleanedUpAndOthersCarryOn) {
 
   // The peer learns of it: its next request is never answered and ends in
   // an error completion once the retries are spent.
-  nic::SendWr send;
-  send.wr_id = 5;
-  send.opcode = nic::WrOpcode::kSend;
-  send.send_flags = nic::send_flags::kSignaled;
-  send.sg_list.PushBack(nic::testing::SgeOf(eb, 0, 64));
-  ASSERT_TRUE(net_.b().PostSend(eb.qpn, send).ok());
+  ASSERT_TRUE(PeerSend(eb, 5, 0, 64).ok());
   net_.Run();
   std::vector<nic::WorkCompletion> wcs = nic::testing::Poll(net_.b(), eb.cq);
   ASSERT_FALSE(wcs.empty());
@@ -489,12 +484,7 @@ TEST_F(VerbsSessionTest, ReceiveStillInTheRingIsFoundByTheSend) {
   ASSERT_EQ(posted, 'g') << "client exited with " << PumpUntilExit(pid);
   EXPECT_EQ(server_->counters().rq_wqes, 0u);
   for (size_t i = 0; i < kSendLen; ++i) eb.buf[i] = Pattern(i, 9);
-  nic::SendWr send;
-  send.wr_id = 5;
-  send.opcode = nic::WrOpcode::kSend;
-  send.send_flags = nic::send_flags::kSignaled;
-  send.sg_list.PushBack(nic::testing::SgeOf(eb, 0, kSendLen));
-  ASSERT_TRUE(net_.b().PostSend(eb.qpn, send).ok());
+  ASSERT_TRUE(PeerSend(eb, 5, 0, kSendLen).ok());
   net_.RunUntil(net_.clock().Now() + 1'000'000);
   EXPECT_EQ(server_->counters().rq_fetches, 1u);
   EXPECT_EQ(server_->counters().rq_wqes, 1u);
