@@ -273,6 +273,16 @@ EOF
             echo "P=\$!; n=0; until $ready; do sleep 0.05; n=\$((n+1)); [ \$n -gt 1200 ] && break; done"
             echo "touch \$SHARE/ready.$i"
             echo "wait \$P; echo \$? > \$SHARE/rc.$i"
+        elif case_cm "$c"; then
+            # The mirror of the above: rxe's perftest client can reach our
+            # server between its two listens (REJ 8). It tells the host
+            # (rej.N.A), which starts a fresh server (again.N.A).
+            echo "A=1; while :; do"
+            echo "  $cmd $(peer_of_guest "$c") > \$SHARE/rxe.$i.out 2>&1; R=\$?"
+            echo "  if [ \$R != 0 ] && [ \$A -lt 3 ] && grep -q 'REJECTED; error: 8' \$SHARE/rxe.$i.out; then"
+            echo "    touch \$SHARE/rej.$i.\$A; wait_file \$SHARE/again.$i.\$A || break; A=\$((A+1)); continue"
+            echo "  fi; break"
+            echo "done; echo \$R > \$SHARE/rc.$i"
         else
             echo "$cmd $(peer_of_guest "$c") > \$SHARE/rxe.$i.out 2>&1; echo \$? > \$SHARE/rc.$i"
         fi
@@ -315,17 +325,34 @@ run_stock() {
             echo "guest never got its server up" >"$out"; ok=0
         fi
     else
-        # shellcheck disable=SC2086
-        ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
-            timeout 120 $cmd >"$out" 2>&1 &
-        SERVER_PID=$!
-        if case_cm "$c"; then
-            for _ in $(seq 1 100); do cm_listening_here && break; sleep 0.05; done
-        else
-            for _ in $(seq 1 100); do listening && break; sleep 0.05; done
-        fi
-        touch "$share/go.$i"
-        wait "$SERVER_PID" || ok=0
+        local attempt=1 signal="go.$i"
+        while :; do
+            # shellcheck disable=SC2086
+            ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
+                timeout 120 $cmd >"$out" 2>&1 &
+            SERVER_PID=$!
+            if case_cm "$c"; then
+                for _ in $(seq 1 100); do cm_listening_here && break; sleep 0.05; done
+            else
+                for _ in $(seq 1 100); do listening && break; sleep 0.05; done
+            fi
+            touch "$share/$signal"
+            # The guest's client got REJ 8 between our server's two listens
+            # (see guest_job): this server waits for a test connection that
+            # will not come; a fresh one for the client's next attempt.
+            while kill -0 "$SERVER_PID" 2>/dev/null && [ ! -e "$share/rej.$i.$attempt" ]; do
+                sleep 0.1
+            done
+            if [ -e "$share/rej.$i.$attempt" ]; then
+                echo "    (attempt $attempt: rxe's client got REJ 8 between our two listens; again)"
+                kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null || true
+                signal="again.$i.$attempt"
+                attempt=$((attempt + 1))
+                continue
+            fi
+            wait "$SERVER_PID" || ok=0
+            break
+        done
         SERVER_PID=""
     fi
     wait_path "$share/rc.$i" 120 || true
