@@ -1,5 +1,8 @@
 #include "nic/qp.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace rocemu::nic {
 
 namespace {
@@ -13,15 +16,46 @@ uint16_t SourcePortFor(uint32_t qpn) {
 
 }  // namespace
 
-Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init)
+Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init,
+       uint32_t recv_max_sge)
     : qpn_(qpn),
       pd_(pd),
       init_(init),
       udp_sport_(SourcePortFor(qpn)),
-      rq_(init.has_srq ? 1 : init.cap.max_recv_wr, init.cap.max_recv_sge) {
+      rq_(init.has_srq ? 1 : init.cap.max_recv_wr,
+          init.has_srq ? 0 : init.cap.max_recv_sge),
+      rwqe_sges_(recv_max_sge) {
   attr_.cap = init.cap;
   sq_.Init(init.cap.max_send_wr);
-  resp_queue_.Init(8);
+  sq_sges_.resize(sq_.slots() * init.cap.max_send_sge);
+  sq_inline_.resize(sq_.slots() * init.cap.max_inline_data);
+  // Sized at INIT->RTR from max_dest_rd_atomic; nothing is queued before.
+  resp_queue_.Init(1);
+}
+
+SendWqe& Qp::PushSendWqe(const SendWr& wr) {
+  const size_t slot = sq_.slot(sq_tail_);
+  SendWqe& w = sq_.at(sq_tail_++);
+  static_cast<SendWrHeader&>(w.wr) = wr;
+  if (wr.is_inline()) {
+    uint8_t* dst = sq_inline_.data() + slot * init_.cap.max_inline_data;
+    std::memcpy(dst, wr.inline_data.data(), wr.inline_data.size());
+    w.wr.inline_bytes = dst;
+    w.wr.inline_len = wr.inline_data.size();
+    w.wr.sg_list = SgView();
+  } else {
+    Sge* dst = sq_sges_.data() + slot * init_.cap.max_send_sge;
+    std::copy(wr.sg_list.begin(), wr.sg_list.end(), dst);
+    w.wr.sg_list = SgView(dst, wr.sg_list.size());
+    w.wr.inline_bytes = nullptr;
+    w.wr.inline_len = 0;
+  }
+  return w;
+}
+
+void Qp::TakeRecvWqe(const PostedRecvWr& wr) {
+  std::copy(wr.sg_list.begin(), wr.sg_list.end(), rwqe_sges_.begin());
+  resp_.rwqe = PostedRecvWr{wr.wr_id, SgView(rwqe_sges_.data(), wr.sg_list.size())};
 }
 
 }  // namespace rocemu::nic

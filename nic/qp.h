@@ -13,6 +13,7 @@
 #include "nic/completion.h"
 #include "nic/congestion_qp.h"
 #include "nic/handles.h"
+#include "nic/posted_wr.h"
 #include "nic/qp_attr.h"
 #include "nic/recv_queue.h"
 #include "nic/work_request.h"
@@ -22,7 +23,7 @@ namespace rocemu::nic {
 // A send WQE: the posted request plus where the requester and completer are
 // with it.
 struct SendWqe {
-  SendWr wr;
+  PostedSendWr wr;
   uint64_t length = 0;     // message bytes
   uint32_t first_psn = 0;  // assigned when the first packet goes out
   uint32_t last_psn = 0;
@@ -42,8 +43,11 @@ class Ring {
     capacity_ = capacity;
   }
   uint32_t capacity() const { return capacity_; }
-  T& at(uint64_t pos) { return slots_[pos % slots_.size()]; }
-  const T& at(uint64_t pos) const { return slots_[pos % slots_.size()]; }
+  T& at(uint64_t pos) { return slots_[slot(pos)]; }
+  const T& at(uint64_t pos) const { return slots_[slot(pos)]; }
+  // Index of pos's slot in [0, slots()): where per-slot side storage goes.
+  size_t slot(uint64_t pos) const { return pos % slots_.size(); }
+  size_t slots() const { return slots_.size(); }
 
  private:
   std::vector<T> slots_;
@@ -115,7 +119,7 @@ struct ResponderState {
   bool in_progress_imm = false;
   // SEND: the receive WQE being filled and the bytes placed so far.
   bool have_rwqe = false;
-  RecvWr rwqe;
+  PostedRecvWr rwqe;  // its entries live in Qp::rwqe_sges_
   uint64_t recv_offset = 0;
   // WRITE: the region and the next address.
   uint32_t write_rkey = 0;
@@ -158,7 +162,14 @@ struct QpCounters {
 
 class Qp {
  public:
-  Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init);
+  // recv_max_sge: the SRQ's max_sge when the QP takes its receives there.
+  Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge);
+
+  // Copies a request into the next send queue slot (the caller has checked
+  // that there is one and that the request fits the QP's caps).
+  SendWqe& PushSendWqe(const SendWr& wr);
+  // Copies a receive WQE into resp_.rwqe (and rwqe_sges_).
+  void TakeRecvWqe(const PostedRecvWr& wr);
 
   uint32_t qpn() const { return qpn_; }
   QpType type() const { return init_.qp_type; }
@@ -197,8 +208,14 @@ class Qp {
   uint16_t udp_sport_;
 
   Ring<SendWqe> sq_;
+  // Per send queue slot: max_send_sge SG entries and max_inline_data bytes.
+  std::vector<Sge> sq_sges_;
+  std::vector<uint8_t> sq_inline_;
   uint64_t sq_tail_ = 0;
   RecvQueue rq_;
+  // The receive WQE the responder consumed (resp_.rwqe), which outlives its
+  // queue slot: as many entries as the RQ's (or SRQ's) max_sge.
+  std::vector<Sge> rwqe_sges_;
 
   RequesterState req_;
   CompleterState comp_;

@@ -12,10 +12,13 @@ absl::Status RecvQueue::Resize(uint32_t max_wr) {
         absl::StrFormat("receive queue holds %u requests, cannot size it to %u",
                         count_, max_wr));
   }
-  std::vector<RecvWr> ring(max_wr);
-  for (uint32_t i = 0; i < count_; ++i) ring[i] = ring_[Slot(i)];
-  ring_ = std::move(ring);
-  head_ = 0;
+  RecvQueue grown(max_wr, max_sge_);
+  for (uint32_t i = 0; i < count_; ++i) {
+    const PostedRecvWr& wr = ring_[Slot(i)];
+    grown.Store(i, wr.wr_id, wr.sg_list.span());
+  }
+  grown.count_ = count_;
+  *this = std::move(grown);
   return absl::OkStatus();
 }
 

@@ -350,7 +350,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   if (payload_len > 0) {
     std::span<uint8_t> dst = writer.payload();
     if (w.wr.is_inline()) {
-      std::memcpy(dst.data(), w.wr.inline_data.data() + offset, payload_len);
+      std::memcpy(dst.data(), w.wr.inline_bytes + offset, payload_len);
     } else {
       SgCursor cur = SeekSg(w.wr.sg_list.span(), offset);
       const MrStatus ms =

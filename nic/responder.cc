@@ -100,7 +100,7 @@ uint32_t Npkts(uint64_t len, uint32_t mtu) {
 bool AcquireRwqe(Rnic& nic, Qp& qp) {
   ResponderState& r = qp.resp_;
   if (!r.have_rwqe) {
-    if (!nic.PopRecvWqe(qp, &r.rwqe)) return false;
+    if (!nic.PopRecvWqe(qp)) return false;
     r.have_rwqe = true;
     r.recv_offset = 0;
   }
@@ -569,11 +569,12 @@ void ReceiveUd(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     ++qp.counters_.rx_dropped;
     return;
   }
-  RecvWr wqe;
-  if (!nic.PopRecvWqe(qp, &wqe)) {
+  // A UD message is one packet: the WQE is consumed here, never held.
+  if (!nic.PopRecvWqe(qp)) {
     ++qp.counters_.out_of_buffer;
     return;
   }
+  const PostedRecvWr& wqe = qp.resp_.rwqe;
   // The GRH area: IPv6 puts its 40-byte header there, IPv4 its 20-byte
   // header in the last 20 bytes (rxe, ConnectX).
   uint8_t grh[kGrhLen] = {};

@@ -229,7 +229,10 @@ absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& init) {
     next_qpn_ = (next_qpn_ + 1) & protocol::kQpnMask;
     if (next_qpn_ < 2) next_qpn_ = 2;
   } while (qps_.contains(qpn));
-  auto qp = std::make_unique<Qp>(qpn, pd, init);
+  const uint32_t recv_max_sge = init.has_srq
+                                    ? srqs_.Get(init.srq)->Query().max_sge
+                                    : c.max_recv_sge;
+  auto qp = std::make_unique<Qp>(qpn, pd, init, recv_max_sge);
   absl::Status s = pds_.Retain(pd);
   if (!s.ok()) return s;
   scq->Retain();
@@ -338,10 +341,11 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
       const PdHandle pd = qp->pd_;
       const QpInitAttr init = qp->init_;
       const QpAttr keep = q;
+      const uint32_t recv_max_sge = qp->rwqe_sges_.size();
       auto it = std::find(active_.begin(), active_.end(), qp);
       if (it != active_.end()) active_.erase(it);
       qp->~Qp();
-      new (qp) Qp(n, pd, init);
+      new (qp) Qp(n, pd, init, recv_max_sge);
       qp->attr_.cap = keep.cap;
       return absl::OkStatus();
     }
@@ -410,14 +414,14 @@ absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
   if (wr.sg_list.size() > qp->init_.cap.max_send_sge) {
     return absl::InvalidArgumentError("more SGEs than max_send_sge");
   }
-  if (wr.is_inline() && wr.inline_len > qp->init_.cap.max_inline_data) {
+  if (wr.is_inline() &&
+      wr.inline_data.size() > qp->init_.cap.max_inline_data) {
     return absl::InvalidArgumentError("inline data above max_inline_data");
   }
   if (qp->sq_tail_ - qp->comp_.comp_idx >= qp->init_.cap.max_send_wr) {
     return absl::ResourceExhaustedError("send queue full");
   }
-  SendWqe& w = qp->sq_.at(qp->sq_tail_++);
-  w.wr = wr;
+  SendWqe& w = qp->PushSendWqe(wr);
   w.length = (wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
               wr.opcode == WrOpcode::kAtomicFetchAndAdd)
                  ? 8
@@ -523,7 +527,7 @@ void Rnic::FlushSendQueue(Qp& qp) {
 }
 
 void Rnic::FlushRecvQueue(Qp& qp) {
-  auto flush = [&](const RecvWr& wr) {
+  auto flush = [&](const PostedRecvWr& wr) {
     WorkCompletion wc;
     wc.wr_id = wr.wr_id;
     wc.status = WcStatus::kWrFlushErr;
@@ -578,7 +582,7 @@ void Rnic::MoveToSqe(Qp& qp) {
   FlushSendQueue(qp);
 }
 
-bool Rnic::PopRecvWqe(Qp& qp, RecvWr* out) {
+bool Rnic::PopRecvWqe(Qp& qp) {
   if (qp.init_.has_srq) {
     SharedReceiveQueue* srq = srqs_.Get(qp.init_.srq);
     if (srq == nullptr) return false;
@@ -586,16 +590,16 @@ bool Rnic::PopRecvWqe(Qp& qp, RecvWr* out) {
       fetcher_->FetchSrqRecv(qp.init_.srq);
     }
     if (srq->Front() == nullptr) return false;
-    *out = *srq->Front();
+    qp.TakeRecvWqe(*srq->Front());
     srq->Pop();
     return true;
   }
   if (qp.rq_.Front() == nullptr && fetcher_ != nullptr) {
     fetcher_->FetchRecv(qp.qpn());
   }
-  const RecvWr* wr = qp.rq_.Front();
+  const PostedRecvWr* wr = qp.rq_.Front();
   if (wr == nullptr) return false;
-  *out = *wr;
+  qp.TakeRecvWqe(*wr);
   qp.rq_.Pop();
   return true;
 }

@@ -192,9 +192,10 @@ class Rnic final : public FrameEndpoint {
   void MoveToSqe(Qp& qp);
   void FlushSendQueue(Qp& qp);
   void FlushRecvQueue(Qp& qp);
-  // Next receive WQE of the QP (or its SRQ); false when none, after asking
-  // the fetcher (if any) for WQEs posted but not yet handed over.
-  bool PopRecvWqe(Qp& qp, RecvWr* out);
+  // Takes the next receive WQE of the QP (or its SRQ) into qp.resp_.rwqe;
+  // false when none, after asking the fetcher (if any) for WQEs posted but
+  // not yet handed over.
+  bool PopRecvWqe(Qp& qp);
   // The carrier's source of posted-but-unseen receive WQEs (nullptr: none;
   // everything is posted with PostRecv/PostSrqRecv directly).
   void set_recv_wqe_fetcher(RecvWqeFetcher* f) { fetcher_ = f; }

@@ -48,7 +48,7 @@ class SharedReceiveQueue {
   }
   // The WR the next message would use (nullptr: none, the responder
   // answers RNR).
-  const RecvWr* Front() const { return queue_.Front(); }
+  const PostedRecvWr* Front() const { return queue_.Front(); }
   // Consumes the front WR, raising the limit event if it drops the count
   // below an armed limit.
   void Pop();

@@ -5,8 +5,8 @@
 #ifndef ROCEMU_NIC_WORK_REQUEST_H_
 #define ROCEMU_NIC_WORK_REQUEST_H_
 
-#include <array>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <span>
 
@@ -26,37 +26,90 @@ struct Sge {
   uint32_t lkey = 0;
 };
 
-// A scatter/gather list of at most kMaxSge entries, stored in place.
+// Sum of the entries' lengths (64-bit: 32 entries of 4 GiB do not fit 32).
+inline uint64_t SgTotalLength(std::span<const Sge> sges) {
+  uint64_t n = 0;
+  for (const Sge& s : sges) n += s.length;
+  return n;
+}
+
+// A scatter/gather list of at most kMaxSge entries, stored in place. Only
+// the entries in use are initialized and copied: a request is built and
+// copied once per post, and 32 entries are 512 bytes.
 class SgList {
  public:
-  SgList() = default;
+  SgList() {}
   SgList(std::initializer_list<Sge> sges) {
     for (const Sge& s : sges) PushBack(s);
+  }
+  SgList(const SgList& o) : num_sge_(o.num_sge_) {
+    std::memcpy(storage_.sge, o.storage_.sge, num_sge_ * sizeof(Sge));
+  }
+  SgList& operator=(const SgList& o) {
+    if (this != &o) {
+      num_sge_ = o.num_sge_;
+      std::memcpy(storage_.sge, o.storage_.sge, num_sge_ * sizeof(Sge));
+    }
+    return *this;
   }
   // Returns false (and leaves the list unchanged) when full.
   bool PushBack(const Sge& s) {
     if (num_sge_ >= kMaxSge) return false;
-    sge_[num_sge_++] = s;
+    storage_.sge[num_sge_++] = s;
     return true;
   }
   void Clear() { num_sge_ = 0; }
   uint32_t size() const { return num_sge_; }
   bool empty() const { return num_sge_ == 0; }
-  const Sge& operator[](uint32_t i) const { return sge_[i]; }
-  Sge& operator[](uint32_t i) { return sge_[i]; }
-  std::span<const Sge> span() const { return {sge_.data(), num_sge_}; }
-  const Sge* begin() const { return sge_.data(); }
-  const Sge* end() const { return sge_.data() + num_sge_; }
-  // Sum of the entries' lengths (64-bit: 32 entries of 4 GiB do not fit 32).
-  uint64_t TotalLength() const {
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < num_sge_; ++i) n += sge_[i].length;
-    return n;
-  }
+  const Sge& operator[](uint32_t i) const { return storage_.sge[i]; }
+  Sge& operator[](uint32_t i) { return storage_.sge[i]; }
+  std::span<const Sge> span() const { return {storage_.sge, num_sge_}; }
+  const Sge* begin() const { return storage_.sge; }
+  const Sge* end() const { return storage_.sge + num_sge_; }
+  uint64_t TotalLength() const { return SgTotalLength(span()); }
 
  private:
   uint32_t num_sge_ = 0;
-  std::array<Sge, kMaxSge> sge_{};
+  union Storage {
+    Storage() {}  // entries past num_sge_ are never read
+    Sge sge[kMaxSge];
+  } storage_;
+};
+
+// The bytes of an inline send, stored in place; as SgList, only the bytes
+// in use are copied.
+class InlineData {
+ public:
+  InlineData() {}
+  InlineData(const InlineData& o) : size_(o.size_) {
+    std::memcpy(bytes_, o.bytes_, size_);
+  }
+  InlineData& operator=(const InlineData& o) {
+    if (this != &o) {
+      size_ = o.size_;
+      std::memcpy(bytes_, o.bytes_, size_);
+    }
+    return *this;
+  }
+  static constexpr uint32_t capacity() { return kMaxInlineData; }
+  uint8_t* data() { return bytes_; }
+  const uint8_t* data() const { return bytes_; }
+  uint32_t size() const { return size_; }
+  // data()[0, n) is the payload (written there by the caller); n is clamped
+  // to the capacity.
+  void set_size(uint32_t n) { size_ = n < kMaxInlineData ? n : kMaxInlineData; }
+  // Returns false (and leaves the data unchanged) when `b` does not fit.
+  bool Assign(std::span<const uint8_t> b) {
+    if (b.size() > kMaxInlineData) return false;
+    size_ = static_cast<uint32_t>(b.size());
+    std::memcpy(bytes_, b.data(), size_);
+    return true;
+  }
+  std::span<const uint8_t> span() const { return {bytes_, size_}; }
+
+ private:
+  uint32_t size_ = 0;
+  uint8_t bytes_[kMaxInlineData];
 };
 
 // ibv_wr_opcode, same values.
@@ -83,15 +136,15 @@ inline constexpr uint32_t kInline = 1u << 3;
 inline constexpr uint32_t kIpCsum = 1u << 4;
 }  // namespace send_flags
 
-// ibv_send_wr. Immediate data is held as the 32-bit value that goes big-endian
-// on the wire (ImmDt); the verbs library converts from the application's
-// __be32. With send_flags::kInline the payload is inline_data[0, inline_len)
-// and sg_list is not used by the engines (the post path gathers it in).
-struct SendWr {
+// ibv_send_wr without its gather list and inline bytes: what a send queue
+// keeps of a request at fixed size (the rest goes to storage sized by the
+// QP's max_send_sge and max_inline_data). Immediate data is held as the
+// 32-bit value that goes big-endian on the wire (ImmDt); the verbs library
+// converts from the application's __be32.
+struct SendWrHeader {
   uint64_t wr_id = 0;
   WrOpcode opcode = WrOpcode::kSend;
   uint32_t send_flags = 0;
-  SgList sg_list;
   uint32_t imm_data = 0;
   uint32_t invalidate_rkey = 0;  // kSendWithInv, kLocalInv
   struct Rdma {
@@ -119,8 +172,6 @@ struct SendWr {
     uint64_t length = 0;
     uint8_t type = 2;
   } bind;
-  uint32_t inline_len = 0;
-  std::array<uint8_t, kMaxInlineData> inline_data{};
 
   bool signaled() const { return send_flags & send_flags::kSignaled; }
   bool solicited() const { return send_flags & send_flags::kSolicited; }
@@ -130,12 +181,19 @@ struct SendWr {
   bool local() const {
     return opcode == WrOpcode::kLocalInv || opcode == WrOpcode::kBindMw;
   }
-  std::span<const uint8_t> InlinePayload() const {
-    return {inline_data.data(), inline_len};
-  }
+};
+
+// ibv_send_wr, as posted. With send_flags::kInline the payload is
+// inline_data and sg_list is not used by the engines (the post path gathers
+// it in).
+struct SendWr : SendWrHeader {
+  SgList sg_list;
+  InlineData inline_data;
+
+  std::span<const uint8_t> InlinePayload() const { return inline_data.span(); }
   // Bytes the request moves: inline payload or the SG list's sum.
   uint64_t PayloadLength() const {
-    return is_inline() ? inline_len : sg_list.TotalLength();
+    return is_inline() ? inline_data.size() : sg_list.TotalLength();
   }
 };
 

@@ -17,7 +17,7 @@ bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {
   wr->atomic = {s.remote_addr, s.compare_add, s.swap, s.rkey};
   wr->ud = {s.ah, s.remote_qpn, s.remote_qkey};
   wr->sg_list.Clear();
-  wr->inline_len = 0;
+  wr->inline_data.set_size(0);
   if (wr->opcode == nic::WrOpcode::kBindMw) {
     wr->bind = {.mw_rkey = s.invalidate_rkey,
                 .new_rkey = s.rkey,
@@ -30,8 +30,7 @@ bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {
   }
   if (wr->is_inline()) {
     if (s.inline_len > nic::kMaxInlineData) return false;
-    wr->inline_len = s.inline_len;
-    std::memcpy(wr->inline_data.data(), s.inline_data, s.inline_len);
+    wr->inline_data.Assign({s.inline_data, s.inline_len});
     return true;
   }
   if (s.num_sge > nic::kMaxSge) return false;

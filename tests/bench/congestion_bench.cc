@@ -155,7 +155,7 @@ void BM_RnicCeToCnp(benchmark::State& state) {
   config.dcqcn.np.np_min_time_between_cnps =
       static_cast<uint32_t>(state.range(0));
   nic::CongestionControl cc(config);
-  nic::Qp qp(0x12, 1, RcInit());
+  nic::Qp qp(0x12, 1, RcInit(), 1);
   cc.InitQp(qp);
   nic::DeviceCounters counters;
   const std::vector<uint8_t> frame = Frame(MarkedWriteSpec(), 1024);
@@ -185,7 +185,7 @@ void BM_RnicCeToCnp(benchmark::State& state) {
 void BM_RnicRequestSent(benchmark::State& state) {
   nic::CongestionConfig config;
   nic::CongestionControl cc(config);
-  nic::Qp qp(0x12, 1, RcInit());
+  nic::Qp qp(0x12, 1, RcInit(), 1);
   cc.InitQp(qp);
   nic::DeviceCounters counters;
   TimeNs now = 1000;

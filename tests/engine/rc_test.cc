@@ -77,8 +77,8 @@ TEST(RcTest, SendWithImmediateAndInlineData) {
   wr.send_flags =
       send_flags::kInline | send_flags::kSignaled | send_flags::kSolicited;
   wr.imm_data = 0xA1B2C3D4;
-  wr.inline_len = 11;
   std::memcpy(wr.inline_data.data(), "hello world", 11);
+  wr.inline_data.set_size(11);
   ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
   net.Run();
   auto req = net.Frames(0);

@@ -166,10 +166,45 @@ TEST(RecvQueue, PostPopFlushResize) {
   EXPECT_FALSE(q.Resize(2).ok());
   EXPECT_EQ(q.Post(Rwr(5)), PostResult::kOk);
   std::vector<uint64_t> flushed;
-  q.Flush([&](const RecvWr& wr) { flushed.push_back(wr.wr_id); });
+  q.Flush([&](const PostedRecvWr& wr) { flushed.push_back(wr.wr_id); });
   EXPECT_EQ(flushed, (std::vector<uint64_t>{2, 3, 4, 5}));
   EXPECT_TRUE(q.empty());
   EXPECT_EQ(q.Front(), nullptr);
+}
+
+// The queue keeps its own copy of each WR's entries (the posting WR is
+// gone by the time a message consumes it), across wrap-around and Resize.
+TEST(RecvQueue, KeepsEntriesAcrossWrapAndResize) {
+  RecvQueue q(2, 3);
+  auto post = [&](uint64_t id, uint32_t nsge) {
+    RecvWr wr;
+    wr.wr_id = id;
+    for (uint32_t i = 0; i < nsge; ++i) {
+      wr.sg_list.PushBack({id * 0x1000 + i, static_cast<uint32_t>(id + i), 7});
+    }
+    return q.Post(wr);
+  };
+  auto check = [&](uint64_t id, uint32_t nsge) {
+    const PostedRecvWr* f = q.Front();
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->wr_id, id);
+    ASSERT_EQ(f->sg_list.size(), nsge);
+    for (uint32_t i = 0; i < nsge; ++i) {
+      EXPECT_EQ(f->sg_list[i].addr, id * 0x1000 + i);
+      EXPECT_EQ(f->sg_list[i].length, id + i);
+    }
+    q.Pop();
+  };
+  ASSERT_EQ(post(1, 3), PostResult::kOk);
+  ASSERT_EQ(post(2, 1), PostResult::kOk);
+  check(1, 3);
+  ASSERT_EQ(post(3, 2), PostResult::kOk);  // into slot 0 again
+  ASSERT_TRUE(q.Resize(4).ok());
+  ASSERT_EQ(post(4, 3), PostResult::kOk);
+  check(2, 1);
+  check(3, 2);
+  check(4, 3);
+  EXPECT_TRUE(q.empty());
 }
 
 class SrqTest : public ::testing::Test {

@@ -5,10 +5,14 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <memory>
 #include <vector>
 
+#include "protocol/frame.h"
+#include "protocol/opcode.h"
 #include "tests/sim/matrix_pair.h"
 
 namespace rocemu::sim {
@@ -89,6 +93,146 @@ void BM_Write4KiB(benchmark::State& s) {
 void BM_Send64B(benchmark::State& s) { Stream(s, nic::WrOpcode::kSend, 64); }
 BENCHMARK(BM_Write4KiB)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Send64B)->Unit(benchmark::kMillisecond);
+
+// The engines alone: the same two RNICs as above with A's frames handed
+// straight to B and back in bursts of 32 (no simulator, no event heap), so
+// the time is requester + responder + completer + codec + the CQ and queue
+// work around them. One signaled 64 B WRITE or SEND per message, 64 in
+// flight. Reports engine ns per frame and per message; BM_Codec* below give
+// the codec's own share of the same frames for scripts/bench_engine.sh.
+void Engine(benchmark::State& state, nic::WrOpcode op) {
+  PairOptions po;
+  po.mtu = nic::PathMtu::kMtu4096;
+  po.buf_size = 1 << 20;
+  auto pair = MatrixPair::Create(po);
+  if (!pair.ok()) {
+    state.SkipWithError("pair");
+    return;
+  }
+  MatrixPair& p = **pair;
+  constexpr uint32_t kWindow = 64;
+  constexpr size_t kBurst = 32;
+  constexpr uint32_t kLen = 64;
+  struct Wire {
+    std::vector<std::vector<uint8_t>> bufs;
+    std::array<nic::TxFrame, kBurst> tx;
+    std::array<nic::RxFrame, kBurst> rx;
+    Wire() : bufs(kBurst, std::vector<uint8_t>(9216)) {}
+    // One burst from `from` to `to`; returns the frames moved.
+    size_t Move(nic::Rnic& from, nic::Rnic& to, nic::TimeNs now) {
+      for (size_t i = 0; i < kBurst; ++i) {
+        tx[i] = nic::TxFrame{bufs[i].data(), 9216, 0, 0};
+      }
+      const size_t n = from.Transmit(0, tx, now);
+      for (size_t i = 0; i < n; ++i) rx[i] = nic::RxFrame{tx[i].data, tx[i].len};
+      if (n > 0) to.Receive(0, std::span(rx.data(), n), now);
+      return n;
+    }
+  };
+  Wire ab, ba;
+  nic::WorkCompletion wc[64];
+  nic::TimeNs now = 1'000'000;
+  uint64_t posted = 0, done = 0, frames = 0, acks = 0;
+  nic::SendWr wr;
+  wr.opcode = op;
+  wr.send_flags = nic::send_flags::kSignaled;
+  wr.rdma.rkey = p.b().key;
+  nic::RecvWr r;
+  for (auto _ : state) {
+    const uint64_t target = done + 4096;
+    while (done < target) {
+      while (posted - done < kWindow) {
+        const uint64_t off = (posted % kWindow) * 8192;
+        wr.wr_id = posted++;
+        wr.sg_list = {nic::Sge{p.a().Va(off), kLen, p.a().key}};
+        wr.rdma.remote_addr = p.b().Va(off);
+        if (op == nic::WrOpcode::kSend) {
+          r.wr_id = wr.wr_id;
+          r.sg_list = {nic::Sge{p.b().Va(off), 8192, p.b().key}};
+          (void)p.b().nic.PostRecv(p.b().qpn, r);
+        }
+        (void)p.a().nic.PostSend(p.a().qpn, wr);
+      }
+      frames += ab.Move(p.a().nic, p.b().nic, now);
+      const size_t back = ba.Move(p.b().nic, p.a().nic, now);
+      frames += back;
+      acks += back;
+      while (p.b().nic.PollCq(p.b().cq, wc) > 0) {
+      }
+      size_t n;
+      while ((n = p.a().nic.PollCq(p.a().cq, wc)) > 0) {
+        for (size_t i = 0; i < n; ++i) {
+          if (wc[i].status != nic::WcStatus::kSuccess) {
+            state.SkipWithError("completion error");
+            return;
+          }
+        }
+        done += n;
+      }
+      now += 100;
+    }
+  }
+  state.counters["frames_per_s"] = benchmark::Counter(
+      static_cast<double>(frames), benchmark::Counter::kIsRate);
+  state.counters["msgs_per_s"] = benchmark::Counter(
+      static_cast<double>(done), benchmark::Counter::kIsRate);
+  state.counters["ns_per_frame"] = benchmark::Counter(
+      static_cast<double>(frames) * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_msg"] = benchmark::Counter(
+      static_cast<double>(done) * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["acks_per_msg"] =
+      static_cast<double>(acks) / static_cast<double>(done);
+}
+void BM_EngineSend64B(benchmark::State& s) { Engine(s, nic::WrOpcode::kSend); }
+void BM_EngineWrite64B(benchmark::State& s) {
+  Engine(s, nic::WrOpcode::kRdmaWrite);
+}
+BENCHMARK(BM_EngineSend64B);
+BENCHMARK(BM_EngineWrite64B);
+
+// The codec's share of those frames, same run: build (headers, payload
+// copy, IPv4 checksum, ICRC) and parse with every check of one RC frame of
+// the given opcode and payload, as the engines do once each per frame.
+void Codec(benchmark::State& state, uint8_t opcode, size_t len) {
+  protocol::FrameSpec spec;
+  spec.net.dst_mac = {0x02, 0, 0, 0, 0, 2};
+  spec.net.src_mac = {0x02, 0, 0, 0, 0, 1};
+  spec.net.src_ip = protocol::Ipv4Mapped(10, 0, 0, 1);
+  spec.net.dst_ip = protocol::Ipv4Mapped(10, 0, 0, 2);
+  spec.hdr.bth.opcode = opcode;
+  spec.hdr.bth.dest_qp = 0x12;
+  spec.hdr.bth.psn = 100;
+  spec.hdr.reth.dma_len = static_cast<uint32_t>(len);
+  std::vector<uint8_t> payload(len, 0x5A);
+  std::vector<uint8_t> frame(9216);
+  protocol::ParsedFrame parsed;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(payload.data());
+    const size_t n = protocol::BuildRoceFrame(spec, payload, frame);
+    const protocol::ParseError e =
+        protocol::ParseFrame(std::span(frame.data(), n), &parsed);
+    benchmark::DoNotOptimize(parsed);
+    if (e != protocol::ParseError::kOk) state.SkipWithError("parse");
+    ++spec.hdr.bth.psn;
+  }
+  state.counters["ns_per_frame"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+void BM_CodecSend64B(benchmark::State& s) {
+  Codec(s, protocol::kRcSendOnly, 64);
+}
+void BM_CodecWrite64B(benchmark::State& s) {
+  Codec(s, protocol::kRcRdmaWriteOnly, 64);
+}
+void BM_CodecAck(benchmark::State& s) {
+  Codec(s, protocol::kRcAcknowledge, 0);
+}
+BENCHMARK(BM_CodecSend64B);
+BENCHMARK(BM_CodecWrite64B);
+BENCHMARK(BM_CodecAck);
 
 // Heap bytes and sizeof per idle RC QP (RESET state, created with the given
 // send/receive queue depth), counted with mallinfo2 around the creations.
