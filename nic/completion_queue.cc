@@ -18,7 +18,9 @@ CqPushResult CompletionQueue::Push(const WorkCompletion& wc, bool solicited) {
     }
     return CqPushResult::kOverflow;
   }
-  ring_[(head_ + count_) % ring_.size()] = wc;
+  const uint32_t cap = static_cast<uint32_t>(ring_.size());
+  const uint32_t tail = head_ + count_;  // < 2 * cap: no division per CQE
+  ring_[tail >= cap ? tail - cap : tail] = wc;
   ++count_;
   // IBTA completion notification: a solicited-only arm is also satisfied by an
   // unsuccessful completion.

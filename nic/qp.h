@@ -35,22 +35,29 @@ struct SendWqe {
 };
 
 // Fixed-capacity ring indexed by monotonically increasing 64-bit positions.
+// The slots are a power of two (as mlx5 sizes its work queues) so that a
+// position maps to its slot with a mask, not a 64-bit division per access;
+// capacity() is what the owner asked for and enforces.
 template <typename T>
 class Ring {
  public:
   void Init(uint32_t capacity) {
-    slots_.assign(capacity == 0 ? 1 : capacity, T{});
+    size_t n = 1;
+    while (n < capacity) n <<= 1;
+    slots_.assign(n, T{});
+    mask_ = n - 1;
     capacity_ = capacity;
   }
   uint32_t capacity() const { return capacity_; }
   T& at(uint64_t pos) { return slots_[slot(pos)]; }
   const T& at(uint64_t pos) const { return slots_[slot(pos)]; }
   // Index of pos's slot in [0, slots()): where per-slot side storage goes.
-  size_t slot(uint64_t pos) const { return pos % slots_.size(); }
+  size_t slot(uint64_t pos) const { return pos & mask_; }
   size_t slots() const { return slots_.size(); }
 
  private:
   std::vector<T> slots_;
+  uint64_t mask_ = 0;
   uint32_t capacity_ = 0;
 };
 

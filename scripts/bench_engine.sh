@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Per-message cost of the RNIC engines next to the codec's own cost of the
+# same frames, measured in the same run (issue 14's target: engine + codec
+# per 64 B message <= 2x the codec's parse + build of its frames).
+#   BM_Engine{Send,Write}64B  two nic::Rnic wired directly (no simulator):
+#                             post, requester, responder, completer, ACKs,
+#                             CQ polls, 64 signaled 64 B messages in flight
+#   BM_Codec{Send,Write}64B   BuildRoceFrame + ParseFrame (every check) of
+#   BM_CodecAck               the data frame / the ACK frame
+# Ceiling per message = codec(data frame) + ACKs per message x codec(ACK).
+# Also prints heap bytes per idle RC QP (BM_IdleQpBytes). CPU time, median
+# of 5.
+# usage: scripts/bench_engine.sh [BUILD_DIR]        (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+[[ -f $build/build.ninja ]] || meson setup "$build" >/dev/null
+ninja -C "$build" tests/sim/matrix_bench >/dev/null
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+echo "bench_engine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
+"$build/tests/sim/matrix_bench" --benchmark_filter='Engine|Codec|IdleQp' \
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out" --benchmark_out_format=json >/dev/null 2>&1
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+med = {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") == "median":
+        med[b["run_name"][3:]] = b
+def ns_per(name, key): return med[name][key]  # inverted rate of 1e-9 x count: ns
+ack = ns_per("CodecAck", "ns_per_frame")
+print("%-8s %14s %16s %13s %14s %12s %8s" % (
+    "message", "engine ns/msg", "codec data ns", "codec ACK ns",
+    "ACKs per msg", "ceiling ns", "ratio"))
+for op in ("Send", "Write"):
+    e = med["Engine%s64B" % op]
+    eng = ns_per("Engine%s64B" % op, "ns_per_msg")
+    data = ns_per("Codec%s64B" % op, "ns_per_frame")
+    acks = e["acks_per_msg"]
+    ceil = data + acks * ack
+    print("%-8s %14.1f %16.1f %13.1f %14.3f %12.1f %7.2fx  (%.2f Mmsg/s per core)" % (
+        "%s 64B" % op.upper(), eng, data, ack, acks, ceil, eng / ceil,
+        e["msgs_per_s"] / 1e6))
+print()
+for name, b in sorted(med.items()):
+    if name.startswith("IdleQpBytes"):
+        print("idle RC QP, send/recv depth %-4s heap %7.0f B  (sizeof Qp %d, SendWqe %d)" % (
+            name.split("/")[1], b["heap_bytes_per_qp"], b["sizeof_qp"],
+            b["sizeof_send_wqe"]))
+PY
