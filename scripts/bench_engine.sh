@@ -8,20 +8,31 @@
 #   BM_Codec{Send,Write}64B   BuildRoceFrame + ParseFrame (every check) of
 #   BM_CodecAck               the data frame / the ACK frame
 # Ceiling per message = codec(data frame) + ACKs per message x codec(ACK).
-# Also prints heap bytes per idle RC QP (BM_IdleQpBytes). CPU time, median
-# of 5.
+# Also prints heap bytes per idle RC QP (BM_IdleQpBytes), the 64 K QP and
+# 1 M MR scale figures (time, heap and resident bytes to create them, lookup
+# cost at that size next to 16 objects and to a flat_hash_map of the same
+# keys; tests/nic/mr_bench). CPU time, median of 5.
 # usage: scripts/bench_engine.sh [BUILD_DIR]        (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 [[ -f $build/build.ninja ]] || meson setup "$build" >/dev/null
-ninja -C "$build" tests/sim/matrix_bench >/dev/null
+ninja -C "$build" tests/sim/matrix_bench tests/nic/mr_bench >/dev/null
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out".*' EXIT
 echo "bench_engine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$build/tests/sim/matrix_bench" --benchmark_filter='Engine|Codec|IdleQp' \
+"$build/tests/sim/matrix_bench" --benchmark_filter='Engine|Codec|IdleQp|QpLookup' \
   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_out="$out" --benchmark_out_format=json >/dev/null 2>&1
+# One-shot scale runs, each in a fresh process so that resident bytes are
+# what the objects touch.
+"$build/tests/sim/matrix_bench" --benchmark_filter='Create64KQps' \
+  --benchmark_out="$out.qps" --benchmark_out_format=json >/dev/null 2>&1
+"$build/tests/nic/mr_bench" --benchmark_filter='Register1MMrs' \
+  --benchmark_out="$out.mrs" --benchmark_out_format=json >/dev/null 2>&1
+"$build/tests/nic/mr_bench" --benchmark_filter='/16$|/1048576$' \
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out.mrl" --benchmark_out_format=json >/dev/null 2>&1
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 med = {}
@@ -48,4 +59,21 @@ for name, b in sorted(med.items()):
         print("idle RC QP, send/recv depth %-4s heap %7.0f B  (sizeof Qp %d, SendWqe %d)" % (
             name.split("/")[1], b["heap_bytes_per_qp"], b["sizeof_qp"],
             b["sizeof_send_wqe"]))
+print()
+def load(path):
+    return {b["run_name"][3:]: b for b in json.load(open(path))["benchmarks"]
+            if b.get("aggregate_name", "median") == "median"}
+q = load(sys.argv[1] + ".qps")["Create64KQps/iterations:1"]
+print("64 K RC QPs (depth 16, 1 SGE): %.1f us per create, heap %.0f B, resident %.0f B per QP"
+      % (q["create_us_per_qp"], q["heap_bytes_per_qp"], q["rss_bytes_per_qp"]))
+print("  QP lookup by number: %.1f ns among 16, %.1f ns among 64 K"
+      % (med["QpLookup/16"]["cpu_time"], med["QpLookup/65536"]["cpu_time"]))
+m = load(sys.argv[1] + ".mrs")["Register1MMrs/iterations:1"]
+print("1 M MRs: %.0f ns per registration, heap %.0f B, resident %.0f B per MR"
+      % (m["register_ns_per_mr"], m["heap_bytes_per_mr"], m["rss_bytes_per_mr"]))
+l = load(sys.argv[1] + ".mrl")
+print("  CheckRemote (key, PD, bounds, access): %.1f ns among 16, %.1f ns among 1 M;"
+      " flat_hash_map lookup of the same keys %.1f / %.1f ns"
+      % (l["CheckRemote/16"]["cpu_time"], l["CheckRemote/1048576"]["cpu_time"],
+         l["FlatHashMapLookup/16"]["cpu_time"], l["FlatHashMapLookup/1048576"]["cpu_time"]))
 PY

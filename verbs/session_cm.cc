@@ -304,6 +304,7 @@ absl::Status SessionServer::OnCmResolve(Client& /*c*/,
 }
 
 void SessionServer::DeliverCmEvents() {
+  if (!rnic_.cm().HasEvents()) return;
   nic::CmEvent ev;
   while (rnic_.cm().PollEvent(&ev)) {
     auto it = clients_.find(ev.client);

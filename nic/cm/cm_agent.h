@@ -97,6 +97,9 @@ class CmAgent {
 
   // The event queue.
   bool PollEvent(CmEvent* out);
+  // Whether PollEvent has one: the carrier asks every pass, and an event
+  // (with its private data) is not worth building for nothing.
+  bool HasEvents() const { return !events_.empty(); }
   size_t pending_events() const { return events_.size(); }
   // Called after an event is queued (the daemon wakes its session server).
   void SetNotifyHook(NotifyFn fn, void* ctx) {

@@ -2,8 +2,12 @@
 // copying the 8 bytes such a check usually guards and of a hash-map lookup,
 // measured in the same run.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -48,7 +52,7 @@ void BM_CheckRemote(benchmark::State& state) {
     if (++i == f.keys.size()) i = 0;
   }
 }
-BENCHMARK(BM_CheckRemote)->Arg(16)->Arg(4096)->Arg(262144);
+BENCHMARK(BM_CheckRemote)->Arg(16)->Arg(4096)->Arg(262144)->Arg(1 << 20);
 
 // Ceiling: an absl::flat_hash_map lookup of the same keys.
 void BM_FlatHashMapLookup(benchmark::State& state) {
@@ -62,7 +66,47 @@ void BM_FlatHashMapLookup(benchmark::State& state) {
     if (++i == f.keys.size()) i = 0;
   }
 }
-BENCHMARK(BM_FlatHashMapLookup)->Arg(16)->Arg(4096)->Arg(262144);
+BENCHMARK(BM_FlatHashMapLookup)->Arg(16)->Arg(4096)->Arg(262144)->Arg(1 << 20);
+
+// Scale: 1 M regions (the device's max_mr) registered in one table: the
+// time per registration and the heap and resident bytes per region.
+void BM_Register1MMrs(benchmark::State& state) {
+  constexpr int kMrs = 1 << 20;
+  double reg_s = 0, heap = 0, rss = 0;
+  auto rss_now = [] {
+    long pages = 0, resident = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+      std::fclose(f);
+    }
+    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  };
+  for (auto _ : state) {
+    std::vector<uint8_t> buf(4096);
+    PdTable pds(4);
+    const size_t heap0 = mallinfo2().uordblks;
+    const double rss0 = rss_now();
+    const auto t0 = std::chrono::steady_clock::now();
+    MrTable mrs(pds, kMrs, uint64_t{1} << 40);
+    const PdHandle pd = *pds.Alloc(1);
+    HostChunk c{buf.data(), buf.size()};
+    for (int i = 0; i < kMrs; ++i) {
+      if (!mrs.Register(1, pd, 0x10000, buf.size(), access::kLocalWrite,
+                        std::span(&c, 1)).ok()) {
+        state.SkipWithError("Register");
+        return;
+      }
+    }
+    reg_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    heap = static_cast<double>(mallinfo2().uordblks - heap0);
+    rss = rss_now() - rss0;
+  }
+  state.counters["mrs"] = kMrs;
+  state.counters["register_ns_per_mr"] = reg_s * 1e9 / kMrs;
+  state.counters["heap_bytes_per_mr"] = heap / kMrs;
+  state.counters["rss_bytes_per_mr"] = rss / kMrs;
+}
+BENCHMARK(BM_Register1MMrs)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_Memcpy1K(benchmark::State& state) {
   std::vector<uint8_t> a(1024), b(1024);

@@ -5,7 +5,13 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdio>
+#include <random>
 #include <cstdint>
 #include <span>
 #include <memory>
@@ -263,6 +269,77 @@ void BM_IdleQpBytes(benchmark::State& state) {
   state.counters["sizeof_recv_wr"] = sizeof(nic::RecvWr);
 }
 BENCHMARK(BM_IdleQpBytes)->Arg(1)->Arg(16)->Arg(256)->Iterations(1);
+
+// Resident bytes of this process (/proc/self/statm), to see what creating
+// objects actually touches, not only what malloc hands out.
+double RssBytes() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+// Scale: 64 K RC QPs (send/receive depth 16, one SGE) on one device: the
+// time to create them, the heap and resident bytes they take, then the
+// cost of finding a QP by number at that size (random order), next to the
+// same lookup with 16 QPs (BM_QpLookup/16).
+void BM_Create64KQps(benchmark::State& state) {
+  constexpr int kQps = 1 << 16;
+  double create_s = 0, heap = 0, rss = 0;
+  for (auto _ : state) {
+    nic::RnicConfig cfg;
+    cfg.device.max_qp = 1 << 17;
+    auto nic = std::make_unique<nic::Rnic>(cfg);
+    const nic::PdHandle pd = *nic->AllocPd();
+    const nic::CqHandle cq = *nic->CreateCq(64);
+    nic::QpInitAttr init;
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    init.cap = {16, 16, 1, 1, 0};
+    const size_t heap0 = mallinfo2().uordblks;
+    const double rss0 = RssBytes();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kQps; ++i) {
+      if (!nic->CreateQp(pd, init).ok()) {
+        state.SkipWithError("CreateQp");
+        return;
+      }
+    }
+    create_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    heap = static_cast<double>(mallinfo2().uordblks - heap0);
+    rss = RssBytes() - rss0;
+  }
+  state.counters["qps"] = kQps;
+  state.counters["create_us_per_qp"] = create_s * 1e6 / kQps;
+  state.counters["heap_bytes_per_qp"] = heap / kQps;
+  state.counters["rss_bytes_per_qp"] = rss / kQps;
+}
+BENCHMARK(BM_Create64KQps)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+void BM_QpLookup(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  nic::RnicConfig cfg;
+  cfg.device.max_qp = 1 << 17;
+  nic::Rnic nic(cfg);
+  const nic::PdHandle pd = *nic.AllocPd();
+  const nic::CqHandle cq = *nic.CreateCq(64);
+  nic::QpInitAttr init;
+  init.send_cq = cq;
+  init.recv_cq = cq;
+  init.cap = {1, 1, 1, 1, 0};
+  std::vector<uint32_t> qpns;
+  for (int i = 0; i < n; ++i) qpns.push_back(*nic.CreateQp(pd, init));
+  std::mt19937 rng(1);
+  std::shuffle(qpns.begin(), qpns.end(), rng);
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(nic.GetQp(qpns[i]));
+    if (++i == qpns.size()) i = 0;
+  }
+}
+BENCHMARK(BM_QpLookup)->Arg(16)->Arg(1 << 16);
 
 }  // namespace
 }  // namespace rocemu::sim
