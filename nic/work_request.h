@@ -102,7 +102,7 @@ class InlineData {
   bool Assign(std::span<const uint8_t> b) {
     if (b.size() > kMaxInlineData) return false;
     size_ = static_cast<uint32_t>(b.size());
-    std::memcpy(bytes_, b.data(), size_);
+    if (size_ != 0) std::memcpy(bytes_, b.data(), size_);  // b may be null
     return true;
   }
   std::span<const uint8_t> span() const { return {bytes_, size_}; }

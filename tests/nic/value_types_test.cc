@@ -44,7 +44,8 @@ TEST(SgList, CopiesCarryTheEntriesInUse) {
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].addr, 1u);
   EXPECT_EQ(c.TotalLength(), 7u);
-  c = c;  // self-assignment keeps the list
+  SgList& alias = c;
+  c = alias;  // self-assignment keeps the list
   EXPECT_EQ(c.size(), 2u);
 }
 
