@@ -16,12 +16,17 @@ def sh(*cmd, ns=None, check=True, timeout=20):
                           capture_output=True, text=True)
 
 
-def veth_pair(ns_a, a, ns_b, b, mtu=9000):
+def veth_pair(ns_a, a, ns_b, b, mtu=9000, quiet=False):
     """A veth pair, end `a` in namespace ns_a and `b` in ns_b, both up with
-    `mtu` (9000 by default: 4 KiB RoCE frames fit)."""
+    `mtu` (9000 by default: 4 KiB RoCE frames fit). quiet: IPv6 off on both
+    ends before they come up, so that the kernel sends nothing of its own
+    (router solicitations, MLD) and every frame on the wire is the
+    daemons'."""
     sh("ip", "link", "add", a, "netns", ns_a, "type", "veth", "peer",
        "name", b, "netns", ns_b)
     for ns, dev in ((ns_a, a), (ns_b, b)):
+        if quiet:
+            sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", ns=ns)
         sh("ip", "link", "set", dev, "mtu", str(mtu), ns=ns)
         sh("ip", "link", "set", dev, "up", ns=ns)
 
