@@ -293,6 +293,14 @@ void Inject(World& w, Input& in, int to) {
   dst.Receive(0, {&r, 1}, w.clock.Now());
 }
 
+// ibv_modify_qp(IBV_QPS_ERR), which an application may do at any time.
+void EndQp(World& w, int side, int t) {
+  QpAttr a;
+  a.qp_state = QpState::kErr;
+  (void)(side == 0 ? w.a : w.b)
+      .ModifyQp((side == 0 ? w.sa : w.sb).ep[t].qpn, a, qp_attr::kState);
+}
+
 void Check(World& w) {
   for (int side = 0; side < 2; ++side) {
     for (const auto& [id, n] : w.seen[side]) {
@@ -350,13 +358,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 8:
         w.clock.Advance(static_cast<TimeNs>(in.U8()) * 50'000);
         break;
-      case 9: {  // a QP to ERR, as ibv_modify_qp can at any time
+      case 9: {
         const int side = in.U8() & 1;
-        const int t = in.U8() % kTypes;
-        QpAttr a;
-        a.qp_state = QpState::kErr;
-        (void)(side == 0 ? w.a : w.b)
-            .ModifyQp((side == 0 ? w.sa : w.sb).ep[t].qpn, a, qp_attr::kState);
+        EndQp(w, side, in.U8() % kTypes);
         break;
       }
     }
@@ -372,12 +376,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     PollAll(w);
   }
   for (int side = 0; side < 2; ++side) {
-    for (int t = 0; t < kTypes; ++t) {
-      QpAttr a;
-      a.qp_state = QpState::kErr;
-      (void)(side == 0 ? w.a : w.b)
-          .ModifyQp((side == 0 ? w.sa : w.sb).ep[t].qpn, a, qp_attr::kState);
-    }
+    for (int t = 0; t < kTypes; ++t) EndQp(w, side, t);
   }
   PollAll(w);
   Check(w);

@@ -3,11 +3,9 @@
 // measured in the same run.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -16,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "nic/mr_table.h"
 #include "nic/pd_table.h"
+#include "tests/bench/resident.h"
 
 namespace rocemu::nic {
 namespace {
@@ -73,19 +72,11 @@ BENCHMARK(BM_FlatHashMapLookup)->Arg(16)->Arg(4096)->Arg(262144)->Arg(1 << 20);
 void BM_Register1MMrs(benchmark::State& state) {
   constexpr int kMrs = 1 << 20;
   double reg_s = 0, heap = 0, rss = 0;
-  auto rss_now = [] {
-    long pages = 0, resident = 0;
-    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-      std::fclose(f);
-    }
-    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  };
   for (auto _ : state) {
     std::vector<uint8_t> buf(4096);
     PdTable pds(4);
     const size_t heap0 = mallinfo2().uordblks;
-    const double rss0 = rss_now();
+    const double rss0 = bench::ResidentBytes();
     const auto t0 = std::chrono::steady_clock::now();
     MrTable mrs(pds, kMrs, uint64_t{1} << 40);
     const PdHandle pd = *pds.Alloc(1);
@@ -99,7 +90,7 @@ void BM_Register1MMrs(benchmark::State& state) {
     }
     reg_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     heap = static_cast<double>(mallinfo2().uordblks - heap0);
-    rss = rss_now() - rss0;
+    rss = bench::ResidentBytes() - rss0;
   }
   state.counters["mrs"] = kMrs;
   state.counters["register_ns_per_mr"] = reg_s * 1e9 / kMrs;

@@ -5,28 +5,27 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
-#include <random>
 #include <cstdint>
-#include <span>
 #include <memory>
+#include <random>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "protocol/frame.h"
 #include "protocol/opcode.h"
+#include "tests/bench/resident.h"
 #include "tests/sim/matrix_pair.h"
 
 namespace rocemu::sim {
 namespace {
 
-// Streams `len`-byte WRITEs (or SENDs) A -> B, `window` outstanding, and
-// reports frames (both directions) per second of the benchmark's CPU time.
-void Stream(benchmark::State& state, nic::WrOpcode op, uint32_t len) {
+// The pair the benchmarks below stream over (100 Gb/s, 1 us link when
+// simulated); nullptr (and the benchmark marked failed) if it cannot be set up.
+std::unique_ptr<MatrixPair> BenchPair(benchmark::State& state) {
   PairOptions po;
   po.mtu = nic::PathMtu::kMtu4096;
   po.link.rate_bps = 100'000'000'000;
@@ -35,9 +34,17 @@ void Stream(benchmark::State& state, nic::WrOpcode op, uint32_t len) {
   auto pair = MatrixPair::Create(po);
   if (!pair.ok()) {
     state.SkipWithError("pair");
-    return;
+    return nullptr;
   }
-  MatrixPair& p = **pair;
+  return std::move(*pair);
+}
+
+// Streams `len`-byte WRITEs (or SENDs) A -> B, `window` outstanding, and
+// reports frames (both directions) per second of the benchmark's CPU time.
+void Stream(benchmark::State& state, nic::WrOpcode op, uint32_t len) {
+  std::unique_ptr<MatrixPair> pair = BenchPair(state);
+  if (pair == nullptr) return;
+  MatrixPair& p = *pair;
   constexpr uint32_t kWindow = 64;
   constexpr uint32_t kBatch = 4096;
   uint64_t next_id = 0;
@@ -107,15 +114,9 @@ BENCHMARK(BM_Send64B)->Unit(benchmark::kMillisecond);
 // flight. Reports engine ns per frame and per message; BM_Codec* below give
 // the codec's own share of the same frames for scripts/bench_engine.sh.
 void Engine(benchmark::State& state, nic::WrOpcode op) {
-  PairOptions po;
-  po.mtu = nic::PathMtu::kMtu4096;
-  po.buf_size = 1 << 20;
-  auto pair = MatrixPair::Create(po);
-  if (!pair.ok()) {
-    state.SkipWithError("pair");
-    return;
-  }
-  MatrixPair& p = **pair;
+  std::unique_ptr<MatrixPair> pair = BenchPair(state);
+  if (pair == nullptr) return;
+  MatrixPair& p = *pair;
   constexpr uint32_t kWindow = 64;
   constexpr size_t kBurst = 32;
   constexpr uint32_t kLen = 64;
@@ -270,17 +271,6 @@ void BM_IdleQpBytes(benchmark::State& state) {
 }
 BENCHMARK(BM_IdleQpBytes)->Arg(1)->Arg(16)->Arg(256)->Iterations(1);
 
-// Resident bytes of this process (/proc/self/statm), to see what creating
-// objects actually touches, not only what malloc hands out.
-double RssBytes() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
-}
-
 // Scale: 64 K RC QPs (send/receive depth 16, one SGE) on one device: the
 // time to create them, the heap and resident bytes they take, then the
 // cost of finding a QP by number at that size (random order), next to the
@@ -299,7 +289,7 @@ void BM_Create64KQps(benchmark::State& state) {
     init.recv_cq = cq;
     init.cap = {16, 16, 1, 1, 0};
     const size_t heap0 = mallinfo2().uordblks;
-    const double rss0 = RssBytes();
+    const double rss0 = bench::ResidentBytes();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kQps; ++i) {
       if (!nic->CreateQp(pd, init).ok()) {
@@ -309,7 +299,7 @@ void BM_Create64KQps(benchmark::State& state) {
     }
     create_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     heap = static_cast<double>(mallinfo2().uordblks - heap0);
-    rss = RssBytes() - rss0;
+    rss = bench::ResidentBytes() - rss0;
   }
   state.counters["qps"] = kQps;
   state.counters["create_us_per_qp"] = create_s * 1e6 / kQps;
