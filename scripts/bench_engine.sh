@@ -35,10 +35,10 @@ echo "bench_engine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut 
   --benchmark_out="$out.mrl" --benchmark_out_format=json >/dev/null 2>&1
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
-med = {}
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    if b.get("aggregate_name") == "median":
-        med[b["run_name"][3:]] = b
+def load(path):  # {name without BM_: the median row (or the only row)}
+    return {b["run_name"][3:]: b for b in json.load(open(path))["benchmarks"]
+            if b.get("aggregate_name", "median") == "median"}
+med = load(sys.argv[1])
 def ns_per(name, key): return med[name][key]  # inverted rate of 1e-9 x count: ns
 ack = ns_per("CodecAck", "ns_per_frame")
 print("%-8s %14s %16s %13s %14s %12s %8s" % (
@@ -60,17 +60,14 @@ for name, b in sorted(med.items()):
             name.split("/")[1], b["heap_bytes_per_qp"], b["sizeof_qp"],
             b["sizeof_send_wqe"]))
 print()
-def load(path):
-    return {b["run_name"][3:]: b for b in json.load(open(path))["benchmarks"]
-            if b.get("aggregate_name", "median") == "median"}
 q = load(sys.argv[1] + ".qps")["Create64KQps/iterations:1"]
 print("64 K RC QPs (depth 16, 1 SGE): %.1f us per create, heap %.0f B, resident %.0f B per QP"
-      % (q["create_us_per_qp"], q["heap_bytes_per_qp"], q["rss_bytes_per_qp"]))
+      % (q["create_ns_per_qp"] / 1e3, q["heap_bytes_per_qp"], q["rss_bytes_per_qp"]))
 print("  QP lookup by number: %.1f ns among 16, %.1f ns among 64 K"
       % (med["QpLookup/16"]["cpu_time"], med["QpLookup/65536"]["cpu_time"]))
 m = load(sys.argv[1] + ".mrs")["Register1MMrs/iterations:1"]
 print("1 M MRs: %.0f ns per registration, heap %.0f B, resident %.0f B per MR"
-      % (m["register_ns_per_mr"], m["heap_bytes_per_mr"], m["rss_bytes_per_mr"]))
+      % (m["create_ns_per_mr"], m["heap_bytes_per_mr"], m["rss_bytes_per_mr"]))
 l = load(sys.argv[1] + ".mrl")
 print("  CheckRemote (key, PD, bounds, access): %.1f ns among 16, %.1f ns among 1 M;"
       " flat_hash_map lookup of the same keys %.1f / %.1f ns"

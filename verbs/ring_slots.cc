@@ -29,9 +29,7 @@ bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {
     return true;
   }
   if (wr->is_inline()) {
-    if (s.inline_len > nic::kMaxInlineData) return false;
-    wr->inline_data.Assign({s.inline_data, s.inline_len});
-    return true;
+    return wr->inline_data.Assign({s.inline_data, s.inline_len});
   }
   if (s.num_sge > nic::kMaxSge) return false;
   for (uint32_t i = 0; i < s.num_sge; ++i) {

@@ -2,10 +2,8 @@
 // copying the 8 bytes such a check usually guards and of a hash-map lookup,
 // measured in the same run.
 #include <benchmark/benchmark.h>
-#include <malloc.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -71,13 +69,10 @@ BENCHMARK(BM_FlatHashMapLookup)->Arg(16)->Arg(4096)->Arg(262144)->Arg(1 << 20);
 // time per registration and the heap and resident bytes per region.
 void BM_Register1MMrs(benchmark::State& state) {
   constexpr int kMrs = 1 << 20;
-  double reg_s = 0, heap = 0, rss = 0;
   for (auto _ : state) {
     std::vector<uint8_t> buf(4096);
     PdTable pds(4);
-    const size_t heap0 = mallinfo2().uordblks;
-    const double rss0 = bench::ResidentBytes();
-    const auto t0 = std::chrono::steady_clock::now();
+    const bench::Footprint footprint;
     MrTable mrs(pds, kMrs, uint64_t{1} << 40);
     const PdHandle pd = *pds.Alloc(1);
     HostChunk c{buf.data(), buf.size()};
@@ -88,14 +83,9 @@ void BM_Register1MMrs(benchmark::State& state) {
         return;
       }
     }
-    reg_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    heap = static_cast<double>(mallinfo2().uordblks - heap0);
-    rss = bench::ResidentBytes() - rss0;
+    footprint.Report(state, "mr", kMrs);
   }
   state.counters["mrs"] = kMrs;
-  state.counters["register_ns_per_mr"] = reg_s * 1e9 / kMrs;
-  state.counters["heap_bytes_per_mr"] = heap / kMrs;
-  state.counters["rss_bytes_per_mr"] = rss / kMrs;
 }
 BENCHMARK(BM_Register1MMrs)->Iterations(1)->Unit(benchmark::kMillisecond);
 

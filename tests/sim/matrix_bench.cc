@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -241,6 +240,26 @@ BENCHMARK(BM_CodecSend64B);
 BENCHMARK(BM_CodecWrite64B);
 BENCHMARK(BM_CodecAck);
 
+// A device with one PD and one CQ, and the attributes of RC QPs with the
+// given send/receive depth (one SGE): what the QP memory and scale
+// benchmarks create their QPs on.
+struct QpDevice {
+  std::unique_ptr<nic::Rnic> nic;
+  nic::PdHandle pd = 0;
+  nic::QpInitAttr init;
+};
+QpDevice MakeQpDevice(uint32_t depth) {
+  nic::RnicConfig cfg;
+  cfg.device.max_qp = 1 << 17;
+  QpDevice d{std::make_unique<nic::Rnic>(cfg)};
+  d.pd = *d.nic->AllocPd();
+  const nic::CqHandle cq = *d.nic->CreateCq(64);
+  d.init.send_cq = cq;
+  d.init.recv_cq = cq;
+  d.init.cap = {depth, depth, 1, 1, 0};
+  return d;
+}
+
 // Heap bytes and sizeof per idle RC QP (RESET state, created with the given
 // send/receive queue depth), counted with mallinfo2 around the creations.
 void BM_IdleQpBytes(benchmark::State& state) {
@@ -248,19 +267,11 @@ void BM_IdleQpBytes(benchmark::State& state) {
   constexpr int kQps = 1000;
   double per_qp = 0;
   for (auto _ : state) {
-    nic::RnicConfig cfg;
-    cfg.device.max_qp = 1 << 16;
-    auto nic = std::make_unique<nic::Rnic>(cfg);
-    const nic::PdHandle pd = *nic->AllocPd();
-    const nic::CqHandle cq = *nic->CreateCq(64);
-    nic::QpInitAttr init;
-    init.send_cq = cq;
-    init.recv_cq = cq;
-    init.cap = {depth, depth, 1, 1, 0};
+    QpDevice d = MakeQpDevice(depth);
     // A first QP so that one-time growth of the QP map is not counted whole.
-    (void)nic->CreateQp(pd, init);
+    (void)d.nic->CreateQp(d.pd, d.init);
     const size_t before = mallinfo2().uordblks;
-    for (int i = 0; i < kQps; ++i) (void)nic->CreateQp(pd, init);
+    for (int i = 0; i < kQps; ++i) (void)d.nic->CreateQp(d.pd, d.init);
     const size_t after = mallinfo2().uordblks;
     per_qp = static_cast<double>(after - before) / kQps;
   }
@@ -277,55 +288,31 @@ BENCHMARK(BM_IdleQpBytes)->Arg(1)->Arg(16)->Arg(256)->Iterations(1);
 // same lookup with 16 QPs (BM_QpLookup/16).
 void BM_Create64KQps(benchmark::State& state) {
   constexpr int kQps = 1 << 16;
-  double create_s = 0, heap = 0, rss = 0;
   for (auto _ : state) {
-    nic::RnicConfig cfg;
-    cfg.device.max_qp = 1 << 17;
-    auto nic = std::make_unique<nic::Rnic>(cfg);
-    const nic::PdHandle pd = *nic->AllocPd();
-    const nic::CqHandle cq = *nic->CreateCq(64);
-    nic::QpInitAttr init;
-    init.send_cq = cq;
-    init.recv_cq = cq;
-    init.cap = {16, 16, 1, 1, 0};
-    const size_t heap0 = mallinfo2().uordblks;
-    const double rss0 = bench::ResidentBytes();
-    const auto t0 = std::chrono::steady_clock::now();
+    QpDevice d = MakeQpDevice(16);
+    const bench::Footprint footprint;
     for (int i = 0; i < kQps; ++i) {
-      if (!nic->CreateQp(pd, init).ok()) {
+      if (!d.nic->CreateQp(d.pd, d.init).ok()) {
         state.SkipWithError("CreateQp");
         return;
       }
     }
-    create_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    heap = static_cast<double>(mallinfo2().uordblks - heap0);
-    rss = bench::ResidentBytes() - rss0;
+    footprint.Report(state, "qp", kQps);
   }
   state.counters["qps"] = kQps;
-  state.counters["create_us_per_qp"] = create_s * 1e6 / kQps;
-  state.counters["heap_bytes_per_qp"] = heap / kQps;
-  state.counters["rss_bytes_per_qp"] = rss / kQps;
 }
 BENCHMARK(BM_Create64KQps)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_QpLookup(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  nic::RnicConfig cfg;
-  cfg.device.max_qp = 1 << 17;
-  nic::Rnic nic(cfg);
-  const nic::PdHandle pd = *nic.AllocPd();
-  const nic::CqHandle cq = *nic.CreateCq(64);
-  nic::QpInitAttr init;
-  init.send_cq = cq;
-  init.recv_cq = cq;
-  init.cap = {1, 1, 1, 1, 0};
+  QpDevice d = MakeQpDevice(1);
   std::vector<uint32_t> qpns;
-  for (int i = 0; i < n; ++i) qpns.push_back(*nic.CreateQp(pd, init));
+  for (int i = 0; i < n; ++i) qpns.push_back(*d.nic->CreateQp(d.pd, d.init));
   std::mt19937 rng(1);
   std::shuffle(qpns.begin(), qpns.end(), rng);
   size_t i = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(nic.GetQp(qpns[i]));
+    benchmark::DoNotOptimize(d.nic->GetQp(qpns[i]));
     if (++i == qpns.size()) i = 0;
   }
 }
