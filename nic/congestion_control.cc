@@ -27,7 +27,10 @@ absl::Status CongestionConfig::Validate() const {
 }
 
 CongestionControl::CongestionControl(const CongestionConfig& config)
-    : config_(config), pfc_rx_(config.pfc_rx), cnps_(config.cnp_queue_len) {}
+    : config_(config),
+      np_min_gap_ns_(pfc_ecn::NpMinGapNs(config.dcqcn.np)),
+      pfc_rx_(config.pfc_rx),
+      cnps_(config.cnp_queue_len) {}
 
 void CongestionControl::InitQp(Qp& qp) const {
   QpCongestion& cc = qp.cc_;
@@ -35,7 +38,7 @@ void CongestionControl::InitQp(Qp& qp) const {
   cc.pacer = pfc_ecn::Pacer(
       uint64_t{config_.dcqcn.max_rate_mbps()} * pfc_ecn::kBpsPerMbps,
       config_.pacer_burst_bytes);
-  cc.np = pfc_ecn::NotificationPoint(config_.dcqcn.np, 1);
+  cc.np = pfc_ecn::NpFlowState{};
   qp.pace_until_ = 0;
 }
 
@@ -53,7 +56,7 @@ void CongestionControl::OnCeMarked(Qp& qp, const protocol::ParsedFrame& frame,
                                    TimeNs now, DeviceCounters& counters) {
   ++counters.np_ecn_marked_roce_packets;
   if (!config_.np_enabled) return;
-  if (!qp.cc_.np.OnCeMarkedPacket(0, now)) return;
+  if (!pfc_ecn::NpCnpDue(qp.cc_.np, np_min_gap_ns_, now)) return;
   if (cnp_count_ == cnps_.size()) {
     ++cnp_dropped_;
     return;

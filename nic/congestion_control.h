@@ -96,6 +96,7 @@ class CongestionControl {
   };
 
   CongestionConfig config_;
+  TimeNs np_min_gap_ns_;  // between two CNPs to one QP
   pfc_ecn::PfcReceiver pfc_rx_;
   uint8_t forced_ = 0;
   uint8_t paused_mask_ = 0;

@@ -19,13 +19,16 @@ const pfc_ecn::DcqcnParams& DefaultDcqcnParams();
 
 struct QpCongestion {
   QpCongestion()
-      : rp(&DefaultDcqcnParams()), pacer(0), np(DefaultDcqcnParams().np, 1) {}
+      : rp(&DefaultDcqcnParams()), pacer(0) {}
 
   // The reaction point drives the pacer only once it has seen a CNP: before
   // that the QP sends at whatever the link allows.
   pfc_ecn::ReactionPoint rp;
   pfc_ecn::Pacer pacer;
-  pfc_ecn::NotificationPoint np;  // one flow: this QP
+  // As a receiver: one flow (this QP) of the device's notification point;
+  // its history lives here so that a QP carries 16 bytes for it, not a
+  // NotificationPoint of its own.
+  pfc_ecn::NpFlowState np;
 };
 
 }  // namespace rocemu::nic

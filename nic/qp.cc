@@ -29,8 +29,8 @@ Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init,
   sq_.Init(init.cap.max_send_wr);
   sq_sges_.resize(sq_.slots() * init.cap.max_send_sge);
   sq_inline_.resize(sq_.slots() * init.cap.max_inline_data);
-  // Sized at INIT->RTR from max_dest_rd_atomic; nothing is queued before.
-  resp_queue_.Init(1);
+  // resp_queue_ is sized at INIT->RTR from max_dest_rd_atomic: until then
+  // it has no slot, and the responder (which needs two free ones) drops.
 }
 
 SendWqe& Qp::PushSendWqe(const SendWr& wr) {

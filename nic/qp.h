@@ -67,11 +67,11 @@ class Ring {
 struct RequesterState {
   uint32_t psn = 0;           // PSN of the next packet to transmit
   uint32_t max_sent_psn = 0;  // highest PSN put on the wire
-  bool sent_any = false;
   uint64_t req_idx = 0;
   uint32_t pkt = 0;         // packet index within req_idx's message
   uint32_t noack_pkts = 0;  // packets since the last AckReq
   uint32_t rd_atomic_outstanding = 0;
+  bool sent_any = false;
   TimeNs rnr_until = 0;  // RNR NAK wait: no request before this time
 };
 
@@ -129,16 +129,16 @@ struct ResponderState {
   PostedRecvWr rwqe;  // its entries live in Qp::rwqe_sges_
   uint64_t recv_offset = 0;
   // WRITE: the region and the next address.
-  uint32_t write_rkey = 0;
   uint64_t write_va = 0;
   uint64_t write_remaining = 0;
   uint64_t write_length = 0;
-  // UC: drop packets until the next FIRST/ONLY after a loss.
-  bool uc_drop = false;
+  uint32_t write_rkey = 0;
   // Response queue.
+  uint32_t res_next = 0;  // next responder resource to (re)use
   uint64_t resp_head = 0;
   uint64_t resp_tail = 0;
-  uint32_t res_next = 0;  // next responder resource to (re)use
+  // UC: drop packets until the next FIRST/ONLY after a loss.
+  bool uc_drop = false;
   bool goto_error = false;
 };
 
@@ -213,6 +213,10 @@ class Qp {
   QpInitAttr init_;
   QpAttr attr_;
   uint16_t udp_sport_;
+  // Scheduling: whether the QP is on the device's active list.
+  bool scheduled_ = false;
+  // IBV_EVENT_COMM_EST was raised (once, on the first request in RTR).
+  bool comm_est_ = false;
 
   Ring<SendWqe> sq_;
   // Per send queue slot: max_send_sge SG entries and max_inline_data bytes.
@@ -231,10 +235,6 @@ class Qp {
   std::vector<ResponderResource> resources_;
 
   QpCounters counters_;
-  // Scheduling: whether the QP is on the device's active list.
-  bool scheduled_ = false;
-  // IBV_EVENT_COMM_EST was raised (once, on the first request in RTR).
-  bool comm_est_ = false;
   // Congestion-control hook: the requester sends no new packet before this
   // time (the DCQCN pacer sets it; 0 = unpaced).
   TimeNs pace_until_ = 0;

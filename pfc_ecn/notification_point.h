@@ -30,6 +30,27 @@ struct NpParams {
   absl::Status Validate() const;
 };
 
+// What the NP remembers of one flow: when it last sent the flow a CNP.
+struct NpFlowState {
+  TimeNs last_cnp = 0;
+  bool sent_any = false;
+};
+
+// The pacing rule for one flow, for owners that keep the flow's state with
+// the flow (an RNIC keeps it in the QP) instead of in a NotificationPoint:
+// true when a CE-marked packet at `now` makes a CNP, and records it.
+inline bool NpCnpDue(NpFlowState& f, TimeNs min_gap_ns, TimeNs now) {
+  if (f.sent_any && now - f.last_cnp < min_gap_ns) return false;
+  f.sent_any = true;
+  f.last_cnp = now;
+  return true;
+}
+
+// The minimum gap between two CNPs to one flow.
+inline TimeNs NpMinGapNs(const NpParams& params) {
+  return TimeNs{params.np_min_time_between_cnps} * kNsPerUs;
+}
+
 class NotificationPoint {
  public:
   // `params` must have passed Validate().
@@ -38,16 +59,13 @@ class NotificationPoint {
   // Control path: grow/shrink the flow table (new flows start idle).
   void Resize(uint32_t num_flows);
   // Control path: forget a flow's history (e.g. QP reset or reuse).
-  void ResetFlow(uint32_t flow) { flows_[flow] = FlowState{}; }
+  void ResetFlow(uint32_t flow) { flows_[flow] = NpFlowState{}; }
 
   // A CE-marked RoCE packet of `flow` arrived: true when a CNP must be sent
   // to the flow's sender now. `flow` must be < num_flows().
   bool OnCeMarkedPacket(uint32_t flow, TimeNs now) {
     ++counters_.np_ecn_marked_roce_packets;
-    FlowState& f = flows_[flow];
-    if (f.sent_any && now - f.last_cnp < min_gap_ns_) return false;
-    f.sent_any = true;
-    f.last_cnp = now;
+    if (!NpCnpDue(flows_[flow], min_gap_ns_, now)) return false;
     ++counters_.np_cnp_sent;
     return true;
   }
@@ -58,14 +76,9 @@ class NotificationPoint {
   const FlowCongestionCounters& counters() const { return counters_; }
 
  private:
-  struct FlowState {
-    TimeNs last_cnp = 0;
-    bool sent_any = false;
-  };
-
   NpParams params_;
   TimeNs min_gap_ns_;
-  std::vector<FlowState> flows_;
+  std::vector<NpFlowState> flows_;
   FlowCongestionCounters counters_;
 };
 
