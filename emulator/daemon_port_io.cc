@@ -1,0 +1,406 @@
+// The daemon's side of each port's frames: receive bursts into the RNIC
+// and the net stack, the RNIC's frames out through fault injection,
+// capture, loopback and the per-priority hold of paused traffic.
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_replace.h"
+#include "emulator/daemon.h"
+#include "emulator/logging.h"
+#include "protocol/pfc.h"
+
+namespace rocemu::emulator {
+namespace {
+
+constexpr nic::TimeNs kReorderWait = 1'000'000;  // if no frame follows
+
+}  // namespace
+
+absl::Status Daemon::OpenCaptures() {
+  for (auto& p : ports_) {
+    std::string rx = absl::StrReplaceAll(config_.capture.rx_path,
+                                         {{"{port}", p->config.name}});
+    std::string tx = absl::StrReplaceAll(config_.capture.tx_path,
+                                         {{"{port}", p->config.name}});
+    if (absl::Status s = p->rx_capture.Open(rx, config_.capture.snaplen,
+                                            config_.capture.rotate_bytes);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = p->tx_capture.Open(tx, config_.capture.snaplen,
+                                            config_.capture.rotate_bytes);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::SetCapture(bool enabled) {
+  if (enabled == capture_on_) return absl::OkStatus();
+  if (enabled) {
+    absl::Status s = OpenCaptures();
+    if (!s.ok()) {
+      for (auto& p : ports_) {
+        p->rx_capture.Close();
+        p->tx_capture.Close();
+      }
+      return s;
+    }
+  } else {
+    for (auto& p : ports_) {
+      p->rx_capture.Close();
+      p->tx_capture.Close();
+    }
+  }
+  capture_on_ = enabled;
+  ROCEMU_LOG_INFO("capture %s", enabled ? "on" : "off");
+  return absl::OkStatus();
+}
+
+void Daemon::Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
+                     nic::TimeNs now) {
+  if (!writer.is_open()) return;
+  uint64_t wall = wall_base_ns_ + now;
+  for (uint16_t i = 0; i < n; ++i) {
+    writer.Write(
+        {rte_pktmbuf_mtod(m[i], const uint8_t*), rte_pktmbuf_data_len(m[i])},
+        wall);
+  }
+}
+
+uint16_t Daemon::ApplyFaults(FaultInjector& faults, FaultState& held,
+                             rte_mempool* pool, rte_mbuf** in, uint16_t n,
+                             rte_mbuf** out, size_t out_cap, nic::TimeNs now) {
+  size_t k = 0;
+  // Delayed frames whose time has come go first (they were sent first).
+  while (held.count > 0 && held.ring[held.head].release <= now && k < out_cap) {
+    out[k++] = held.ring[held.head].m;
+    held.head = (held.head + 1) % FaultState::kCapacity;
+    --held.count;
+  }
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = in[i];
+    if (k + 2 >= out_cap) {  // no room left for faults: pass through
+      out[k++] = m;
+      continue;
+    }
+    switch (faults.Decide()) {
+      case FaultAction::kPass:
+        break;
+      case FaultAction::kDrop:
+        rte_pktmbuf_free(m);
+        continue;
+      case FaultAction::kCorrupt: {
+        uint32_t bit = faults.CorruptBit(rte_pktmbuf_data_len(m));
+        rte_pktmbuf_mtod(m, uint8_t*)[bit / 8] ^=
+            static_cast<uint8_t>(1u << (bit % 8));
+        break;
+      }
+      case FaultAction::kDuplicate:
+        if (rte_mbuf* copy = rte_pktmbuf_copy(m, pool, 0, UINT32_MAX)) {
+          out[k++] = copy;
+        }
+        break;
+      case FaultAction::kReorder:
+        if (held.reorder == nullptr) {
+          held.reorder = m;
+          held.reorder_deadline = now + kReorderWait;
+          continue;
+        }
+        break;
+      case FaultAction::kDelay:
+        if (held.count < FaultState::kCapacity) {
+          size_t tail = (held.head + held.count) % FaultState::kCapacity;
+          held.ring[tail] = {m, now + faults.delay_ns()};
+          ++held.count;
+          continue;
+        }
+        break;
+    }
+    out[k++] = m;
+    // A held-back frame goes out right behind the frame that overtook it.
+    if (held.reorder != nullptr && held.reorder != m) {
+      out[k++] = held.reorder;
+      held.reorder = nullptr;
+    }
+  }
+  if (held.reorder != nullptr && now >= held.reorder_deadline && k < out_cap) {
+    out[k++] = held.reorder;
+    held.reorder = nullptr;
+  }
+  return static_cast<uint16_t>(k);
+}
+
+void Daemon::QueueTx(Port& port, rte_mbuf* m, uint8_t priority) {
+  if (port.tx_count == std::size(port.tx_batch)) {
+    ++port.counters.tx_dropped;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  // The priority rides in the mbuf's user tag (unused on TX by the PMDs)
+  // through fault injection and the backlog.
+  m->hash.usr = priority;
+  port.tx_batch[port.tx_count++] = m;
+}
+
+uint16_t Daemon::HoldPaused(Port& port, uint8_t paused) {
+  rte_mbuf* held[Port::kBacklog];
+  uint16_t ready = 0, nheld = 0;
+  for (uint16_t i = 0; i < port.tx_backlog_count; ++i) {
+    rte_mbuf* m = port.tx_backlog[i];
+    const uint32_t prio = m->hash.usr;
+    if (prio < 8 && ((paused >> prio) & 1) != 0) {
+      held[nheld++] = m;
+    } else {
+      port.tx_backlog[ready++] = m;
+    }
+  }
+  std::memcpy(port.tx_backlog + ready, held, nheld * sizeof(rte_mbuf*));
+  return ready;
+}
+
+// Frames to our own MAC (QPs of this RNIC talking to each other, or a UD
+// AH to our own GID) never reach the wire: the RNIC loops them back, as a
+// ConnectX does, after fault injection and capture saw them. Returns how
+// many of pkts[0, n) remain for the wire, compacted in order.
+uint16_t Daemon::LoopBack(Port& port, rte_mbuf** pkts, uint16_t n,
+                          nic::TimeNs now) {
+  const MacAddr& own = port.stack->mac();
+  nic::RxFrame looped[kBurst * 8];
+  rte_mbuf* looped_bufs[kBurst * 8];
+  size_t nlooped = 0;
+  uint16_t kept = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    if (port.endpoint != nullptr && nlooped < std::size(looped) &&
+        rte_pktmbuf_data_len(m) >= own.size() &&
+        std::memcmp(d, own.data(), own.size()) == 0) {
+      looped[nlooped] = {d, rte_pktmbuf_data_len(m)};
+      looped_bufs[nlooped++] = m;
+    } else {
+      pkts[kept++] = m;
+    }
+  }
+  if (nlooped > 0) {
+    port.counters.loopback_packets += nlooped;
+    port.endpoint->Receive(port.index, {looped, nlooped}, now);
+    rte_pktmbuf_free_bulk(looped_bufs, static_cast<unsigned>(nlooped));
+  }
+  return kept;
+}
+
+uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
+  rte_mbuf* staged[kBurst * 8];
+  rte_mbuf** pkts = port.tx_batch;
+  uint16_t n = port.tx_count;
+  port.tx_count = 0;
+  if (port.tx_faults->enabled() && port.config.faults.tx) {
+    n = ApplyFaults(*port.tx_faults, port.tx_held, port.dev->pool(), pkts, n,
+                    staged, std::size(staged), now);
+    pkts = staged;
+  }
+  if (n > 0) {
+    Capture(port.tx_capture, pkts, n, now);
+    n = LoopBack(port, pkts, n, now);
+  }
+  for (uint16_t i = 0; i < n; ++i) {
+    if (port.tx_backlog_count == Port::kBacklog) {
+      ++port.counters.tx_dropped;  // counted, never silent
+      rte_pktmbuf_free(pkts[i]);
+      continue;
+    }
+    port.tx_backlog[port.tx_backlog_count++] = pkts[i];
+  }
+  if (port.tx_backlog_count == 0) return 0;
+  uint16_t ready = port.tx_backlog_count;
+  if (port.endpoint != nullptr) {
+    const uint8_t paused = port.endpoint->PausedPriorities(now);
+    if (paused != 0) ready = HoldPaused(port, paused);
+  }
+  port.tx_paused_count = static_cast<uint16_t>(port.tx_backlog_count - ready);
+  const uint16_t sent = ready == 0 ? 0
+                                   : rte_eth_tx_burst(port.dev->port_id(), 0,
+                                                      port.tx_backlog, ready);
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < sent; ++i) {
+    bytes += rte_pktmbuf_pkt_len(port.tx_backlog[i]);
+  }
+  port.counters.tx_packets += sent;
+  port.counters.tx_bytes += bytes;
+  if (sent < ready) ++port.counters.tx_ring_full;
+  if (sent < port.tx_backlog_count) {
+    std::memmove(port.tx_backlog, port.tx_backlog + sent,
+                 (port.tx_backlog_count - sent) * sizeof(rte_mbuf*));
+  }
+  port.tx_backlog_count = static_cast<uint16_t>(port.tx_backlog_count - sent);
+  return sent;
+}
+
+bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
+  Port& port = *ports_[index];
+  nic::FrameEndpoint* const endpoint = port.endpoint;
+  bool endpoint_due = endpoint != nullptr && now >= port.next_event;
+  rte_mbuf* rx[kBurst];
+  rte_mbuf* staged[kBurst * 3];
+  uint16_t n = rte_eth_rx_burst(port.dev->port_id(), 0, rx, kBurst);
+  bool busy = n > 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    port.counters.rx_bytes += rte_pktmbuf_pkt_len(rx[i]);
+  }
+  port.counters.rx_packets += n;
+  rte_mbuf** pkts = rx;
+  if (port.rx_faults->enabled() && port.config.faults.rx) {
+    n = ApplyFaults(*port.rx_faults, port.rx_held, port.dev->pool(), rx, n,
+                    staged, std::size(staged), now);
+    pkts = staged;
+  }
+  if (n > 0) {
+    Capture(port.rx_capture, pkts, n, now);
+    nic::RxFrame frames[std::size(staged)];
+    size_t nic_frames = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+      rte_mbuf* m = pkts[i];
+      if (m->nb_segs > 1) {
+        ++port.counters.rx_segmented;
+        continue;
+      }
+      if (port.spare == nullptr) {
+        port.spare = rte_pktmbuf_alloc(port.dev->pool());
+      }
+      std::span<uint8_t> reply;
+      if (port.spare != nullptr) {
+        reply = {rte_pktmbuf_mtod(port.spare, uint8_t*),
+                 std::min<size_t>(rte_pktmbuf_tailroom(port.spare),
+                                  port.dev->max_frame())};
+      }
+      size_t reply_len = 0;
+      std::span<const uint8_t> data(rte_pktmbuf_mtod(m, const uint8_t*),
+                                    rte_pktmbuf_data_len(m));
+      switch (port.stack->Receive(data, now, reply, &reply_len)) {
+        case RxVerdict::kReply:
+          port.spare->data_len = static_cast<uint16_t>(reply_len);
+          port.spare->pkt_len = static_cast<uint32_t>(reply_len);
+          QueueTx(port, port.spare);
+          port.spare = nullptr;
+          break;
+        case RxVerdict::kNic:
+          if (port.ingress != nullptr && endpoint != nullptr &&
+              port.ingress->Enqueue(m, now) !=
+                  IngressCongestion::Offer::kPass) {
+            pkts[i] = nullptr;  // queued (or tail-dropped and freed)
+            break;
+          }
+          frames[nic_frames++] = {data.data(),
+                                  static_cast<uint32_t>(data.size())};
+          break;
+        case RxVerdict::kConsumed:
+        case RxVerdict::kDropped:
+          break;
+      }
+    }
+    if (nic_frames > 0) {
+      if (endpoint != nullptr) {
+        endpoint->Receive(static_cast<uint16_t>(index), {frames, nic_frames},
+                          now);
+        endpoint_due = true;
+      } else {
+        port.counters.rx_nic_no_endpoint += nic_frames;
+      }
+    }
+    rte_pktmbuf_free_bulk(pkts, n);
+  }
+
+  if (port.ingress != nullptr && endpoint != nullptr &&
+      PollIngress(port, now)) {
+    busy = true;
+    endpoint_due = true;
+  }
+
+  // Back-pressure: with a burst already waiting for the wire, the RNIC
+  // keeps its frames (it is asked again next pass).
+  if (endpoint != nullptr && endpoint_due &&
+      port.tx_backlog_count - port.tx_paused_count >= kBurst) {
+    ++port.counters.tx_backpressure;
+    busy = true;
+  } else if (endpoint != nullptr && endpoint_due) {
+    rte_mbuf* bufs[kBurst];
+    if (rte_pktmbuf_alloc_bulk(port.dev->pool(), bufs, kBurst) != 0) {
+      ++port.counters.tx_nombuf;
+    } else {
+      nic::TxFrame tx[kBurst];
+      for (uint16_t i = 0; i < kBurst; ++i) {
+        tx[i].data = rte_pktmbuf_mtod(bufs[i], uint8_t*);
+        tx[i].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(bufs[i]),
+                                            port.dev->max_frame());
+      }
+      size_t filled = endpoint->Transmit(static_cast<uint16_t>(index), tx, now);
+      for (size_t i = 0; i < filled; ++i) {
+        bufs[i]->data_len = static_cast<uint16_t>(tx[i].len);
+        bufs[i]->pkt_len = tx[i].len;
+        QueueTx(port, bufs[i], tx[i].priority);
+      }
+      if (filled < kBurst) {
+        rte_pktmbuf_free_bulk(bufs + filled,
+                              static_cast<unsigned>(kBurst - filled));
+      }
+    }
+  }
+  // Frames held by a pause are not work: the pause's end is an endpoint
+  // event (NextEventTime) that wakes the loop.
+  busy |=
+      FlushTx(port, now) > 0 || port.tx_backlog_count > port.tx_paused_count;
+  return busy;
+}
+
+bool Daemon::PollIngress(Port& port, nic::TimeNs now) {
+  bool did = false;
+  rte_mbuf* out[kBurst];
+  size_t n;
+  while ((n = port.ingress->Dequeue(now, out)) > 0) {
+    nic::RxFrame frames[kBurst];
+    for (size_t i = 0; i < n; ++i) {
+      frames[i] = {rte_pktmbuf_mtod(out[i], const uint8_t*),
+                   rte_pktmbuf_data_len(out[i])};
+    }
+    port.endpoint->Receive(port.index, {frames, n}, now);
+    rte_pktmbuf_free_bulk(out, static_cast<unsigned>(n));
+    did = true;
+  }
+  // XOFF/XON to the link's senders: a MAC Control frame, never held by a
+  // pause of our own.
+  uint8_t pfc[protocol::kMacControlFrameLen];
+  const size_t len = port.ingress->PollPfc(now, port.stack->mac(), pfc);
+  if (len > 0) {
+    rte_mbuf* m = rte_pktmbuf_alloc(port.dev->pool());
+    if (m == nullptr) {
+      ++port.counters.tx_nombuf;
+      return did;
+    }
+    std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), pfc, len);
+    m->data_len = static_cast<uint16_t>(len);
+    m->pkt_len = static_cast<uint32_t>(len);
+    QueueTx(port, m, kUnpausable);
+    did = true;
+  }
+  return did;
+}
+
+nic::TimeNs Daemon::RefreshNextEvents() {
+  nic::TimeNs next = nic::kNever;
+  for (auto& p : ports_) {
+    if (p->endpoint == nullptr) continue;
+    if (p->ingress != nullptr) {
+      next = std::min(next, p->ingress->NextEventTime());
+    }
+    p->next_event = p->endpoint->NextEventTime();
+    next = std::min(next, p->next_event);
+  }
+  return next;
+}
+
+}  // namespace rocemu::emulator

@@ -1,0 +1,335 @@
+// What the control socket and the Prometheus endpoint show of a running
+// daemon (counters, devices, ports, QPs, CM, sessions, PFC, DCQCN), and the
+// control commands that act on it.
+#include <arpa/inet.h>
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "emulator/daemon.h"
+
+namespace rocemu::emulator {
+namespace {
+
+// Every per-port counter with its exported name, in one place for JSON and
+// Prometheus.
+template <typename F>
+void ForEachCounter(const PortCounters& c, const NetCounters& n,
+                    const FaultCounters& rx, const FaultCounters& tx, F f) {
+  f("rx_packets", c.rx_packets);
+  f("rx_bytes", c.rx_bytes);
+  f("tx_packets", c.tx_packets);
+  f("tx_bytes", c.tx_bytes);
+  f("tx_dropped", c.tx_dropped);
+  f("tx_ring_full", c.tx_ring_full);
+  f("tx_backpressure", c.tx_backpressure);
+  f("rx_segmented", c.rx_segmented);
+  f("rx_nic_no_endpoint", c.rx_nic_no_endpoint);
+  f("tx_nombuf", c.tx_nombuf);
+  f("loopback_packets", c.loopback_packets);
+  f("rx_missed", c.rx_missed);
+  f("rx_errors", c.rx_errors);
+  f("tx_errors", c.tx_errors);
+  f("rx_nombuf", c.rx_nombuf);
+  f("rx_arp_requests", n.rx_arp_requests);
+  f("rx_arp_replies", n.rx_arp_replies);
+  f("tx_arp_requests", n.tx_arp_requests);
+  f("tx_arp_replies", n.tx_arp_replies);
+  f("rx_nd_solicits", n.rx_nd_solicits);
+  f("rx_nd_adverts", n.rx_nd_adverts);
+  f("tx_nd_solicits", n.tx_nd_solicits);
+  f("tx_nd_adverts", n.tx_nd_adverts);
+  f("rx_icmp_echo", n.rx_icmp_echo);
+  f("rx_icmpv6_echo", n.rx_icmpv6_echo);
+  f("tx_icmp_echo_reply", n.tx_icmp_echo_reply);
+  f("tx_icmpv6_echo_reply", n.tx_icmpv6_echo_reply);
+  f("rx_nic", n.rx_nic);
+  f("rx_not_for_us", n.rx_not_for_us);
+  f("rx_unhandled", n.rx_unhandled);
+  f("rx_malformed", n.rx_malformed);
+  f("rx_bad_checksum", n.rx_bad_checksum);
+  f("reply_too_big", n.reply_too_big);
+  f("rx_fault_dropped", rx.fault_dropped);
+  f("rx_fault_reordered", rx.fault_reordered);
+  f("rx_fault_duplicated", rx.fault_duplicated);
+  f("rx_fault_corrupted", rx.fault_corrupted);
+  f("rx_fault_delayed", rx.fault_delayed);
+  f("tx_fault_dropped", tx.fault_dropped);
+  f("tx_fault_reordered", tx.fault_reordered);
+  f("tx_fault_duplicated", tx.fault_duplicated);
+  f("tx_fault_corrupted", tx.fault_corrupted);
+  f("tx_fault_delayed", tx.fault_delayed);
+}
+
+}  // namespace
+
+std::string Daemon::CountersJson() const {
+  std::string out = absl::StrFormat(
+      "{\"uptime_ns\":%d,\"rnic_attached\":%s,\"capture\":%s",
+      clock_ ? clock_->Now() : 0, any_endpoint() ? "true" : "false",
+      capture_on_ ? "true" : "false");
+  absl::StrAppend(&out, ",\"loops\":", loops_);
+  ForEachIdleCounter(idle_.counters(), [&](const char* name, uint64_t v) {
+    absl::StrAppend(&out, ",\"", name, "\":", v);
+  });
+  absl::StrAppend(&out, ",\"ports\":{");
+  bool first_port = true;
+  for (const auto& p : ports_) {
+    absl::StrAppend(&out, first_port ? "" : ",", "\"",
+                    JsonEscape(p->config.name), "\":{\"mac\":\"",
+                    config::FormatMac(p->dev->mac()), "\"");
+    first_port = false;
+    ForEachCounter(p->counters, p->stack->counters(), p->rx_faults->counters(),
+                   p->tx_faults->counters(), [&](const char* name, uint64_t v) {
+                     absl::StrAppend(&out, ",\"", name, "\":", v);
+                   });
+    absl::StrAppend(&out, ",\"neighbours\":", p->neighbours.size());
+    const size_t index = static_cast<size_t>(&p - ports_.data());
+    if (index < rnics_.size()) {
+      absl::StrAppend(&out, ",\"rnic\":");
+      rnics_[index]->AppendCountersJson(&out);
+      absl::StrAppend(&out, ",\"pfc\":");
+      rnics_[index]->AppendPfcJson(clock_->Now(), &out);
+      absl::StrAppend(&out, ",\"dcqcn\":");
+      rnics_[index]->AppendDcqcnJson(&out);
+    }
+    if (p->ingress != nullptr) {
+      absl::StrAppend(&out, ",\"congestion_point\":");
+      p->ingress->AppendJson(&out);
+    }
+    absl::StrAppend(&out, ",\"verbs\":");
+    if (index < sessions_.size() && sessions_[index] != nullptr) {
+      sessions_[index]->AppendStateJson(&out);
+    } else {
+      absl::StrAppend(&out, "null");
+    }
+    absl::StrAppend(&out, "}");
+  }
+  absl::StrAppend(&out, "}}");
+  return out;
+}
+
+// The views below are lists with one entry per port, each naming the port
+// and its device, so rocemu-ctl can print them as tables.
+namespace {
+
+template <typename F>
+std::string PerPort(const char* key, size_t n, F f) {
+  std::string out = absl::StrCat("{\"", key, "\":[");
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) out += ',';
+    f(i, &out);
+  }
+  absl::StrAppend(&out, "]}");
+  return out;
+}
+
+}  // namespace
+
+std::string Daemon::DevicesJson() const {
+  return PerPort("devices", rnics_.size(), [&](size_t i, std::string* out) {
+    const Port& p = *ports_[i];
+    const bool verbs = i < sessions_.size() && sessions_[i] != nullptr;
+    absl::StrAppend(out, "{\"device\":\"rocemu_", JsonEscape(p.config.name),
+                    "\",\"port\":\"", JsonEscape(p.config.name),
+                    "\",\"devargs\":\"", JsonEscape(p.config.devargs),
+                    "\",\"verbs_socket\":");
+    if (verbs) {
+      absl::StrAppend(out, "\"", JsonEscape(sessions_[i]->socket_path()),
+                      "\",\"clients\":", sessions_[i]->num_clients());
+    } else {
+      absl::StrAppend(out, "null,\"clients\":0");
+    }
+    absl::StrAppend(out, ",\"attr\":");
+    rnics_[i]->AppendDeviceJson(out);
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::PortsJson() const {
+  return PerPort("ports", ports_.size(), [&](size_t i, std::string* out) {
+    const Port& p = *ports_[i];
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(p.config.name),
+                    "\",\"device\":\"rocemu_", JsonEscape(p.config.name),
+                    "\",\"mac\":\"", config::FormatMac(p.dev->mac()),
+                    "\",\"link_mtu\":", p.config.mtu, ",\"addresses\":[");
+    for (size_t a = 0; a < p.config.addresses.size(); ++a) {
+      const config::IpPrefix& pre = p.config.addresses[a];
+      absl::StrAppend(out, a == 0 ? "" : ",", "\"",
+                      config::FormatIp(pre.addr, pre.ipv6), "/", pre.prefix_len,
+                      "\"");
+    }
+    absl::StrAppend(out, "],\"neighbours\":", p.neighbours.size(),
+                    ",\"rx_packets\":", p.counters.rx_packets,
+                    ",\"tx_packets\":", p.counters.tx_packets, ",\"attr\":");
+    if (i < rnics_.size()) {
+      rnics_[i]->AppendPortJson(out);
+    } else {
+      absl::StrAppend(out, "null");
+    }
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::QpsJson() const {
+  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"device\":\"rocemu_",
+                    JsonEscape(ports_[i]->config.name), "\",\"qps\":");
+    const unsigned port = static_cast<unsigned>(i);
+    rnics_[i]->AppendQpsJson(
+        [this, port](uint32_t qpn) { return QpOwnerPid(port, qpn); }, out);
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::CmJson() const {
+  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"device\":\"rocemu_",
+                    JsonEscape(ports_[i]->config.name), "\",\"cm_ids\":");
+    const unsigned port = static_cast<unsigned>(i);
+    rnics_[i]->AppendCmJson(
+        [this, port](uint32_t client) -> std::optional<int64_t> {
+          if (port >= sessions_.size() || sessions_[port] == nullptr) {
+            return std::nullopt;
+          }
+          std::optional<verbs::PeerCredentials> cred =
+              sessions_[port]->Credentials(client);
+          if (!cred.has_value()) return std::nullopt;
+          return static_cast<int64_t>(cred->pid);
+        },
+        out);
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::SessionsJson() const {
+  return PerPort("ports", ports_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"verbs\":");
+    if (i < sessions_.size() && sessions_[i] != nullptr) {
+      sessions_[i]->AppendStateJson(out);
+    } else {
+      absl::StrAppend(out, "null");
+    }
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::PfcJson() const {
+  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"pfc\":");
+    rnics_[i]->AppendPfcJson(clock_->Now(), out);
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::DcqcnJson() const {
+  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
+    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
+                    "\",\"dcqcn\":");
+    rnics_[i]->AppendDcqcnJson(out);
+    absl::StrAppend(out, "}");
+  });
+}
+
+std::string Daemon::PrometheusText() const {
+  std::string out;
+  absl::StrAppend(&out, "rocemu_loops ", loops_, "\n");
+  ForEachIdleCounter(idle_.counters(), [&](const char* name, uint64_t v) {
+    absl::StrAppend(&out, "rocemu_", name, " ", v, "\n");
+  });
+  for (const auto& p : ports_) {
+    ForEachCounter(p->counters, p->stack->counters(), p->rx_faults->counters(),
+                   p->tx_faults->counters(), [&](const char* name, uint64_t v) {
+                     absl::StrAppend(&out, "rocemu_port_", name, "{port=\"",
+                                     p->config.name, "\"} ", v, "\n");
+                   });
+    const size_t index = static_cast<size_t>(&p - ports_.data());
+    if (index < rnics_.size()) {
+      rnics_[index]->AppendPrometheus(p->config.name, &out);
+      rnics_[index]->AppendCongestionPrometheus(p->config.name, clock_->Now(),
+                                                &out);
+    }
+    if (index < sessions_.size() && sessions_[index] != nullptr) {
+      const verbs::SessionCounters& c = sessions_[index]->counters();
+      auto emit = [&](const char* name, uint64_t v) {
+        absl::StrAppend(&out, "rocemu_verbs_", name, "{port=\"", p->config.name,
+                        "\"} ", v, "\n");
+      };
+      emit("clients", sessions_[index]->num_clients());
+      verbs::ForEachSessionCounter(c, emit);
+    }
+  }
+  return out;
+}
+
+std::string Daemon::HandleControl(std::string_view request) {
+  std::string cmd = JsonStringField(request, "cmd");
+  if (cmd.empty()) {
+    // Bare words are accepted for humans at a socat prompt.
+    cmd = std::string(request);
+    while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  }
+  if (cmd == "counters") return CountersJson();
+  if (cmd == "devices") return DevicesJson();
+  if (cmd == "ports") return PortsJson();
+  if (cmd == "qps") return QpsJson();
+  if (cmd == "cm") return CmJson();
+  // MRs belong to sessions: one view serves both listings.
+  if (cmd == "clients" || cmd == "mrs") return SessionsJson();
+  if (cmd == "pfc") return PfcJson();
+  if (cmd == "dcqcn") return DcqcnJson();
+  if (hooks_ != nullptr && TestHooks::Handles(cmd)) {
+    return hooks_->Handle(cmd, request);
+  }
+  if (cmd == "ping") return "{\"ok\":true}";
+  if (cmd == "resolve") {
+    // Drives the resolver by hand: the first call for an unknown address
+    // sends an ARP request / neighbour solicitation, later calls report.
+    std::string port_name = JsonStringField(request, "port");
+    std::string ip_text = JsonStringField(request, "ip");
+    for (unsigned i = 0; i < ports_.size(); ++i) {
+      if (ports_[i]->config.name != port_name) continue;
+      IpAddr ip{};
+      in6_addr a6;
+      in_addr a4;
+      if (inet_pton(AF_INET, ip_text.c_str(), &a4) == 1) {
+        ip = Ipv4Mapped(reinterpret_cast<const uint8_t*>(&a4));
+      } else if (inet_pton(AF_INET6, ip_text.c_str(), &a6) == 1) {
+        std::memcpy(ip.data(), &a6, 16);
+      } else {
+        return "{\"error\":\"resolve needs \\\"ip\\\": an IPv4 or IPv6 "
+               "address\"}";
+      }
+      std::optional<MacAddr> mac = ResolveNeighbour(i, ip);
+      if (!mac.has_value()) return "{\"ok\":true,\"mac\":null}";
+      return absl::StrCat("{\"ok\":true,\"mac\":\"", config::FormatMac(*mac),
+                          "\"}");
+    }
+    return absl::StrCat("{\"error\":\"no port '", JsonEscape(port_name),
+                        "'\"}");
+  }
+  if (cmd == "capture") {
+    bool enable = false;
+    if (!JsonBoolField(request, "enable", &enable)) {
+      return "{\"error\":\"capture needs \\\"enable\\\": true|false\"}";
+    }
+    absl::Status s = SetCapture(enable);
+    if (!s.ok()) {
+      return absl::StrCat("{\"error\":\"", JsonEscape(s.ToString()), "\"}");
+    }
+    return absl::StrCat(
+        "{\"ok\":true,\"capture\":", capture_on_ ? "true" : "false", "}");
+  }
+  return absl::StrCat("{\"error\":\"unknown command '", JsonEscape(cmd),
+                      "' (counters, devices, ports, qps, clients, mrs, pfc, "
+                      "dcqcn, capture, resolve, ping",
+                      hooks_ != nullptr ? ", test hooks" : "", ")\"}");
+}
+
+}  // namespace rocemu::emulator
