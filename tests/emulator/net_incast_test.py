@@ -193,7 +193,7 @@ def main():
                 rnic.get("np_cnp_sent", 0) > 0,
                 f"the receiver's NP saw {seen} of them and sent "
                 f"{rnic.get('np_cnp_sent', 0)} CNPs")
-        handled = 0
+        handled = stray = 0
         retransmitted = {k: v for k, v in rnic.items()
                          if k in RETRANSMISSIONS and v}
         if pfc:
@@ -207,6 +207,7 @@ def main():
             s = port["rnic"]
             h = s.get("rp_cnp_handled", 0)
             handled += h
+            stray += s.get("rx_unknown_qp", 0) + s.get("rx_wrong_state", 0)
             r.check(h > 0, f"sender {i}'s DCQCN handled {h} CNPs")
             retransmitted.update({f"s{i}.{k}": v for k, v in s.items()
                                   if k in RETRANSMISSIONS and v})
@@ -223,9 +224,14 @@ def main():
             if retransmitted:
                 print(f"     receiver rnic {rnic}")
         sent = rnic.get("np_cnp_sent", 0)
-        r.check(0.999 * sent <= handled <= sent,
-                f"the senders handled {handled} of the {sent} CNPs (the "
-                "last may reach a QP the flow's end destroyed)")
+        # -D ends a flow while its last frames still wait in the queue:
+        # the CNPs their marks cause find the sender's QP destroyed, and
+        # the sender counts them with everything else addressed to a QP it
+        # no longer has.
+        r.check(handled <= sent and sent - handled <= stray,
+                f"the senders handled {handled} of the {sent} CNPs; the "
+                f"other {sent - handled} are within the {stray} frames they "
+                "received for QPs already gone")
         if len(goodput) == n:
             total = sum(goodput)
             fair = total / n
