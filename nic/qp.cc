@@ -16,8 +16,7 @@ uint16_t SourcePortFor(uint32_t qpn) {
 
 }  // namespace
 
-Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init,
-       uint32_t recv_max_sge)
+Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge)
     : qpn_(qpn),
       pd_(pd),
       init_(init),
@@ -55,7 +54,26 @@ SendWqe& Qp::PushSendWqe(const SendWr& wr) {
 
 void Qp::TakeRecvWqe(const PostedRecvWr& wr) {
   std::copy(wr.sg_list.begin(), wr.sg_list.end(), rwqe_sges_.begin());
-  resp_.rwqe = PostedRecvWr{wr.wr_id, SgView(rwqe_sges_.data(), wr.sg_list.size())};
+  resp_.rwqe =
+      PostedRecvWr{wr.wr_id, SgView(rwqe_sges_.data(), wr.sg_list.size())};
+}
+
+void QpCounters::AddTo(DeviceCounters& c) const {
+  c.sent_bytes += sent_bytes;
+  c.rcvd_bytes += rcvd_bytes;
+  c.duplicate_request += duplicate_request;
+  c.out_of_sequence += out_of_sequence;
+  c.rcvd_rnr_err += rcvd_rnr_err;
+  c.send_rnr_err += send_rnr_err;
+  c.rcvd_seq_err += rcvd_seq_err;
+  c.retry_exceeded_err += retry_exceeded_err;
+  c.retry_rnr_exceeded_err += retry_rnr_exceeded_err;
+  c.rnr_nak_retry_err += retry_rnr_exceeded_err;
+  c.completer_retry_err += completer_retry_err;
+  c.local_ack_timeout_err += local_ack_timeout_err;
+  c.implied_nak_seq_err += implied_nak_seq_err;
+  c.packet_seq_err += rcvd_seq_err;
+  c.out_of_buffer += out_of_buffer + send_rnr_err;
 }
 
 }  // namespace rocemu::nic

@@ -12,6 +12,7 @@
 #include "nic/clock.h"
 #include "nic/completion.h"
 #include "nic/congestion_qp.h"
+#include "nic/counters.h"
 #include "nic/handles.h"
 #include "nic/posted_wr.h"
 #include "nic/qp_attr.h"
@@ -165,6 +166,9 @@ struct QpCounters {
   uint64_t naks_sent = 0;
   uint64_t acks_sent = 0;
   uint64_t cnp_received = 0;
+
+  // Adds what the device's counters sum over QPs (rxe/mlx5 hw_counters).
+  void AddTo(DeviceCounters& c) const;
 };
 
 class Qp {

@@ -1,0 +1,305 @@
+// The RNIC's queue pair verbs: create, destroy, modify (the IBTA state
+// machine and what each transition sets up), query, and posting work
+// requests, with every check ibv_post_send/ibv_post_recv make.
+#include <algorithm>
+#include <new>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "nic/cm/cm_agent.h"
+#include "nic/completer.h"
+#include "nic/psn.h"
+#include "nic/qp_state.h"
+#include "nic/rnic.h"
+
+namespace rocemu::nic {
+namespace {
+
+bool WrAllowed(QpType t, WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return true;
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return t != QpType::kUd;
+    case WrOpcode::kRdmaRead:
+    case WrOpcode::kAtomicCmpAndSwp:
+    case WrOpcode::kAtomicFetchAndAdd:
+    case WrOpcode::kSendWithInv:
+      return t == QpType::kRc;
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kBindMw:
+      return t != QpType::kUd;
+  }
+  return false;
+}
+
+}  // namespace
+
+// --- queue pairs ------------------------------------------------------------
+
+Qp* Rnic::FindQp(uint32_t qpn) const {
+  auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : it->second.get();
+}
+
+const Qp* Rnic::GetQp(uint32_t qpn) const { return FindQp(qpn); }
+
+absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& init) {
+  const DeviceAttr& d = config_.device;
+  if (!pds_.Valid(pd)) return absl::NotFoundError("no such PD");
+  CompletionQueue* scq = cqs_.Get(init.send_cq);
+  CompletionQueue* rcq = cqs_.Get(init.recv_cq);
+  if (scq == nullptr || rcq == nullptr) {
+    return absl::NotFoundError("no such CQ");
+  }
+  if (init.has_srq && srqs_.Get(init.srq) == nullptr) {
+    return absl::NotFoundError("no such SRQ");
+  }
+  const QpCap& c = init.cap;
+  if (c.max_send_wr == 0 || c.max_send_wr > d.max_qp_wr ||
+      c.max_recv_wr > d.max_qp_wr || c.max_send_sge > d.max_sge ||
+      c.max_recv_sge > d.max_sge || c.max_inline_data > d.max_inline_data ||
+      (!init.has_srq && c.max_recv_wr == 0)) {
+    return absl::InvalidArgumentError("QP capabilities outside the device's");
+  }
+  if (qps_.size() >= d.max_qp) {
+    return absl::ResourceExhaustedError("QP limit reached");
+  }
+  uint32_t qpn;
+  do {
+    qpn = next_qpn_;
+    next_qpn_ = (next_qpn_ + 1) & protocol::kQpnMask;
+    if (next_qpn_ < 2) next_qpn_ = 2;
+  } while (qps_.contains(qpn));
+  const uint32_t recv_max_sge =
+      init.has_srq ? srqs_.Get(init.srq)->Query().max_sge : c.max_recv_sge;
+  auto qp = std::make_unique<Qp>(qpn, pd, init, recv_max_sge);
+  absl::Status s = pds_.Retain(pd);
+  if (!s.ok()) return s;
+  scq->Retain();
+  rcq->Retain();
+  if (init.has_srq) srqs_.Get(init.srq)->Retain();
+  qps_.emplace(qpn, std::move(qp));
+  return qpn;
+}
+
+absl::Status Rnic::DestroyQp(uint32_t qpn) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  auto it = std::find(active_.begin(), active_.end(), qp);
+  if (it != active_.end()) active_.erase(it);
+  if (CompletionQueue* q = cqs_.Get(qp->init_.send_cq)) q->Release();
+  if (CompletionQueue* q = cqs_.Get(qp->init_.recv_cq)) q->Release();
+  if (qp->init_.has_srq) {
+    if (SharedReceiveQueue* q = srqs_.Get(qp->init_.srq)) q->Release();
+  }
+  pds_.Release(qp->pd_);
+  qp->counters_.AddTo(retired_);
+  cm_->OnQpDestroyed(qpn);
+  qps_.erase(qpn);
+  return absl::OkStatus();
+}
+
+absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
+  using namespace qp_attr;  // NOLINT
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  const QpState cur = qp->attr_.qp_state;
+  const QpState next = (mask & kState) ? a.qp_state : cur;
+  absl::Status s =
+      CheckQpTransition(qp->type(), cur, next, mask, a.cur_qp_state);
+  if (!s.ok()) return s;
+  // Value ranges (ibv_modify_qp returns EINVAL and changes nothing).
+  auto bad = [](const char* what) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("modify QP: invalid %s", what));
+  };
+  if ((mask & kPkeyIndex) && (a.pkey_index >= pkeys_.capacity() ||
+                              !PKeyIsValid(pkeys_.Get(a.pkey_index)))) {
+    return bad("pkey_index");
+  }
+  if ((mask & kPort) && (a.port_num < 1 || a.port_num > 1)) {
+    return bad("port_num");
+  }
+  if ((mask & kPathMtu) && (static_cast<uint8_t>(a.path_mtu) < 1 ||
+                            static_cast<uint8_t>(a.path_mtu) >
+                                static_cast<uint8_t>(config_.port.max_mtu))) {
+    return bad("path_mtu");
+  }
+  if ((mask & kTimeout) && a.timeout > 31) return bad("timeout");
+  if ((mask & kRetryCnt) && a.retry_cnt > 7) return bad("retry_cnt");
+  if ((mask & kRnrRetry) && a.rnr_retry > 7) return bad("rnr_retry");
+  if ((mask & kMinRnrTimer) && a.min_rnr_timer > 31) {
+    return bad("min_rnr_timer");
+  }
+  if ((mask & kMaxQpRdAtomic) &&
+      a.max_rd_atomic > config_.device.max_qp_init_rd_atom) {
+    return bad("max_rd_atomic");
+  }
+  if ((mask & kMaxDestRdAtomic) &&
+      a.max_dest_rd_atomic > config_.device.max_qp_rd_atom) {
+    return bad("max_dest_rd_atomic");
+  }
+  if ((mask & kDestQpn) && a.dest_qp_num > protocol::kQpnMask) {
+    return bad("dest_qp_num");
+  }
+  if ((mask & kRqPsn) && a.rq_psn > kPsnMask) return bad("rq_psn");
+  if ((mask & kSqPsn) && a.sq_psn > kPsnMask) return bad("sq_psn");
+  if ((mask & kAccessFlags) &&
+      (a.qp_access_flags &
+       ~(access::kLocalWrite | access::kRemoteAny | access::kMwBind)) != 0) {
+    return bad("qp_access_flags");
+  }
+  if (mask & kAv) {
+    if (!gids_.Get(a.ah_attr.sgid_index).has_value()) return bad("sgid_index");
+    if (a.ah_attr.flow_label > 0xFFFFF) return bad("flow_label");
+    if (a.ah_attr.port_num != 1) return bad("ah port_num");
+  }
+
+  QpAttr& q = qp->attr_;
+  if (mask & kPkeyIndex) q.pkey_index = a.pkey_index;
+  if (mask & kPort) q.port_num = a.port_num;
+  if (mask & kQkey) q.qkey = a.qkey;
+  if (mask & kAccessFlags) q.qp_access_flags = a.qp_access_flags;
+  if (mask & kAv) q.ah_attr = a.ah_attr;
+  if (mask & kPathMtu) q.path_mtu = a.path_mtu;
+  if (mask & kDestQpn) q.dest_qp_num = a.dest_qp_num;
+  if (mask & kRqPsn) q.rq_psn = a.rq_psn;
+  if (mask & kSqPsn) q.sq_psn = a.sq_psn;
+  if (mask & kTimeout) q.timeout = a.timeout;
+  if (mask & kRetryCnt) q.retry_cnt = a.retry_cnt;
+  if (mask & kRnrRetry) q.rnr_retry = a.rnr_retry;
+  if (mask & kMinRnrTimer) q.min_rnr_timer = a.min_rnr_timer;
+  if (mask & kMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
+  if (mask & kMaxDestRdAtomic) q.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & kEnSqdAsyncNotify) q.en_sqd_async_notify = a.en_sqd_async_notify;
+
+  if (next == cur && !(mask & kState)) return absl::OkStatus();
+  switch (next) {
+    case QpState::kReset: {
+      // Back to RESET drops every WR without a completion (IBTA 10.3.1).
+      const uint32_t n = qp->qpn_;
+      const PdHandle pd = qp->pd_;
+      const QpInitAttr init = qp->init_;
+      const QpAttr keep = q;
+      const uint32_t recv_max_sge = qp->rwqe_sges_.size();
+      auto it = std::find(active_.begin(), active_.end(), qp);
+      if (it != active_.end()) active_.erase(it);
+      qp->~Qp();
+      new (qp) Qp(n, pd, init, recv_max_sge);
+      qp->attr_.cap = keep.cap;
+      return absl::OkStatus();
+    }
+    case QpState::kRtr:
+      if (cur == QpState::kInit) {
+        qp->resp_ = ResponderState{};
+        qp->resp_.epsn = q.rq_psn;
+        qp->resources_.assign(q.max_dest_rd_atomic, ResponderResource{});
+        qp->resp_queue_.Init(2 * std::max<uint32_t>(1, q.max_dest_rd_atomic) +
+                             8);
+        cc_.InitQp(*qp);
+      }
+      break;
+    case QpState::kRts:
+      if (cur == QpState::kRtr) {
+        qp->req_ = RequesterState{};
+        qp->req_.psn = q.sq_psn;
+        qp->req_.req_idx = qp->comp_.comp_idx;
+        qp->comp_.psn = q.sq_psn;
+        qp->comp_.timer_deadline = kNever;
+        Completer::ResetRetries(*qp);
+      }
+      Schedule(*qp);
+      break;
+    case QpState::kErr:
+      q.qp_state = cur;  // MoveToError acts on a change of state
+      MoveToError(*qp);
+      return absl::OkStatus();
+    default:
+      break;
+  }
+  q.qp_state = next;
+  q.sq_draining = next == QpState::kSqd;
+  if (next == QpState::kSqd) CheckSqDrained(*qp);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<QpAttr> Rnic::QueryQp(uint32_t qpn) const {
+  const Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  QpAttr a = qp->attr_;
+  a.cur_qp_state = a.qp_state;
+  a.cap = qp->init_.cap;
+  // The send PSN the requester will use next, as hardware reports it.
+  if (a.qp_state == QpState::kRts || a.qp_state == QpState::kSqd) {
+    a.sq_psn = qp->req_.psn;
+  }
+  if (a.qp_state >= QpState::kRtr && a.qp_state != QpState::kErr) {
+    a.rq_psn = qp->resp_.epsn;
+  }
+  return a;
+}
+
+absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  const QpState st = qp->attr_.qp_state;
+  if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("post_send on a QP in state %s", QpStateName(st)));
+  }
+  if (!WrAllowed(qp->type(), wr.opcode)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s is not valid on this QP type", WrOpcodeName(wr.opcode)));
+  }
+  if (wr.sg_list.size() > qp->init_.cap.max_send_sge) {
+    return absl::InvalidArgumentError("more SGEs than max_send_sge");
+  }
+  if (wr.is_inline() && wr.inline_data.size() > qp->init_.cap.max_inline_data) {
+    return absl::InvalidArgumentError("inline data above max_inline_data");
+  }
+  if (qp->sq_tail_ - qp->comp_.comp_idx >= qp->init_.cap.max_send_wr) {
+    return absl::ResourceExhaustedError("send queue full");
+  }
+  SendWqe& w = qp->PushSendWqe(wr);
+  w.length = (wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
+              wr.opcode == WrOpcode::kAtomicFetchAndAdd)
+                 ? 8
+             : wr.local() ? 0
+                          : wr.PayloadLength();
+  w.status = WcStatus::kSuccess;
+  w.read_or_atomic = false;
+  if (st == QpState::kErr || st == QpState::kSqe) {
+    FlushSendQueue(*qp);
+    return absl::OkStatus();
+  }
+  Schedule(*qp);
+  return absl::OkStatus();
+}
+
+absl::Status Rnic::PostRecv(uint32_t qpn, const RecvWr& wr) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  if (qp->init_.has_srq) {
+    return absl::InvalidArgumentError("QP uses an SRQ");
+  }
+  if (qp->attr_.qp_state == QpState::kReset) {
+    return absl::FailedPreconditionError("post_recv on a QP in RESET");
+  }
+  switch (qp->rq_.Post(wr)) {
+    case PostResult::kOk:
+      break;
+    case PostResult::kFull:
+      return absl::ResourceExhaustedError("receive queue full");
+    case PostResult::kTooManySge:
+      return absl::InvalidArgumentError("more SGEs than max_recv_sge");
+    case PostResult::kInError:
+      return absl::FailedPreconditionError("receive queue in error");
+  }
+  if (qp->attr_.qp_state == QpState::kErr) FlushRecvQueue(*qp);
+  return absl::OkStatus();
+}
+
+}  // namespace rocemu::nic
