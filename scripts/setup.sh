@@ -18,6 +18,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The rxe peer's guest image for scripts/interop.sh (kernel + initramfs,
+# cached in /var/tmp/rxe-peer; a no-op once built), so that the interop
+# tests spend their time limit on interoperating, not on building it.
+peer=${ROCEMU_PEER_DIR:-../shared/peer}
+if [[ -x $peer/build-guest.sh && $(id -u) -eq 0 ]]; then
+  "$peer/build-guest.sh" >/dev/null || echo "setup: the rxe peer image did not build (interop tests will say so)" >&2
+fi
+
 [[ "${1:-}" == "--no-build" ]] && exit 0
 
 if [[ -f build/build.ninja ]]; then
