@@ -12,15 +12,12 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "verbs/tools/perf_clock.h"
 
 namespace rocemu::verbs::perf {
 namespace {
 
-int64_t NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t NowMs() { return MonotonicNs() / 1000000; }
 
 void NoDelay(int fd) {
   const int one = 1;

@@ -2,8 +2,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,369 +9,26 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "verbs/tools/perf_clock.h"
 #include "verbs/tools/perf_pattern.h"
 #include "verbs/tools/perf_stats.h"
 
 namespace rocemu::verbs::perf {
 namespace {
 
-// Bound on one region (tx or rx) of the buffer: --verify gives every
-// message in flight or in a round its own slot, up to this.
-constexpr uint64_t kRegionCap = uint64_t{256} << 20;
 // The pong direction of the latency tests uses its own pattern, so a ping
 // reflected back unchanged would be caught.
 constexpr uint64_t kPongSalt = 0x5bd1e9955bd1e995ull;
-constexpr uint32_t kRxDepthMax = 512;
-constexpr int kMaxRdAtomic = 16;
 // Empty CQ polls between looks at the clock and at the peer's connection.
 constexpr uint32_t kIdleCheck = 4096;
-
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-int MtuEnum(uint32_t bytes) {
-  switch (bytes) {
-    case 256:
-      return ROCEMU_MTU_256;
-    case 512:
-      return ROCEMU_MTU_512;
-    case 1024:
-      return ROCEMU_MTU_1024;
-    case 2048:
-      return ROCEMU_MTU_2048;
-    default:
-      return ROCEMU_MTU_4096;
-  }
-}
-
-uint32_t MtuBytes(int e) {
-  return e >= ROCEMU_MTU_256 && e <= ROCEMU_MTU_4096 ? 128u << e : 1024;
-}
 
 bool Readable(int fd) {
   pollfd p{fd, POLLIN, 0};
   return poll(&p, 1, 0) > 0;
 }
-
-// -d: a socket path (has a '/'), a device name as the daemon reports it
-// (rocemu_<port>, as perftest's -d takes an ibv device name), or nothing
-// for the library's default socket.
-absl::StatusOr<Context> OpenByName(const std::string& dev) {
-  if (dev.empty() || dev.find('/') != std::string::npos) {
-    return OpenDevice(dev.empty() ? nullptr : dev.c_str());
-  }
-  int num = 0;
-  rocemu_device** list = rocemu_get_device_list(&num);
-  if (list == nullptr) return absl::ErrnoToStatus(errno, "device list");
-  const rocemu_device* found = nullptr;
-  for (int i = 0; i < num && found == nullptr; ++i) {
-    if (dev == rocemu_get_device_name(list[i])) found = list[i];
-  }
-  absl::StatusOr<Context> ctx =
-      found == nullptr
-          ? absl::NotFoundError(absl::StrCat("device ", dev, " not found"))
-          : internal::Wrap<Context>(rocemu_open_device_from(found),
-                                    "rocemu_open_device");
-  rocemu_free_device_list(list);
-  return ctx;
-}
-
 }  // namespace
-
-ParamsMsg ParamsToMsg(const PerfOptions& o) {
-  ParamsMsg m;
-  m.verb = static_cast<uint8_t>(o.verb);
-  m.mode = static_cast<uint8_t>(o.mode);
-  m.atomic_op = static_cast<uint8_t>(o.atomic_op);
-  m.verify = o.verify ? 1 : 0;
-  m.memory = static_cast<uint8_t>(o.memory);
-  m.num_qps = o.num_qps;
-  m.tx_depth = o.tx_depth;
-  m.mtu = o.mtu;
-  m.num_sizes = static_cast<uint32_t>(std::min(o.sizes.size(), kMaxSizes));
-  m.iters = o.iters;
-  m.seed = o.seed;
-  for (uint32_t i = 0; i < m.num_sizes; ++i) m.sizes[i] = o.sizes[i];
-  return m;
-}
-
-absl::StatusOr<PerfOptions> ParamsFromMsg(const ParamsMsg& m,
-                                          const PerfOptions& local) {
-  if (m.magic != kExchangeMagic || m.version != kExchangeVersion) {
-    return absl::FailedPreconditionError(
-        "the client is not rocemu-perf of this version");
-  }
-  if (m.verb != static_cast<uint8_t>(local.verb) ||
-      m.mode != static_cast<uint8_t>(local.mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the client runs ",
-        TestName(static_cast<Verb>(m.verb & 3), static_cast<Mode>(m.mode & 1)),
-        ", this server ", TestName(local.verb, local.mode)));
-  }
-  if (m.num_sizes == 0 || m.num_sizes > kMaxSizes || m.num_qps == 0 ||
-      m.num_qps > 1024 || m.tx_depth == 0 || m.tx_depth > 8192 ||
-      m.iters == 0 || m.atomic_op > 1) {
-    return absl::InvalidArgumentError("client parameters out of range");
-  }
-  PerfOptions o = local;
-  o.atomic_op = static_cast<AtomicOp>(m.atomic_op);
-  o.verify = m.verify != 0;
-  o.num_qps = m.num_qps;
-  o.tx_depth = m.tx_depth;
-  if (m.mtu != 0) o.mtu = m.mtu;
-  o.iters = m.iters;
-  o.seed = m.seed;
-  o.sizes.assign(m.sizes, m.sizes + m.num_sizes);
-  for (uint64_t s : o.sizes) {
-    if (s == 0 || s > (uint64_t{1} << 30)) {
-      return absl::InvalidArgumentError("client size out of range");
-    }
-  }
-  return o;
-}
-
-PerfRunner::PerfRunner(const PerfOptions& options, Channel* channel)
-    : options_(options), channel_(channel) {}
-
-PerfRunner::~PerfRunner() {
-  // Everything registered in the malloc'd memory goes before the memory.
-  qps_.clear();
-  recv_cq_.reset();
-  send_cq_.reset();
-  mr_.reset();
-  std::free(malloc_mem_);
-}
-
-absl::StatusOr<std::unique_ptr<PerfRunner>> PerfRunner::Create(
-    const PerfOptions& options, Channel* channel) {
-  std::unique_ptr<PerfRunner> r(new PerfRunner(options, channel));
-  absl::Status s = r->Setup();
-  if (!s.ok()) return s;
-  return r;
-}
-
-uint64_t PerfRunner::messages_on_qp(uint32_t q) const {
-  const uint64_t n = options_.iters, k = options_.num_qps;
-  return q < n % k ? n / k + 1 : n / k;
-}
-
-absl::Status PerfRunner::Setup() {
-  const PerfOptions& o = options_;
-  const bool verify = o.verify;
-  const bool bw = o.mode == Mode::kBw;
-  const uint64_t max_size = *std::max_element(o.sizes.begin(), o.sizes.end());
-  Layout& l = layout_;
-  l.stride = o.verb == Verb::kAtomic ? 64 : RoundUp(max_size, 64);
-  const uint64_t cap_slots = std::max<uint64_t>(1, kRegionCap / l.stride);
-  if (verify) {
-    l.tx_slots =
-        bw ? std::min<uint64_t>(o.iters, uint64_t{o.num_qps} * o.tx_depth)
-           : std::min<uint64_t>(o.iters, 2);
-    l.tx_slots = std::clamp<uint64_t>(l.tx_slots, 1, cap_slots);
-  } else {
-    l.tx_slots = bw ? o.num_qps : 1;
-  }
-  switch (o.verb) {
-    case Verb::kWrite:
-    case Verb::kRead:
-      if (!bw) {
-        l.rx_slots = o.verb == Verb::kWrite || !verify
-                         ? 1
-                         : std::min<uint64_t>(o.iters, 16);
-      } else {
-        l.rx_slots = verify ? std::min(o.iters, cap_slots) : o.num_qps;
-      }
-      l.rx_len = l.rx_slots * l.stride;
-      break;
-    case Verb::kSend: {
-      uint64_t depth =
-          std::min<uint64_t>(kRxDepthMax, std::max(o.tx_depth, 64u));
-      depth = std::min<uint64_t>(depth,
-                                 std::max<uint64_t>(1, cap_slots / o.num_qps));
-      l.rx_depth = static_cast<uint32_t>(depth);
-      l.rx_slots = uint64_t{o.num_qps} * depth;
-      l.rx_len = l.rx_slots * l.stride;
-      break;
-    }
-    case Verb::kAtomic:
-      l.rx_slots = 1;
-      l.rx_len = RoundUp(uint64_t{o.num_qps} * 8, 64);
-      break;
-  }
-
-  absl::StatusOr<Context> ctx = OpenByName(o.dev);
-  if (!ctx.ok()) return ctx.status();
-  ctx_ = *std::move(ctx);
-  rocemu_port_attr port{};
-  if (absl::Status s =
-          Check(rocemu_query_port(ctx_.get(), 1, &port), "rocemu_query_port");
-      !s.ok()) {
-    return s;
-  }
-  std::memcpy(gid_, port.gid, sizeof(gid_));
-  port_mtu_ = MtuBytes(port.active_mtu);
-  absl::StatusOr<Pd> pd = AllocPd(ctx_.get());
-  if (!pd.ok()) return pd.status();
-  pd_ = *std::move(pd);
-
-  const uint64_t total = l.total();
-  if (o.memory == Memory::kShm) {
-    absl::StatusOr<Buf> b = AllocBuf(ctx_.get(), total);
-    if (!b.ok()) return b.status();
-    buf_ = *std::move(b);
-    base_ = static_cast<uint8_t*>(buf_->addr);
-  } else {
-    const size_t len = RoundUp(total, 4096);
-    malloc_mem_ = std::aligned_alloc(4096, len);
-    if (malloc_mem_ == nullptr) {
-      return absl::ResourceExhaustedError("aligned_alloc of the buffer");
-    }
-    std::memset(malloc_mem_, 0, len);
-    base_ = static_cast<uint8_t*>(malloc_mem_);
-  }
-  absl::StatusOr<Mr> mr =
-      RegMr(pd_.get(), base_, total,
-            ROCEMU_ACCESS_LOCAL_WRITE | ROCEMU_ACCESS_REMOTE_WRITE |
-                ROCEMU_ACCESS_REMOTE_READ | ROCEMU_ACCESS_REMOTE_ATOMIC);
-  if (!mr.ok()) {
-    return absl::Status(mr.status().code(),
-                        absl::StrCat(mr.status().message(),
-                                     o.memory == Memory::kMalloc
-                                         ? " (--memory=malloc: the daemon "
-                                           "must accept arbitrary memory)"
-                                         : ""));
-  }
-  mr_ = *std::move(mr);
-
-  const int send_cqe = static_cast<int>(o.num_qps * o.tx_depth);
-  const int recv_cqe =
-      static_cast<int>(o.num_qps * std::max<uint32_t>(l.rx_depth, 1));
-  absl::StatusOr<Cq> scq = CreateCq(ctx_.get(), send_cqe);
-  if (!scq.ok()) return scq.status();
-  send_cq_ = *std::move(scq);
-  absl::StatusOr<Cq> rcq = CreateCq(ctx_.get(), recv_cqe);
-  if (!rcq.ok()) return rcq.status();
-  recv_cq_ = *std::move(rcq);
-
-  for (uint32_t q = 0; q < o.num_qps; ++q) {
-    rocemu_qp_init_attr init{};
-    init.send_cq = send_cq_.get();
-    init.recv_cq = recv_cq_.get();
-    init.cap = {o.tx_depth, std::max<uint32_t>(l.rx_depth, 1), 1, 1, 0};
-    init.qp_type = ROCEMU_QPT_RC;
-    absl::StatusOr<Qp> qp = CreateQp(pd_.get(), init);
-    if (!qp.ok()) return qp.status();
-    rocemu_qp_attr a{};
-    a.qp_state = ROCEMU_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = ROCEMU_ACCESS_REMOTE_WRITE | ROCEMU_ACCESS_REMOTE_READ |
-                        ROCEMU_ACCESS_REMOTE_ATOMIC;
-    if (absl::Status s =
-            Check(rocemu_modify_qp(qp->get(), &a,
-                                   ROCEMU_QP_STATE | ROCEMU_QP_PKEY_INDEX |
-                                       ROCEMU_QP_PORT | ROCEMU_QP_ACCESS_FLAGS),
-                  "modify_qp to INIT");
-        !s.ok()) {
-      return s;
-    }
-    qps_.push_back(*std::move(qp));
-  }
-
-  inflight_.assign(o.num_qps, 0);
-  busy_.assign(l.tx_slots, 0);
-  recv_count_.assign(o.num_qps, 0);
-  times_.assign(o.iters, 0);
-  return absl::OkStatus();
-}
-
-absl::Status PerfRunner::ModifyToRts(size_t q, const QpInfoMsg& peer,
-                                     uint32_t mtu, uint32_t sq_psn) {
-  rocemu_qp_attr a{};
-  a.qp_state = ROCEMU_QPS_RTR;
-  a.path_mtu = MtuEnum(mtu);
-  a.dest_qp_num = peer.qpn;
-  a.rq_psn = peer.psn;
-  a.max_dest_rd_atomic = kMaxRdAtomic;
-  a.min_rnr_timer = 1;
-  std::memcpy(a.ah_attr.dgid, peer.gid, 16);
-  // dmac stays all zero: the daemon resolves the peer's MAC from its GID.
-  a.ah_attr.port_num = 1;
-  a.ah_attr.hop_limit = 64;
-  const int rtr_mask = ROCEMU_QP_STATE | ROCEMU_QP_AV | ROCEMU_QP_PATH_MTU |
-                       ROCEMU_QP_DEST_QPN | ROCEMU_QP_RQ_PSN |
-                       ROCEMU_QP_MAX_DEST_RD_ATOMIC | ROCEMU_QP_MIN_RNR_TIMER;
-  const int64_t deadline = NowNs() + int64_t{timeout_ms()} * 1000000;
-  int err;
-  // EAGAIN: the daemon has not resolved the neighbour yet.
-  while ((err = rocemu_modify_qp(qps_[q].get(), &a, rtr_mask)) == EAGAIN &&
-         NowNs() < deadline) {
-    usleep(10 * 1000);
-  }
-  if (err != 0) return absl::ErrnoToStatus(err, "modify_qp to RTR");
-  a.qp_state = ROCEMU_QPS_RTS;
-  a.sq_psn = sq_psn;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = kMaxRdAtomic;
-  return Check(
-      rocemu_modify_qp(qps_[q].get(), &a,
-                       ROCEMU_QP_STATE | ROCEMU_QP_SQ_PSN | ROCEMU_QP_TIMEOUT |
-                           ROCEMU_QP_RETRY_CNT | ROCEMU_QP_RNR_RETRY |
-                           ROCEMU_QP_MAX_QP_RD_ATOMIC),
-      "modify_qp to RTS");
-}
-
-absl::Status PerfRunner::Connect() {
-  absl::BitGen gen;
-  std::vector<QpInfoMsg> mine(qps_.size());
-  for (size_t q = 0; q < qps_.size(); ++q) {
-    QpInfoMsg& m = mine[q];
-    m.qpn = rocemu_qp_num(qps_[q].get());
-    m.psn = absl::Uniform<uint32_t>(gen, 0, 1u << 24);
-    std::memcpy(m.gid, gid_, 16);
-    m.rkey = mr_->rkey;
-    m.active_mtu = port_mtu_;
-    m.rx_addr = reinterpret_cast<uint64_t>(rx_base());
-    m.rx_len = layout_.rx_len;
-  }
-  peer_.assign(qps_.size(), QpInfoMsg{});
-  const bool client = !options_.is_server();
-  for (int step = 0; step < 2; ++step) {
-    if ((step == 0) == client) {
-      for (const QpInfoMsg& m : mine) {
-        if (absl::Status s = channel_->Send(m); !s.ok()) return s;
-      }
-    } else {
-      for (QpInfoMsg& m : peer_) {
-        if (absl::Status s = channel_->Recv(&m, timeout_ms()); !s.ok()) {
-          return s;
-        }
-      }
-    }
-  }
-  for (size_t q = 0; q < qps_.size(); ++q) {
-    if (peer_[q].rx_len != layout_.rx_len) {
-      return absl::FailedPreconditionError("the peer's buffer layout differs");
-    }
-    const uint32_t mtu = options_.mtu != 0
-                             ? options_.mtu
-                             : std::min(port_mtu_, peer_[q].active_mtu);
-    options_.mtu = mtu;
-    if (absl::Status s = ModifyToRts(q, peer_[q], mtu, mine[q].psn); !s.ok()) {
-      return s;
-    }
-  }
-  return PostInitialRecvs();
-}
 
 absl::Status PerfRunner::PostInitialRecvs() {
   if (options_.verb != Verb::kSend) return absl::OkStatus();
@@ -500,7 +155,7 @@ absl::Status PerfRunner::OnSendWc(const rocemu_wc& wc, uint64_t size) {
 }
 
 absl::Status PerfRunner::WaitSendCompletion(uint64_t size) {
-  const int64_t deadline = NowNs() + int64_t{timeout_ms()} * 1000000;
+  const int64_t deadline = MonotonicNs() + int64_t{timeout_ms()} * 1000000;
   for (uint32_t idle = 0;; ++idle) {
     const int k = rocemu_poll_cq(send_cq_.get(), 32, wcs_);
     if (k < 0) return absl::DataLossError("send CQ ring corrupted");
@@ -509,7 +164,7 @@ absl::Status PerfRunner::WaitSendCompletion(uint64_t size) {
     }
     if (k > 0) return absl::OkStatus();
     Idle();
-    if (idle % kIdleCheck == kIdleCheck - 1 && NowNs() > deadline) {
+    if (idle % kIdleCheck == kIdleCheck - 1 && MonotonicNs() > deadline) {
       return absl::DeadlineExceededError("no send completion");
     }
   }
@@ -540,7 +195,7 @@ absl::Status PerfRunner::ClientBw(uint64_t size) {
   paused_ns_ = 0;
   uint64_t posted = 0, synced = 0;
   const uint64_t seed = ops_seed();
-  const int64_t start = NowNs();
+  const int64_t start = MonotonicNs();
   int64_t last_progress = start;
   uint32_t idle = 0;
   while (completed_ < n) {
@@ -549,7 +204,7 @@ absl::Status PerfRunner::ClientBw(uint64_t size) {
         if (completed_ < posted) break;
         // Every slot of the peer's region holds a message of this round:
         // let it check them before they are overwritten.
-        const int64_t t = NowNs();
+        const int64_t t = MonotonicNs();
         if (absl::Status s =
                 SyncSend(SyncKind::kRound, posted, absl::OkStatus());
             !s.ok()) {
@@ -561,7 +216,7 @@ absl::Status PerfRunner::ClientBw(uint64_t size) {
           return r.status();
         }
         synced = posted;
-        paused_ns_ += NowNs() - t;
+        paused_ns_ += MonotonicNs() - t;
       }
       const uint32_t q = static_cast<uint32_t>(posted % o.num_qps);
       if (inflight_[q] >= o.tx_depth) break;
@@ -584,7 +239,7 @@ absl::Status PerfRunner::ClientBw(uint64_t size) {
     if (k == 0) {
       Idle();
       if (++idle % kIdleCheck == 0) {
-        const int64_t now = NowNs();
+        const int64_t now = MonotonicNs();
         if (now - last_progress > int64_t{timeout_ms()} * 1000000) {
           return absl::DeadlineExceededError(
               absl::StrFormat("no completion for %u s (%u of %u done)",
@@ -598,7 +253,7 @@ absl::Status PerfRunner::ClientBw(uint64_t size) {
       }
       continue;
     }
-    const int64_t now = NowNs();
+    const int64_t now = MonotonicNs();
     last_progress = now;
     for (int j = 0; j < k; ++j) {
       if (absl::Status s = OnSendWc(wcs_[j], size); !s.ok()) return s;
@@ -615,14 +270,14 @@ absl::Status PerfRunner::WaitArrival(uint64_t i, uint64_t size) {
   const bool verify = options_.verify;
   // What the peer sent carries the other side's seed.
   const uint64_t seed = options_.seed ^ (options_.is_server() ? 0 : kPongSalt);
-  const int64_t deadline = NowNs() + int64_t{timeout_ms()} * 1000000;
+  const int64_t deadline = MonotonicNs() + int64_t{timeout_ms()} * 1000000;
   if (options_.verb == Verb::kWrite) {
     uint8_t* rx = rx_base();
     const uint8_t want = Marker(i);
     for (uint32_t spin = 0;
          __atomic_load_n(&rx[size - 1], __ATOMIC_ACQUIRE) != want; ++spin) {
       Idle();
-      if (spin % kIdleCheck == kIdleCheck - 1 && NowNs() > deadline) {
+      if (spin % kIdleCheck == kIdleCheck - 1 && MonotonicNs() > deadline) {
         return absl::DeadlineExceededError(
             absl::StrFormat("message %u did not arrive", i));
       }
@@ -630,11 +285,11 @@ absl::Status PerfRunner::WaitArrival(uint64_t i, uint64_t size) {
     if (!verify) return absl::OkStatus();
     // The daemon copies a single-packet payload with memcpy, in no
     // particular byte order: the marker may land before the rest.
-    const int64_t settle = NowNs() + 1000000000;
+    const int64_t settle = MonotonicNs() + 1000000000;
     for (;;) {
       const int64_t bad = CheckMessage(seed, i, rx, size);
       if (bad < 0) return absl::OkStatus();
-      if (NowNs() > settle) {
+      if (MonotonicNs() > settle) {
         return absl::DataLossError(
             absl::StrFormat("message %u: first bad byte at offset %d", i, bad));
       }
@@ -646,7 +301,7 @@ absl::Status PerfRunner::WaitArrival(uint64_t i, uint64_t size) {
     if (k < 0) return absl::DataLossError("receive CQ ring corrupted");
     if (k == 0) {
       Idle();
-      if (spin % kIdleCheck == kIdleCheck - 1 && NowNs() > deadline) {
+      if (spin % kIdleCheck == kIdleCheck - 1 && MonotonicNs() > deadline) {
         return absl::DeadlineExceededError(
             absl::StrFormat("message %u did not arrive", i));
       }
@@ -700,7 +355,7 @@ absl::Status PerfRunner::PingPongLat(uint64_t size, bool client,
     } else if (o.verb == Verb::kWrite) {
       tx_slot(i)[size - 1] = Marker(i);
     }
-    const int64_t t0 = NowNs();
+    const int64_t t0 = MonotonicNs();
     if (int err = PostMessage(i, size); err != 0) {
       return absl::ErrnoToStatus(err, "post_send");
     }
@@ -709,7 +364,7 @@ absl::Status PerfRunner::PingPongLat(uint64_t size, bool client,
     if (client) {
       if (absl::Status s = WaitArrival(i, size); !s.ok()) return s;
       // Half the round trip, as perftest reports one-way latency.
-      times_[i] = (NowNs() - t0) / 2;
+      times_[i] = (MonotonicNs() - t0) / 2;
     }
     *done = i + 1;
   }
@@ -731,7 +386,7 @@ absl::Status PerfRunner::ClientLat(uint64_t size) {
   } else {
     std::fill(inflight_.begin(), inflight_.end(), 0);
     for (uint64_t i = 0; i < o.iters; ++i) {
-      const int64_t t0 = NowNs();
+      const int64_t t0 = MonotonicNs();
       if (int err = PostMessage(i, size); err != 0) {
         return absl::ErrnoToStatus(err, "post_send");
       }
@@ -740,12 +395,12 @@ absl::Status PerfRunner::ClientLat(uint64_t size) {
       for (uint32_t spin = 0;
            (k = rocemu_poll_cq(send_cq_.get(), 1, wcs_)) == 0; ++spin) {
         Idle();
-        if (spin % kIdleCheck == kIdleCheck - 1 && NowNs() > deadline) {
+        if (spin % kIdleCheck == kIdleCheck - 1 && MonotonicNs() > deadline) {
           return absl::DeadlineExceededError(
               absl::StrFormat("message %u did not complete", i));
         }
       }
-      times_[i] = NowNs() - t0;
+      times_[i] = MonotonicNs() - t0;
       if (k < 0) return absl::DataLossError("send CQ ring corrupted");
       if (wcs_[0].status != ROCEMU_WC_SUCCESS) {
         return CompletionError(wcs_[0], "send queue");
@@ -772,7 +427,7 @@ absl::Status PerfRunner::ServerSendBw(uint64_t size, uint64_t* received) {
   const PerfOptions& o = options_;
   std::fill(recv_count_.begin(), recv_count_.end(), 0);
   *received = 0;
-  int64_t last_progress = NowNs();
+  int64_t last_progress = MonotonicNs();
   uint32_t idle = 0;
   while (*received < o.iters) {
     const int k = rocemu_poll_cq(recv_cq_.get(), 32, wcs_);
@@ -780,7 +435,7 @@ absl::Status PerfRunner::ServerSendBw(uint64_t size, uint64_t* received) {
     if (k == 0) {
       Idle();
       if (++idle % kIdleCheck == 0) {
-        if (NowNs() - last_progress > int64_t{timeout_ms()} * 1000000) {
+        if (MonotonicNs() - last_progress > int64_t{timeout_ms()} * 1000000) {
           return absl::DeadlineExceededError(
               absl::StrFormat("no message for %u s (%u of %u received)",
                               o.timeout_s, *received, o.iters));
@@ -797,7 +452,7 @@ absl::Status PerfRunner::ServerSendBw(uint64_t size, uint64_t* received) {
       }
       continue;
     }
-    last_progress = NowNs();
+    last_progress = MonotonicNs();
     for (int j = 0; j < k; ++j) {
       const rocemu_wc& wc = wcs_[j];
       if (wc.status != ROCEMU_WC_SUCCESS) return CompletionError(wc, "receive");

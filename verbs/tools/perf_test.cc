@@ -23,6 +23,7 @@
 #include "nic/gid_table.h"
 #include "nic/rnic.h"
 #include "verbs/session_server.h"
+#include "verbs/tools/perf_clock.h"
 #include "verbs/tools/perf_options.h"
 #include "verbs/tools/perf_pattern.h"
 #include "verbs/tools/perf_stats.h"
@@ -153,11 +154,7 @@ TEST(PerfOptions, SizesRangesAndAtomics) {
 
 // --- end to end ------------------------------------------------------------
 
-uint64_t NowNs() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000000000ull + t.tv_nsec;
-}
+uint64_t NowNs() { return static_cast<uint64_t>(MonotonicNs()); }
 
 nic::RnicConfig Config(uint8_t id) {
   nic::RnicConfig c;
