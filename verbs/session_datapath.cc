@@ -112,6 +112,8 @@ bool SessionServer::DrainRq(Qp& qp, bool on_miss) {
     RefuseForeignKeys(qp.owner, &recv_wr_.sg_list);
     const absl::Status st = rnic_.PostRecv(qp.qpn, recv_wr_);
     if (st.code() == absl::StatusCode::kResourceExhausted) return true;
+    // A WQE the RNIC refuses fails the QP: not mid-receive (see on_miss).
+    if (!st.ok() && on_miss) return true;
     qp.rq.Release();
     ++counters_.rq_wqes;
     if (!st.ok()) {

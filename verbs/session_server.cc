@@ -331,9 +331,11 @@ void SessionServer::Reply(Client& c, uint16_t type, uint32_t seq,
     std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
   }
   // A client that does not read its replies is broken: it goes, rather
-  // than stall the polling thread.
+  // than stall the polling thread. (Any other failure is a peer already
+  // gone, not a violation.)
   if (sendmsg(c.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) !=
       static_cast<ssize_t>(len)) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) ++counters_.reply_overflows;
     c.dead = true;
   }
 }

@@ -102,6 +102,8 @@ struct SessionCounters {
   uint64_t cm_events = 0;             // CM events delivered to clients
   uint64_t cm_events_dropped = 0;     // no CM ring, or it was full
   uint64_t ring_corruptions = 0;      // client broke a ring: disconnected
+  uint64_t reply_overflows = 0;       // client left its replies unread:
+                                      // disconnected
   uint64_t qps_flushed = 0;           // moved to ERR because their client left
   uint64_t dmac_pending = 0;          // address vectors answered EAGAIN
   uint64_t doorbells = 0;             // queues a client rang
@@ -133,6 +135,7 @@ void ForEachSessionCounter(const SessionCounters& k, F f) {
   f("cm_events", k.cm_events);
   f("cm_events_dropped", k.cm_events_dropped);
   f("ring_corruptions", k.ring_corruptions);
+  f("reply_overflows", k.reply_overflows);
   f("qps_flushed", k.qps_flushed);
   f("dmac_pending", k.dmac_pending);
   f("doorbells", k.doorbells);
