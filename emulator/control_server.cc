@@ -26,17 +26,20 @@ absl::Status Errno(std::string_view what) {
       absl::StrCat(std::string(what), ": ", std::strerror(errno)));
 }
 
-// Position just after `"key"` and the colon, or npos.
+// Position just after `"key"` and the colon, or npos. The same quoted text
+// may come first as another field's value ({"port":"ip","ip":...}).
 size_t FindValue(std::string_view json, std::string_view key) {
   std::string quoted = absl::StrCat("\"", std::string(key), "\"");
-  size_t pos = json.find(quoted);
-  if (pos == std::string_view::npos) return pos;
-  pos += quoted.size();
-  while (pos < json.size() && (json[pos] == ' ' || json[pos] == '\t')) ++pos;
-  if (pos >= json.size() || json[pos] != ':') return std::string_view::npos;
-  ++pos;
-  while (pos < json.size() && (json[pos] == ' ' || json[pos] == '\t')) ++pos;
-  return pos;
+  for (size_t at = json.find(quoted); at != std::string_view::npos;
+       at = json.find(quoted, at + 1)) {
+    size_t pos = at + quoted.size();
+    while (pos < json.size() && (json[pos] == ' ' || json[pos] == '\t')) ++pos;
+    if (pos >= json.size() || json[pos] != ':') continue;
+    ++pos;
+    while (pos < json.size() && (json[pos] == ' ' || json[pos] == '\t')) ++pos;
+    return pos;
+  }
+  return std::string_view::npos;
 }
 
 void SendAll(int fd, std::string_view data) {
@@ -51,6 +54,10 @@ void SendAll(int fd, std::string_view data) {
 constexpr size_t kMaxPendingReply = 64u << 20;
 
 }  // namespace
+
+bool JsonHasField(std::string_view json, std::string_view key) {
+  return FindValue(json, key) != std::string_view::npos;
+}
 
 std::string JsonStringField(std::string_view json, std::string_view key) {
   size_t pos = FindValue(json, key);
@@ -86,7 +93,9 @@ bool JsonUintField(std::string_view json, std::string_view key,
   uint64_t v = 0;
   auto [ptr, ec] = std::from_chars(begin, end, v, 10);
   if (ec != std::errc() || ptr == begin) return false;
-  if (ptr != end && *ptr != ',' && *ptr != '}' && *ptr != ' ') return false;
+  if (ptr != end && *ptr != ',' && *ptr != '}' && *ptr != ' ' && *ptr != '\t') {
+    return false;
+  }
   *value = v;
   return true;
 }

@@ -24,6 +24,9 @@ bool JsonBoolField(std::string_view json, std::string_view key, bool* value);
 // that fits 64 bits.
 bool JsonUintField(std::string_view json, std::string_view key,
                    uint64_t* value);
+// Whether the object has a top-level field `key` (a quoted key followed by
+// a colon; the same text as another field's value does not count).
+bool JsonHasField(std::string_view json, std::string_view key);
 // Escapes a string for a JSON string literal.
 std::string JsonEscape(std::string_view s);
 

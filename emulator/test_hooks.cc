@@ -37,8 +37,7 @@ uint64_t SplitMix64(uint64_t x) {
 absl::StatusOr<uint64_t> Num(std::string_view req, std::string_view key,
                              uint64_t dflt, uint64_t max = ~uint64_t{0}) {
   uint64_t v = dflt;
-  if (req.find(absl::StrCat("\"", A(key), "\"")) != std::string_view::npos &&
-      !JsonUintField(req, key, &v)) {
+  if (JsonHasField(req, key) && !JsonUintField(req, key, &v)) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"", A(key), "\" must be an unsigned integer"));
   }
@@ -62,7 +61,7 @@ absl::StatusOr<uint64_t> Required(std::string_view req, std::string_view key,
   return v;
 }
 bool Has(std::string_view req, std::string_view key) {
-  return req.find(absl::StrCat("\"", A(key), "\"")) != std::string_view::npos;
+  return JsonHasField(req, key);
 }
 
 #define HOOK_ASSIGN(lhs, expr)                  \

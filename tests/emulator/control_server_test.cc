@@ -149,6 +149,24 @@ TEST(JsonUintFieldTest, ReadsNumbersAndRejectsOthers) {
   EXPECT_FALSE(JsonUintField(R"({"len":12.5})", "len", &v));
   EXPECT_FALSE(JsonUintField(R"({"laddr":5})", "addr", &v));
   EXPECT_FALSE(JsonUintField(R"({"len":18446744073709551616})", "len", &v));
+  // Whitespace after a number is whitespace, tabs included (found by
+  // control_fuzzer).
+  EXPECT_TRUE(JsonUintField("{\"len\": 5\t}", "len", &v));
+  EXPECT_EQ(v, 5u);
+}
+
+// A key's text may appear first as another field's value; the field is
+// the quoted key followed by a colon (found by control_fuzzer).
+TEST(JsonFieldsTest, AKeyShadowedByAnEarlierValueIsStillFound) {
+  const char* req = R"({"port":"ip","ip":"10.0.0.1","seed":"x","qpn":7})";
+  EXPECT_EQ(JsonStringField(req, "ip"), "10.0.0.1");
+  uint64_t v = 0;
+  EXPECT_TRUE(JsonUintField(req, "qpn", &v));
+  EXPECT_EQ(v, 7u);
+  EXPECT_TRUE(JsonHasField(req, "ip"));
+  EXPECT_TRUE(JsonHasField(req, "seed"));
+  EXPECT_FALSE(JsonHasField(R"({"cmd":"seed"})", "seed"));
+  EXPECT_FALSE(JsonHasField(R"({"cmd":"x"})", "len"));
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 # Runs a libFuzzer target for a bounded time on a copy of its seed corpus (so
 # the repository is not modified); crash artifacts go to the temporary
 # directory and are printed. Exit status is libFuzzer's: non-zero on a crash,
-# a sanitizer report, a timeout or an invariant abort.
+# a sanitizer report, a timeout or an invariant abort. With ROCEMU_FUZZ_OUT
+# set to a directory (scripts/fuzz.sh), the artifacts and the grown corpus
+# are also kept there (artifacts/, corpus/).
 # usage: run_fuzzer.sh FUZZER CORPUS_DIR [SECONDS]
 set -uo pipefail
 fuzzer=$1 corpus=$2 secs=${3:-60}
@@ -21,6 +23,10 @@ echo "run_fuzzer: $(basename "$fuzzer") seed $seed (ROCEMU_FUZZ_SEED=$seed repro
   -max_len=9100 -print_final_stats=1 -artifact_prefix="$tmp/artifacts/" \
   "$tmp/corpus"
 rc=$?
+if [[ -n ${ROCEMU_FUZZ_OUT:-} ]]; then
+  mkdir -p "$ROCEMU_FUZZ_OUT"
+  cp -r "$tmp/corpus" "$tmp/artifacts" "$ROCEMU_FUZZ_OUT/"
+fi
 for f in "$tmp"/artifacts/*; do
   [[ -e $f ]] || continue
   echo "run_fuzzer: artifact $(basename "$f"):"

@@ -1,0 +1,707 @@
+// The daemon's control socket on whatever a local client sends: the JSON
+// field readers (JsonStringField / JsonBoolField / JsonUintField) and
+// JsonEscape on arbitrary bytes for every key the daemon and its test
+// hooks look up, and a ControlServer on a temporary Unix socket fed by one
+// or two non-blocking clients that write the input in input-chosen chunks
+// (partial lines, lines over the request limit, NUL bytes, half or full
+// close), with the test hooks behind the handler when the input asks.
+// Each input starts from a fresh server, so it is replayable alone.
+//
+// Invariants (abort on violation):
+//  - the readers find the value after the first `"key"` that is followed
+//    by a colon (blanks allowed), and only there: a string is the raw text
+//    up to the next quote (never containing one), a number is exactly the
+//    decimal digits there (fitting 64 bits, followed by a separator), a
+//    boolean is a literal true/false; on a miss nothing is written;
+//  - on a valid flat JSON object built from the input, each key reads back
+//    the value it was given (strings without escapes exactly, numbers past
+//    64 bits not at all), wherever the same text appears as a value;
+//  - JsonEscape's output has no raw control byte or unescaped quote and
+//    decodes back to its input;
+//  - every complete non-empty line a client sent gets exactly one reply
+//    line, in order, echoing it; the server closes a connection only after
+//    a half-close (answering a last unterminated line) or after refusing a
+//    line longer than the request limit; bounded Poll() rounds settle it
+//    all, and a new client is still served afterwards (when asked);
+//  - Listen refuses a path that is a regular file or a live socket and
+//    replaces a stale one.
+//
+// Input: [mode u8][early close after chunk u8][n u8][n chunk sizes u8]
+// then the bytes the clients send. Mode bits: 0-1 what is at the socket
+// path first (Prelude), 2 two clients, 3 half-close at the end, 4 close the
+// first client early, 5 test hooks, 6 probe with a new client. The same
+// bytes are read a second way as fields of a JSON object
+// (CheckBuiltObject).
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "config/config.h"
+#include "emulator/control_server.h"
+#include "emulator/logging.h"
+#include "emulator/rnic_port.h"
+#include "emulator/test_hooks.h"
+
+namespace {
+
+using namespace rocemu::emulator;  // NOLINT
+
+#define FUZZ_CHECK(cond)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
+                   __LINE__, #cond);                                  \
+      std::abort();                                                   \
+    }                                                                 \
+  } while (0)
+
+// Every key emulator/daemon.cc and emulator/test_hooks.cc look up.
+// clang-format off
+constexpr std::string_view kKeys[] = {
+    "access", "ah", "cmd", "compare_add", "count", "cq", "cqe", "dest_qpn",
+    "enable", "imm", "ip", "key", "laddr", "len", "lkey", "max",
+    "max_dest_rd_atomic", "max_rd_atomic", "max_recv_wr", "max_send_wr",
+    "min_rnr_timer", "mtu", "offset", "opcode", "pkey_index", "port",
+    "port_num", "qkey", "qpn", "raddr", "recv_cq", "remote_ip", "remote_qkey",
+    "remote_qpn", "retry_cnt", "rkey", "rnr_retry", "rq_psn", "seed",
+    "send_cq", "sgid_index", "signaled", "sl", "sq_psn", "state", "summary",
+    "swap", "timeout", "traffic_class", "type", "wr_id"};
+// clang-format on
+// control_server.cc's limit on a request still without its newline.
+constexpr size_t kMaxRequest = 4096;
+constexpr std::string_view kTooLong = "{\"error\":\"request too long\"}";
+constexpr int kMaxRounds = 200;  // Poll() rounds an input may take to settle
+
+// Debian's Abseil has its own string_view; StrCat does not take std's.
+absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
+
+bool Blank(char c) { return c == ' ' || c == '\t'; }
+
+// Where the value of `key` starts: after the first `"key"` followed by
+// blanks and a colon, and the blanks after that.
+std::optional<size_t> ValuePos(std::string_view s, std::string_view key) {
+  const std::string quoted = "\"" + std::string(key) + "\"";
+  for (size_t at = s.find(quoted); at != std::string_view::npos;
+       at = s.find(quoted, at + 1)) {
+    size_t p = at + quoted.size();
+    while (p < s.size() && Blank(s[p])) ++p;
+    if (p >= s.size() || s[p] != ':') continue;
+    ++p;
+    while (p < s.size() && Blank(s[p])) ++p;
+    return p;
+  }
+  return std::nullopt;
+}
+
+// The number a reader must return at `p`: decimal digits that fit 64 bits,
+// then the end, a blank, ',' or '}'.
+std::optional<uint64_t> NumberAt(std::string_view s, size_t p) {
+  uint64_t v = 0;
+  size_t i = p;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    const uint64_t d = static_cast<uint64_t>(s[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return std::nullopt;
+    v = v * 10 + d;
+  }
+  if (i == p) return std::nullopt;
+  if (i < s.size() && !Blank(s[i]) && s[i] != ',' && s[i] != '}') {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// The readers on `s` for `key`, against the rules above.
+void CheckReaders(std::string_view s, std::string_view key) {
+  const std::optional<size_t> pos = ValuePos(s, key);
+  const std::string str = JsonStringField(s, key);
+  FUZZ_CHECK(str.find('"') == std::string::npos);
+  std::string want;
+  if (pos.has_value() && *pos < s.size() && s[*pos] == '"') {
+    const size_t close = s.find('"', *pos + 1);
+    if (close != std::string_view::npos) {
+      want = std::string(s.substr(*pos + 1, close - *pos - 1));
+    }
+  }
+  FUZZ_CHECK(str == want);
+
+  constexpr uint64_t kUntouched = 0xDEADBEEFCAFEF00Dull;
+  uint64_t num = kUntouched;
+  const bool num_ok = JsonUintField(s, key, &num);
+  const std::optional<uint64_t> want_num =
+      pos.has_value() ? NumberAt(s, *pos) : std::nullopt;
+  FUZZ_CHECK(num_ok == want_num.has_value());
+  FUZZ_CHECK(num == (num_ok ? *want_num : kUntouched));
+
+  std::optional<bool> want_bool;
+  if (pos.has_value()) {
+    const std::string_view rest = s.substr(*pos);
+    if (rest.substr(0, 4) == "true") want_bool = true;
+    if (rest.substr(0, 5) == "false") want_bool = false;
+  }
+  // Starting from the value a hit would not write shows a stray write.
+  const bool initial = !want_bool.value_or(false);
+  bool b = initial;
+  const bool ok = JsonBoolField(s, key, &b);
+  FUZZ_CHECK(ok == want_bool.has_value());
+  FUZZ_CHECK(b == (ok ? *want_bool : initial));
+}
+
+// The keys worth checking on `req`: those it quotes (a reader can only
+// find those), the daemon's own and one more.
+std::vector<std::string_view> KeysIn(std::string_view req) {
+  std::vector<std::string_view> keys = {"cmd", "port", "ip", "enable",
+                                        kKeys[req.size() % std::size(kKeys)]};
+  for (size_t q = req.find('"'); q != std::string_view::npos;) {
+    const size_t end = req.find('"', q + 1);
+    if (end == std::string_view::npos) break;
+    const std::string_view token = req.substr(q + 1, end - q - 1);
+    for (std::string_view k : kKeys) {
+      if (k == token) keys.push_back(k);
+    }
+    q = end;  // a closing quote can open the next token for a reader
+  }
+  return keys;
+}
+
+// Decodes the body of a JSON string literal; nullopt if it is not one
+// (raw quote or control byte, bad escape). \u escapes above 0xFF are
+// refused: JsonEscape never writes them.
+std::optional<std::string> Unescape(std::string_view e) {
+  std::string out;
+  for (size_t i = 0; i < e.size(); ++i) {
+    const char c = e[i];
+    if (c == '"' || static_cast<unsigned char>(c) < 0x20) return std::nullopt;
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (++i >= e.size()) return std::nullopt;
+    switch (e[i]) {
+      case '"':
+      case '\\':
+      case '/':
+        out += e[i];
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'u': {
+        if (i + 4 >= e.size()) return std::nullopt;
+        unsigned v = 0;
+        for (int k = 1; k <= 4; ++k) {
+          const char h = e[i + k];
+          v <<= 4;
+          if (h >= '0' && h <= '9') {
+            v |= static_cast<unsigned>(h - '0');
+          } else if (h >= 'a' && h <= 'f') {
+            v |= static_cast<unsigned>(h - 'a' + 10);
+          } else if (h >= 'A' && h <= 'F') {
+            v |= static_cast<unsigned>(h - 'A' + 10);
+          } else {
+            return std::nullopt;
+          }
+        }
+        if (v > 0xFF) return std::nullopt;
+        out += static_cast<char>(v);
+        i += 4;
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+  return out;
+}
+
+bool Plain(std::string_view s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void CheckEscape(std::string_view s) {
+  const std::string e = JsonEscape(s);
+  const std::optional<std::string> back = Unescape(e);
+  FUZZ_CHECK(back.has_value() && *back == s);
+  if (Plain(s)) {
+    FUZZ_CHECK(e == s);
+    FUZZ_CHECK(JsonStringField("{\"k\":\"" + e + "\"}", "k") == s);
+  }
+}
+
+class Input {
+ public:
+  explicit Input(std::string_view d) : d_(d) {}
+  bool empty() const { return i_ >= d_.size(); }
+  uint8_t U8() { return i_ < d_.size() ? static_cast<uint8_t>(d_[i_++]) : 0; }
+  std::string_view Bytes(size_t n) {
+    n = std::min(n, d_.size() - std::min(i_, d_.size()));
+    std::string_view v = d_.substr(std::min(i_, d_.size()), n);
+    i_ += n;
+    return v;
+  }
+  std::string_view Rest() { return Bytes(d_.size()); }
+
+ private:
+  std::string_view d_;
+  size_t i_ = 0;
+};
+
+// A valid flat JSON object from the input read as fields
+// [key u8][kind u8][len u8][bytes]: string, number (some past 64 bits),
+// boolean or null values, blanks around the colon as the kind says; each
+// key must read back.
+void CheckBuiltObject(std::string_view data) {
+  Input in(data);
+  enum class Kind { kAbsent, kString, kNumber, kTooBig, kBool, kNull };
+  struct Field {
+    Kind kind = Kind::kAbsent;
+    std::string text;  // string: raw value
+    uint64_t num = 0;
+    bool flag = false;
+  };
+  constexpr size_t kNumKeys = std::size(kKeys);
+  Field fields[kNumKeys];
+  static constexpr std::string_view kBlanks[] = {"", " ", "\t", " \t "};
+  std::string json = "{";
+  for (int n = 0; n < 24 && !in.empty(); ++n) {
+    const size_t k = in.U8() % kNumKeys;
+    const uint8_t kind = in.U8();
+    const std::string_view bytes = in.Bytes(in.U8() % 48);
+    if (fields[k].kind != Kind::kAbsent) continue;
+    Field& f = fields[k];
+    std::string value;
+    switch (kind % 4) {
+      case 0:
+        f.kind = Kind::kString;
+        f.text = std::string(bytes);
+        value = "\"" + JsonEscape(bytes) + "\"";
+        break;
+      case 1:
+        f.kind = Kind::kNumber;
+        for (char c : bytes.substr(0, 8)) {
+          f.num = (f.num << 8) | static_cast<uint8_t>(c);
+        }
+        value = absl::StrCat(f.num);
+        if (kind & 0x80) {
+          // One more digit, past 64 bits when the value is large.
+          value += '7';
+          if (__builtin_mul_overflow(f.num, 10, &f.num) ||
+              __builtin_add_overflow(f.num, 7, &f.num)) {
+            f.kind = Kind::kTooBig;
+          }
+        }
+        break;
+      case 2:
+        f.kind = Kind::kBool;
+        f.flag = (kind & 4) != 0;
+        value = f.flag ? "true" : "false";
+        break;
+      default:
+        f.kind = Kind::kNull;
+        value = "null";
+    }
+    absl::StrAppend(&json, json.size() > 1 ? "," : "",
+                    A(kBlanks[(kind >> 3) & 3]), "\"", A(kKeys[k]), "\"",
+                    A(kBlanks[(kind >> 5) & 3]), ":",
+                    A(kBlanks[(kind >> 2) & 1]), value, A(kBlanks[kind >> 6]));
+  }
+  json += "}";
+  for (size_t k = 0; k < kNumKeys; ++k) {
+    const Field& f = fields[k];
+    const std::string_view key = kKeys[k];
+    const std::string str = JsonStringField(json, key);
+    uint64_t num = 0;
+    const bool num_ok = JsonUintField(json, key, &num);
+    bool flag = false;
+    const bool flag_ok = JsonBoolField(json, key, &flag);
+    if (f.kind == Kind::kString) {
+      // No unescaping: a value with escapes reads up to its first quote.
+      const std::string e = JsonEscape(f.text);
+      FUZZ_CHECK(str == (Plain(f.text) ? f.text : e.substr(0, e.find('"'))));
+    } else {
+      FUZZ_CHECK(str.empty());
+    }
+    FUZZ_CHECK(num_ok == (f.kind == Kind::kNumber));
+    if (num_ok) FUZZ_CHECK(num == f.num);
+    FUZZ_CHECK(flag_ok == (f.kind == Kind::kBool));
+    if (flag_ok) FUZZ_CHECK(flag == f.flag);
+  }
+}
+
+// The test hooks over one RNIC whose neighbours resolve when the address
+// ends in an even byte (the others answer "retry"); made on the first hook
+// request of an input that enables them.
+struct Hooks {
+  bool enabled = false;
+  std::unique_ptr<RnicPort> port;
+  std::unique_ptr<TestHooks> hooks;
+  uint64_t mr_bytes = 0;
+  int calls = 0;
+};
+
+const rocemu::config::Config& HooksConfig() {
+  static const rocemu::config::Config* config = [] {
+    absl::StatusOr<rocemu::config::Config> c = rocemu::config::LoadConfigString(
+        "ports:\n  - name: p0\n    devargs: net_null0\n"
+        "    addresses: [10.77.9.1/24, fd77:9::1/64]\n",
+        "hooks.yaml");
+    FUZZ_CHECK(c.ok());
+    return new rocemu::config::Config(*std::move(c));
+  }();
+  return *config;
+}
+
+void MakeHooks(Hooks* h) {
+  absl::StatusOr<std::unique_ptr<RnicPort>> port =
+      RnicPort::Create(HooksConfig(), 0, {2, 0, 0, 0x77, 9, 1},
+                       [](const IpAddr& ip) -> std::optional<MacAddr> {
+                         if (ip[15] % 2 != 0) return std::nullopt;
+                         return MacAddr{2, 0, 0, 0x77, 9, ip[15]};
+                       });
+  FUZZ_CHECK(port.ok());
+  h->port = *std::move(port);
+  h->hooks = std::make_unique<TestHooks>(std::vector<RnicPort*>{h->port.get()},
+                                         std::vector<std::string>{"p0"});
+}
+
+// Whether a hooks request stays within what one fuzz input may cost
+// (the hooks' own limits allow gigabytes and 2^22-entry CQs).
+bool Affordable(Hooks& h, std::string_view cmd, std::string_view req) {
+  if (++h.calls > 64) return false;
+  uint64_t v = 0;
+  if (cmd == "reg_mr" && JsonUintField(req, "len", &v)) {
+    if (v > (1u << 20) || h.mr_bytes + v > (4u << 20)) return false;
+    h.mr_bytes += v;
+  }
+  for (std::string_view key : {"cqe", "max_send_wr", "max_recv_wr", "count"}) {
+    if (JsonUintField(req, key, &v) && v > 1024) return false;
+  }
+  return true;
+}
+
+// The control handler: checks the readers on the request as the daemon
+// would read it, runs a test hook if asked, and echoes the request.
+std::string Handle(Hooks& hooks, std::string_view req) {
+  for (std::string_view key : KeysIn(req)) CheckReaders(req, key);
+  const std::string cmd = JsonStringField(req, "cmd");
+  std::string hook;
+  if (hooks.enabled && TestHooks::Handles(cmd) && Affordable(hooks, cmd, req)) {
+    if (hooks.hooks == nullptr) MakeHooks(&hooks);
+    hook = hooks.hooks->Handle(cmd, req);
+    FUZZ_CHECK(hook.find('\n') == std::string::npos);
+  }
+  return absl::StrCat("{\"echo\":\"", JsonEscape(req), "\",\"cmd\":\"",
+                      JsonEscape(cmd), "\",\"hook\":\"", JsonEscape(hook),
+                      "\"}");
+}
+
+// The request a reply line echoes.
+std::optional<std::string> Echoed(std::string_view reply) {
+  constexpr std::string_view kHead = "{\"echo\":\"";
+  if (reply.substr(0, kHead.size()) != kHead) return std::nullopt;
+  size_t i = kHead.size();
+  while (i < reply.size() && reply[i] != '"') i += reply[i] == '\\' ? 2 : 1;
+  if (i >= reply.size()) return std::nullopt;
+  return Unescape(reply.substr(kHead.size(), i - kHead.size()));
+}
+
+std::vector<std::string_view> Split(std::string_view s,
+                                    std::string_view* tail) {
+  std::vector<std::string_view> lines;
+  size_t nl;
+  while ((nl = s.find('\n')) != std::string_view::npos) {
+    lines.push_back(s.substr(0, nl));
+    s.remove_prefix(nl + 1);
+  }
+  *tail = s;
+  return lines;
+}
+
+struct Client {
+  int fd = -1;
+  std::string sent;  // what the socket took
+  std::string got;
+  bool eof = false;
+  bool half_closed = false;
+  bool gone = false;  // closed by us early, or refused by the server
+};
+
+int Connect(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  FUZZ_CHECK(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  FUZZ_CHECK(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) ==
+             0);
+  return fd;
+}
+
+// Reads what is there; true if anything changed.
+bool Drain(Client& c) {
+  if (c.fd < 0 || c.eof) return false;
+  bool changed = false;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      c.got.append(buf, static_cast<size_t>(n));
+      changed = true;
+      continue;
+    }
+    if (n == 0 || errno == ECONNRESET) {
+      c.eof = true;
+      changed = true;
+    }
+    return changed;
+  }
+}
+
+// Runs Poll() and reads the clients until nothing moves for a few rounds.
+void Settle(ControlServer& server, std::vector<Client>& clients) {
+  int quiet = 0;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    server.Poll();
+    bool changed = false;
+    for (Client& c : clients) changed |= Drain(c);
+    quiet = changed ? 0 : quiet + 1;
+    // The server is synchronous: a round where nothing moved means the
+    // next one would not move either (a second one is cheap insurance).
+    if (quiet == 2) return;
+  }
+  FUZZ_CHECK(false && "the server did not settle");
+}
+
+// The replies `c` got for what it sent.
+void CheckConversation(const Client& c) {
+  FUZZ_CHECK(c.got.empty() || c.got.back() == '\n');
+  std::string_view tail;
+  const std::vector<std::string_view> sent = Split(c.sent, &tail);
+  struct Request {
+    std::string_view text;
+    size_t line;
+  };
+  std::vector<Request> want;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    std::string_view l = sent[i];
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (!l.empty()) want.push_back({l, i});
+  }
+  std::string_view unused;
+  const std::vector<std::string_view> replies = Split(c.got, &unused);
+  size_t answered = 0;
+  bool tail_answered = false;
+  bool refused = false;
+  for (size_t r = 0; r < replies.size(); ++r) {
+    if (replies[r] == kTooLong) {
+      FUZZ_CHECK(r + 1 == replies.size());
+      refused = true;
+      break;
+    }
+    const std::optional<std::string> echo = Echoed(replies[r]);
+    FUZZ_CHECK(echo.has_value());
+    if (answered < want.size()) {
+      FUZZ_CHECK(*echo == want[answered].text);
+      ++answered;
+      continue;
+    }
+    // Only a last line without its newline, after the client's shutdown.
+    FUZZ_CHECK(c.half_closed && !tail_answered && *echo == tail);
+    tail_answered = true;
+  }
+  if (refused) {
+    // Only a line over the limit is refused, and the connection then ends.
+    FUZZ_CHECK(c.eof);
+    bool long_line = tail.size() > kMaxRequest;
+    const size_t from =
+        answered < want.size() ? want[answered].line : sent.size();
+    for (size_t i = from; i < sent.size(); ++i) {
+      long_line |= sent[i].size() > kMaxRequest;
+    }
+    FUZZ_CHECK(long_line);
+    return;
+  }
+  FUZZ_CHECK(answered == want.size());
+  FUZZ_CHECK(c.eof == c.half_closed);
+  if (c.half_closed) FUZZ_CHECK(tail_answered == !tail.empty());
+}
+
+// The socket's path, private to this process; every input leaves nothing
+// there (only a crash does). tmpfs when there is one: binding a socket on
+// ext4 costs more than the rest of an input.
+const std::string& SocketPath() {
+  static const std::string path = [] {
+    struct stat st;
+    const bool shm = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
+                     access("/dev/shm", W_OK) == 0;
+    return absl::StrCat(shm ? "/dev/shm" : "/tmp", "/rocemu-control-fuzz.",
+                        getpid(), ".sock");
+  }();
+  return path;
+}
+
+// The Listen preludes: what is at the path before the server binds it.
+enum Prelude { kFresh, kStaleSocket, kRegularFile, kLiveServer };
+
+void Converse(ControlServer& server, const std::string& path, uint8_t mode,
+              uint8_t early, std::string_view sizes, std::string_view stream) {
+  std::vector<Client> clients((mode & 4) ? 2 : 1);
+  for (Client& c : clients) c.fd = Connect(path);
+  size_t chunk = 0;
+  while (!stream.empty()) {
+    const uint8_t s = sizes.empty() ? 0 : sizes[chunk % sizes.size()];
+    size_t n = sizes.empty() ? stream.size()
+               : s < 0xF0    ? s + 1u
+                             : (s - 0xEFu) * 512u;
+    n = std::min(n, stream.size());
+    Client& c = clients[chunk % clients.size()];
+    if (!c.gone) {
+      const ssize_t w = send(c.fd, stream.data(), n, MSG_NOSIGNAL);
+      if (w > 0) {
+        c.sent.append(stream.data(), static_cast<size_t>(w));
+      } else {
+        // Only a refused client's socket stops taking bytes here.
+        FUZZ_CHECK(errno == EPIPE || errno == ECONNRESET);
+        c.gone = true;
+      }
+    }
+    stream.remove_prefix(n);
+    server.Poll();
+    for (Client& d : clients) Drain(d);
+    if ((mode & 16) && chunk == early && !clients[0].gone) {
+      close(clients[0].fd);  // mid-conversation, replies unread
+      clients[0].fd = -1;
+      clients[0].gone = true;
+    }
+    ++chunk;
+  }
+  if (mode & 8) {
+    for (Client& c : clients) {
+      if (c.fd >= 0 && shutdown(c.fd, SHUT_WR) == 0) c.half_closed = true;
+    }
+  }
+  Settle(server, clients);
+  for (Client& c : clients) {
+    if (c.fd < 0) continue;
+    // A client whose send failed was refused: its replies still count.
+    CheckConversation(c);
+    close(c.fd);
+  }
+  if ((mode & 64) == 0) return;
+  // Whatever happened before, a new client is served.
+  Client probe;
+  probe.fd = Connect(path);
+  constexpr std::string_view kPing = "{\"cmd\":\"ping\"}";
+  FUZZ_CHECK(send(probe.fd, kPing.data(), kPing.size(), MSG_NOSIGNAL) ==
+             static_cast<ssize_t>(kPing.size()));
+  FUZZ_CHECK(send(probe.fd, "\n", 1, MSG_NOSIGNAL) == 1);
+  probe.sent = std::string(kPing) + "\n";
+  std::vector<Client> one;
+  one.push_back(std::move(probe));
+  Settle(server, one);
+  CheckConversation(one[0]);
+  close(one[0].fd);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  Logger::Get().set_level(rocemu::config::LogLevel::kError);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view all(reinterpret_cast<const char*>(data), size);
+  CheckEscape(all);
+  CheckBuiltObject(all);
+
+  Input in(all);
+  const uint8_t mode = in.U8();
+  const uint8_t early = in.U8();
+  const std::string_view sizes = in.Bytes(in.U8() % 16);
+  std::string_view stream = in.Rest();
+  Hooks hooks;
+  hooks.enabled = (mode & 32) != 0;
+  auto handler = [&hooks](std::string_view req) { return Handle(hooks, req); };
+
+  const std::string& path = SocketPath();
+  unlink(path.c_str());  // what a crashed run of this pid may have left
+  const Prelude prelude = static_cast<Prelude>(mode & 3);
+  ControlServer live;
+  if (prelude == kStaleSocket) {
+    // A socket file nobody listens on, as a killed daemon leaves it.
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    FUZZ_CHECK(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    close(fd);
+  } else if (prelude == kRegularFile) {
+    int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    FUZZ_CHECK(fd >= 0);
+    close(fd);
+  } else if (prelude == kLiveServer) {
+    FUZZ_CHECK(live.Listen(path, 0600, handler).ok());
+  }
+
+  ControlServer server;
+  const absl::Status s = server.Listen(path, 0600, handler);
+  struct stat st;
+  switch (prelude) {
+    case kFresh:
+    case kStaleSocket:
+      FUZZ_CHECK(s.ok());
+      Converse(server, path, mode, early, sizes, stream);
+      server.Close();
+      FUZZ_CHECK(lstat(path.c_str(), &st) != 0);  // the socket is removed
+      break;
+    case kRegularFile:
+      FUZZ_CHECK(absl::IsAlreadyExists(s));
+      FUZZ_CHECK(lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode));
+      unlink(path.c_str());
+      // No server: the handler alone on each line.
+      for (size_t nl; !stream.empty();) {
+        nl = std::min(stream.find('\n'), stream.size());
+        Handle(hooks, stream.substr(0, nl));
+        stream.remove_prefix(std::min(nl + 1, stream.size()));
+      }
+      break;
+    case kLiveServer:
+      // The daemon already listening keeps its socket and its clients.
+      FUZZ_CHECK(absl::IsAlreadyExists(s));
+      Converse(live, path, mode, early, sizes, stream);
+      live.Close();
+      break;
+  }
+  return 0;
+}
