@@ -55,19 +55,11 @@
 #include "emulator/logging.h"
 #include "emulator/rnic_port.h"
 #include "emulator/test_hooks.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
 using namespace rocemu::emulator;  // NOLINT
-
-#define FUZZ_CHECK(cond)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                   __LINE__, #cond);                                  \
-      std::abort();                                                   \
-    }                                                                 \
-  } while (0)
 
 // Every key emulator/daemon.cc and emulator/test_hooks.cc look up.
 // clang-format off

@@ -41,6 +41,7 @@
 #include "emulator/neighbour_cache.h"
 #include "emulator/net_stack.h"
 #include "emulator/net_types.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
@@ -67,15 +68,6 @@ class Input {
   size_t n_;
   size_t i_ = 0;
 };
-
-#define FUZZ_CHECK(cond)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                   __LINE__, #cond);                                  \
-      std::abort();                                                   \
-    }                                                                 \
-  } while (0)
 
 constexpr MacAddr kOurMac = {0x02, 0, 0, 0x77, 0, 0x02};
 constexpr MacAddr kPeerMac = {0x02, 0, 0, 0x77, 0, 0x01};
