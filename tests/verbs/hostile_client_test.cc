@@ -242,39 +242,11 @@ class HostileClientTest : public ::testing::Test {
     LoopFrames(*rnic_, now_);
     now_ += 100'000;
   }
-  // Pumps until the child said n bytes, or a generous bound (a hang must
-  // end the test, not pass it).
   bool PumpRead(int fd, void* p, size_t n) {
-    char* c = static_cast<char*>(p);
-    const time_t give_up = time(nullptr) + 30;
-    while (n > 0 && time(nullptr) < give_up) {
-      Pump();
-      const ssize_t r = read(fd, c, n);
-      if (r > 0) {
-        c += r;
-        n -= static_cast<size_t>(r);
-      } else if (r == 0) {
-        return false;
-      } else {
-        usleep(20);
-      }
-    }
-    return n == 0;
+    return PumpReadWith([this] { Pump(); }, fd, p, n);
   }
   int PumpUntilExit(pid_t pid) {
-    const time_t give_up = time(nullptr) + 30;
-    int status = 0;
-    while (time(nullptr) < give_up) {
-      Pump();
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        Pump();
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      usleep(20);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return -1;
+    return PumpUntilExitWith([this] { Pump(); }, pid);
   }
   // The next completion of a raw client's CQ, pumping meanwhile.
   bool RawCompletion(RawCq& cq, CqeSlot* out) {

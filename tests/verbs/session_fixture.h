@@ -225,6 +225,48 @@ inline rocemu_wc PollCompletion(const ClientObjs& o) {
   }
 }
 
+// Runs `pump` (one pass of a daemon) until `fd` (non-blocking) yields n
+// bytes, the child at its other end exits, or a generous wall-clock bound
+// (a hung test must end, not pass).
+template <typename Pump>
+bool PumpReadWith(Pump&& pump, int fd, void* p, size_t n) {
+  char* c = static_cast<char*>(p);
+  const time_t give_up = time(nullptr) + 30;
+  while (n > 0 && time(nullptr) < give_up) {
+    pump();
+    const ssize_t r = read(fd, c, n);
+    if (r > 0) {
+      c += r;
+      n -= static_cast<size_t>(r);
+    } else if (r == 0) {
+      return false;  // child gone
+    } else {
+      usleep(50);
+    }
+  }
+  return n == 0;
+}
+
+// Runs `pump` until child `pid` exits; returns its exit code (-1: killed
+// or hung).
+template <typename Pump>
+int PumpUntilExitWith(Pump&& pump, pid_t pid) {
+  const time_t give_up = time(nullptr) + 30;
+  int status = 0;
+  while (time(nullptr) < give_up) {
+    pump();
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      pump();  // notices the EOF
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    usleep(50);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
 class VerbsSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -260,43 +302,11 @@ class VerbsSessionTest : public ::testing::Test {
     if (net_.clock().Now() < until) net_.clock().Set(until);
   }
 
-  // Pumps until `fd` (non-blocking) yields n bytes, the child exits, or
-  // a generous wall-clock bound (a hung test must end, not pass).
   bool PumpRead(int fd, void* p, size_t n) {
-    char* c = static_cast<char*>(p);
-    const time_t give_up = time(nullptr) + 30;
-    while (n > 0 && time(nullptr) < give_up) {
-      Pump();
-      const ssize_t r = read(fd, c, n);
-      if (r > 0) {
-        c += r;
-        n -= static_cast<size_t>(r);
-      } else if (r == 0) {
-        return false;  // child gone
-      } else {
-        usleep(50);
-      }
-    }
-    return n == 0;
+    return PumpReadWith([this] { Pump(); }, fd, p, n);
   }
-
-  // Pumps until the child exits; returns its exit code (-1: killed or
-  // hung).
   int PumpUntilExit(pid_t pid) {
-    const time_t give_up = time(nullptr) + 30;
-    int status = 0;
-    while (time(nullptr) < give_up) {
-      Pump();
-      const pid_t r = waitpid(pid, &status, WNOHANG);
-      if (r == pid) {
-        Pump();  // notices the EOF
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      usleep(50);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return -1;
+    return PumpUntilExitWith([this] { Pump(); }, pid);
   }
 
   // A fresh RC endpoint on B for a client to connect to.
