@@ -37,7 +37,6 @@ constexpr size_t kGoodLen = 1 << 16;
 constexpr size_t kSendSrc = 0, kRecvDst = 4096, kWriteSrc = 8192,
                  kWriteDst = 12288, kCanary = 16384;
 constexpr uint32_t kSendLen = 3000, kWriteLen = 4000;
-constexpr int kRounds = 6;
 constexpr uint8_t kCanarySeed = 0x5A;
 
 // What the good client tells the test, so that the hostile one can name it.
