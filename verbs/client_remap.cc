@@ -48,9 +48,6 @@ void CopyWholePages(void* dst, const void* src, size_t len) {
 }
 #endif
 
-}  // namespace
-namespace {
-
 struct Vma {
   uintptr_t start, end;
   char perms[5];
