@@ -75,6 +75,7 @@ absl::Status LoadEal(MapReader& m, EalConfig* eal) {
   RETURN_IF_ERROR(m.String("log_level", &eal->log_level));
   RETURN_IF_ERROR(m.Uint("idle_sleep_us", 0, 100000, &eal->idle_sleep_us));
   RETURN_IF_ERROR(m.Uint("idle_spin_us", 0, 1000000, &eal->idle_spin_us));
+  RETURN_IF_ERROR(m.Bool("idle_yield", &eal->idle_yield));
   return m.Finish();
 }
 

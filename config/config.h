@@ -42,6 +42,12 @@ struct EalConfig {
   // without RX interrupts is looked at every idle_sleep_us meanwhile.
   uint32_t idle_sleep_us = 50;
   uint32_t idle_spin_us = 200;
+  // A pass that moved nothing (no frame in or out, no ring entry) calls
+  // sched_yield(): a task sharing this core (the other daemon of a memif
+  // pair, an application spinning on its CQ) runs now instead of at the
+  // end of the scheduler's slice, and a core with nothing else runnable
+  // returns at once. false: spin without syscalls (a dedicated core).
+  bool idle_yield = true;
 };
 
 struct IpPrefix {

@@ -324,6 +324,8 @@ void Daemon::Run(DaemonSignals* signals) {
     if (idle_sleep_ns > 0 && idle && Sleep(now, next_event, idle_sleep_ns)) {
       last_busy = clock_->Now();  // spin again before the next sleep
       next_session_control_ = 0;  // a control fd may be what woke us
+    } else if (!busy && config_.eal.idle_yield) {
+      idle_.Yield();
     }
     // Verbs control messages: often enough to be interactive, and every
     // pass once idle (a sleeping loop is slow anyway).

@@ -322,11 +322,12 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
   }
 
   // Back-pressure: with a burst already waiting for the wire, the RNIC
-  // keeps its frames (it is asked again next pass).
+  // keeps its frames (it is asked again next pass). Waiting for room is
+  // not progress: the loop yields, so that a peer sharing this core (the
+  // daemon at the other end of a memif, an application) can drain it.
   if (endpoint != nullptr && endpoint_due &&
       port.tx_backlog_count - port.tx_paused_count >= kBurst) {
     ++port.counters.tx_backpressure;
-    busy = true;
   } else if (endpoint != nullptr && endpoint_due) {
     rte_mbuf* bufs[kBurst];
     if (rte_pktmbuf_alloc_bulk(port.dev->pool(), bufs, kBurst) != 0) {
@@ -350,10 +351,10 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
       }
     }
   }
-  // Frames held by a pause are not work: the pause's end is an endpoint
-  // event (NextEventTime) that wakes the loop.
-  busy |=
-      FlushTx(port, now) > 0 || port.tx_backlog_count > port.tx_paused_count;
+  // Frames still waiting for room are not progress either (Sleep() does
+  // not sleep on them); frames held by a pause are not work at all: the
+  // pause's end is an endpoint event (NextEventTime) that wakes the loop.
+  busy |= FlushTx(port, now) > 0;
   return busy;
 }
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <rte_ethdev.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,6 +117,11 @@ bool IdleWait::Wait(int64_t timeout_ns) {
     }
   }
   return true;
+}
+
+void IdleWait::Yield() {
+  ++counters_.idle_yields;
+  sched_yield();
 }
 
 }  // namespace rocemu::emulator

@@ -1,7 +1,12 @@
 // How the polling lcore sleeps when there is nothing to do, so that the
 // daemon and the applications can share two cores.
 //
-// The loop polls without pause while work flows. After `idle_spin_us`
+// The loop polls without pause while work flows. A pass that moved nothing
+// yields the core (`idle_yield`): on two shared cores the task that would
+// bring the next work (the daemon at the other end of a memif, the
+// application that posts) is often waiting behind this one, and without a
+// yield it would wait for the end of the scheduler's slice (milliseconds).
+// After `idle_spin_us`
 // without work it sleeps in one epoll_wait over everything that can bring
 // work: the session servers' wake and control fds (an application that
 // posts rings a doorbell, see verbs/doorbell.h), and each port's RX
@@ -9,7 +14,8 @@
 // wakes at the next RNIC timer at the latest. A port without RX interrupts
 // (af_packet, net_ring) is looked at every `idle_sleep_us` instead.
 //
-// Nothing here runs per packet: the syscalls happen once per sleep.
+// Nothing here runs per packet: the syscalls happen once per sleep or per
+// pass without work.
 #ifndef ROCEMU_EMULATOR_IDLE_WAIT_H_
 #define ROCEMU_EMULATOR_IDLE_WAIT_H_
 
@@ -25,6 +31,7 @@ struct IdleWaitCounters {
   uint64_t idle_wakeups_fd = 0;  // ended by an fd (doorbell, frame, socket)
   uint64_t idle_wakeups_timer = 0;
   uint64_t idle_sleep_ns = 0;  // total time asleep
+  uint64_t idle_yields = 0;    // passes without work that yielded
 };
 
 template <typename F>
@@ -33,6 +40,7 @@ void ForEachIdleCounter(const IdleWaitCounters& c, F f) {
   f("idle_wakeups_fd", c.idle_wakeups_fd);
   f("idle_wakeups_timer", c.idle_wakeups_timer);
   f("idle_sleep_ns", c.idle_sleep_ns);
+  f("idle_yields", c.idle_yields);
 }
 
 class IdleWait {
@@ -60,6 +68,8 @@ class IdleWait {
   // Sleeps until an fd is ready or `timeout_ns` passed; returns whether an
   // fd woke it.
   bool Wait(int64_t timeout_ns);
+  // A pass without work: whatever else is runnable on this core runs now.
+  void Yield();
 
   const IdleWaitCounters& counters() const { return counters_; }
 

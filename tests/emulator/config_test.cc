@@ -197,6 +197,7 @@ TEST(ConfigTest, DefaultsApplyWhenKeysAreAbsent) {
   EXPECT_EQ(cfg->eal.hugepages, Hugepages::kAuto);
   EXPECT_EQ(cfg->eal.idle_sleep_us, 50u);
   EXPECT_EQ(cfg->eal.idle_spin_us, 200u);
+  EXPECT_TRUE(cfg->eal.idle_yield);
   EXPECT_EQ(cfg->eal.memory_mb, 512u);
   EXPECT_TRUE(cfg->pfc.enabled[3]);
   EXPECT_FALSE(cfg->pfc.enabled[0]);
@@ -219,7 +220,7 @@ ports:
     vlan_id: 100
     congestion_point: {enabled: true, rate_mbps: 2000, buffer_bytes: 524288}
 pfc: {priorities: [3, 4]}
-eal: {idle_sleep_us: 0, idle_spin_us: 30, lcore: 1}
+eal: {idle_sleep_us: 0, idle_spin_us: 30, idle_yield: false, lcore: 1}
 control: {socket_mode: "0600", prometheus_port: 9100}
 logging: {level: debug}
 )",
@@ -258,6 +259,7 @@ logging: {level: debug}
   EXPECT_TRUE(cfg->pfc.enabled[4]);
   EXPECT_EQ(cfg->eal.idle_sleep_us, 0u);
   EXPECT_EQ(cfg->eal.idle_spin_us, 30u);
+  EXPECT_FALSE(cfg->eal.idle_yield);
   EXPECT_EQ(cfg->eal.lcore, 1u);
   EXPECT_EQ(cfg->control.socket_mode, 0600u);
   EXPECT_EQ(cfg->control.prometheus_port, 9100);

@@ -276,7 +276,7 @@ absl::Status PerfRunner::WaitArrival(uint64_t i, uint64_t size) {
     const uint8_t want = Marker(i);
     for (uint32_t spin = 0;
          __atomic_load_n(&rx[size - 1], __ATOMIC_ACQUIRE) != want; ++spin) {
-      Idle();
+      IdleMemoryPoll(spin);
       if (spin % kIdleCheck == kIdleCheck - 1 && MonotonicNs() > deadline) {
         return absl::DeadlineExceededError(
             absl::StrFormat("message %u did not arrive", i));
