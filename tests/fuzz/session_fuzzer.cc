@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "nic/rnic.h"
+#include "tests/verbs/raw_verbs_client.h"
 #include "verbs/session_server.h"
 #include "verbs/wire_protocol.h"
 
@@ -138,24 +139,10 @@ int DrainReplies(int fd) {
   int n = 0;
   for (;;) {
     uint8_t buf[wire::kMaxMessage + 64];
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * 8)];
-    iovec iov{buf, sizeof(buf)};
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof(ctl);
-    const ssize_t r = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    int nfds;
+    const ssize_t r = rocemu::verbs::testing::RecvWithFds(fd, buf, sizeof(buf), nullptr,
+                                            &nfds);
     if (r <= 0) return n;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      const size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < k; ++i) {
-        int f;
-        std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        close(f);
-      }
-    }
     if (static_cast<size_t>(r) < sizeof(wire::MsgHeader)) continue;
     ++n;
     {

@@ -167,6 +167,38 @@ struct RawAddress {
 };
 
 // IBV_QPT_* and IBV_QPS_* as they travel.
+// One datagram from a verbs socket, without blocking, and the descriptors
+// it carried: appended to *fds, or closed when fds is null. Returns
+// recvmsg's result (errno set when negative); *nfds counts descriptors.
+inline ssize_t RecvWithFds(int fd, uint8_t* buf, size_t cap,
+                           std::vector<int>* fds, int* nfds) {
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * 8)];
+  iovec iov{buf, cap};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof(ctl);
+  const ssize_t r = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  *nfds = 0;
+  if (r < 0) return r;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k; ++i) {
+      int f;
+      std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      ++*nfds;
+      if (fds != nullptr) {
+        fds->push_back(f);
+      } else {
+        close(f);
+      }
+    }
+  }
+  return r;
+}
+
 inline constexpr uint8_t kWireRc = 2, kWireUd = 4;
 inline constexpr uint8_t kWireReset = 0, kWireInit = 1, kWireRtr = 2,
                          kWireRts = 3, kWireErr = 6;
@@ -224,30 +256,9 @@ class RawVerbsClient {
   // One waiting datagram, its descriptors appended to *fds (or closed
   // when fds is null). 0 when none waits; -1 once the server closed.
   ssize_t ReceiveRaw(uint8_t* buf, size_t cap, std::vector<int>* fds) {
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int) * 8)];
-    iovec iov{buf, cap};
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof(ctl);
-    const ssize_t r = recvmsg(fd_, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (r < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
     int got = 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      const size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < k; ++i) {
-        int f;
-        std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        ++got;
-        if (fds != nullptr) {
-          fds->push_back(f);
-        } else {
-          close(f);
-        }
-      }
-    }
+    const ssize_t r = RecvWithFds(fd_, buf, cap, fds, &got);
+    if (r < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
     if (r == 0 && got == 0) {
       closed_ = true;  // the server never sends an empty datagram
       return -1;

@@ -11,6 +11,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "verbs/tools/mtu.h"
 #include "verbs/tools/perf_clock.h"
 #include "verbs/tools/perf_runner.h"
 
@@ -24,25 +25,6 @@ constexpr uint32_t kRxDepthMax = 512;
 constexpr int kMaxRdAtomic = 16;
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-int MtuEnum(uint32_t bytes) {
-  switch (bytes) {
-    case 256:
-      return ROCEMU_MTU_256;
-    case 512:
-      return ROCEMU_MTU_512;
-    case 1024:
-      return ROCEMU_MTU_1024;
-    case 2048:
-      return ROCEMU_MTU_2048;
-    default:
-      return ROCEMU_MTU_4096;
-  }
-}
-
-uint32_t MtuBytes(int e) {
-  return e >= ROCEMU_MTU_256 && e <= ROCEMU_MTU_4096 ? 128u << e : 1024;
-}
 
 // -d: a socket path (has a '/'), a device name as the daemon reports it
 // (rocemu_<port>, as perftest's -d takes an ibv device name), or nothing
@@ -199,7 +181,7 @@ absl::Status PerfRunner::Setup() {
     return s;
   }
   std::memcpy(gid_, port.gid, sizeof(gid_));
-  port_mtu_ = MtuBytes(port.active_mtu);
+  port_mtu_ = tools::MtuBytes(port.active_mtu);
   absl::StatusOr<Pd> pd = AllocPd(ctx_.get());
   if (!pd.ok()) return pd.status();
   pd_ = *std::move(pd);
@@ -278,7 +260,7 @@ absl::Status PerfRunner::ModifyToRts(size_t q, const QpInfoMsg& peer,
                                      uint32_t mtu, uint32_t sq_psn) {
   rocemu_qp_attr a{};
   a.qp_state = ROCEMU_QPS_RTR;
-  a.path_mtu = MtuEnum(mtu);
+  a.path_mtu = tools::MtuEnum(mtu, ROCEMU_MTU_4096);
   a.dest_qp_num = peer.qpn;
   a.rq_psn = peer.psn;
   a.max_dest_rd_atomic = kMaxRdAtomic;

@@ -27,6 +27,7 @@
 #include "verbs/tools/pingpong_exchange.h"
 #include "verbs/tools/pingpong_flow.h"
 #include "verbs/tools/pingpong_options.h"
+#include "verbs/tools/mtu.h"
 #include "verbs/tools/pingpong_payload.h"
 
 namespace rocemu::pingpong {
@@ -34,21 +35,6 @@ namespace {
 
 // The Q_Key ibv_ud_pingpong uses on both sides.
 constexpr uint32_t kUdQkey = 0x11111111;
-
-int MtuEnum(uint32_t bytes) {
-  switch (bytes) {
-    case 256:
-      return ROCEMU_MTU_256;
-    case 512:
-      return ROCEMU_MTU_512;
-    case 2048:
-      return ROCEMU_MTU_2048;
-    case 4096:
-      return ROCEMU_MTU_4096;
-    default:
-      return ROCEMU_MTU_1024;
-  }
-}
 
 double NowUsec() {
   timespec ts{};
@@ -366,7 +352,7 @@ absl::Status Pingpong::Connect(const Dest& remote) {
     return absl::OkStatus();
   }
   attr.qp_state = ROCEMU_QPS_RTR;
-  attr.path_mtu = MtuEnum(o_.mtu);
+  attr.path_mtu = tools::MtuEnum(o_.mtu, ROCEMU_MTU_1024);
   attr.dest_qp_num = remote.qpn;
   attr.rq_psn = remote.psn;
   attr.max_dest_rd_atomic = 1;
