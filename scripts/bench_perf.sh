@@ -6,33 +6,39 @@
 #            over a fixed window, at the frame size each message size puts
 #            on the wire (a WRITE ONLY packet: 74 B of headers + payload;
 #            multi-packet messages: 4154 B MIDDLE frames, MTU 4096);
-#   rocemu:  daemon A on lcore 0, daemon B on lcore 1 (memif server and
-#            client, eal.idle_sleep_us 50 so that an idle daemon lets the
-#            tools run), rocemu-perf server on A's verbs socket and client on
-#            B's; write_bw at 64 B .. 1 MiB, write_lat at 64 B (p50/p99),
-#            write_bw with --memory=malloc next to shm when the daemon
-#            accepts arbitrary memory.
-# Ratio: rocemu payload rate / (ceiling frames/s x payload per frame).
+#            The latency ceiling: a raw DPDK ping-pong of 138 B frames (a
+#            64 B WRITE's) over the same memif, pong on lcore 1, ping on
+#            lcore 0, one-way = half the round trip.
+#   rocemu:  daemons A and B (memif server and client) both on lcore 0,
+#            the tools on whatever core the scheduler gives them: on 2
+#            cores the daemons take turns on one (each yields when a pass
+#            moved nothing, eal.idle_yield) and the spinning tools keep the
+#            other. rocemu-perf server on A's verbs socket, client on B's,
+#            malloc'd buffers (as perftest uses them): write_bw at 64 B ..
+#            1 MiB on one QP, 64 B on 16 QPs, write_lat at 64 B (p50/p99),
+#            and write_bw 64 KiB with --memory=shm next to malloc.
+# Ratio: rocemu payload rate / (ceiling frames/s x payload per frame);
+# latency: rocemu p50 / ping-pong p50.
 # Prints a markdown table; with --append adds it, the command and the
 # machine load (uptime) to docs/performance.md. Needs root (namespaces).
 #
-# The tools run with --yield unless --spin: on 2 cores the two daemons
-# (one per lcore) and two spinning tools would otherwise take turns by
-# scheduler ticks.
+# The tools spin as perftest does (the library gives the core away every
+# 64 empty CQ polls by itself); --yield makes them sched_yield() after
+# every empty poll.
 #
-#   sudo scripts/bench_perf.sh [--build DIR] [--seconds N] [--spin] [--append]
+#   sudo scripts/bench_perf.sh [--build DIR] [--seconds N] [--yield] [--append]
 set -euo pipefail
 build=build
 seconds=3
-yield=1
+yield=0
 append=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
-    --spin) yield=0; shift ;;
+    --yield) yield=1; shift ;;
     --append) append=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--seconds N] [--spin] [--append]" >&2
+    *) echo "usage: $0 [--build DIR] [--seconds N] [--yield] [--append]" >&2
        exit 2 ;;
   esac
 done
@@ -72,6 +78,24 @@ def eal(prefix, lcore, vdev):
     return ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "-l",
             str(lcore), "--file-prefix", f"{prefix}-{pid}",
             "--log-level=*:error", "--vdev", vdev]
+
+
+def ping_ceiling(ns, frame):
+    """Raw DPDK ping-pong over memif: pong on lcore 1, ping on lcore 0."""
+    sock = f"bperf-ping-{pid}"
+    mem = lambda role: f"net_memif0,role={role},socket={sock},bsize=8192"
+    pong = subprocess.Popen(ex(ns) + [pktio, "--mode", "pong", "--size",
+                                      str(frame), "--"] +
+                            eal("bppong", 1, mem("server")),
+                            stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    ping = subprocess.run(ex(ns) + [pktio, "--mode", "ping", "--size",
+                                    str(frame), "--iterations", "20000", "--"] +
+                          eal("bpping", 0, mem("client")),
+                          capture_output=True, text=True, timeout=120)
+    pong.communicate(timeout=30)
+    lines = ping.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else None
 
 
 def ceiling(ns, frame, tag):
@@ -131,13 +155,13 @@ def perf_run(r, ns, a, b, test, args):
 
 def iters_for(size):
     # About a second or more of traffic per size at the rates seen here.
-    return max(256, min(5000, (256 << 20) // size))
+    return max(256, min(200000, (256 << 20) // size))
 
 
 uptime_before = subprocess.run(["uptime"], capture_output=True,
                                text=True).stdout.strip()
 ceil = {}
-bw, lat, mem = {}, None, {}
+bw, lat, mem, bw16, pingpong = {}, None, {}, None, None
 r = t.Run(rocemud, perf)
 try:
     ns = r.netns("bench-perf")
@@ -145,16 +169,26 @@ try:
         ceil[frame] = ceiling(ns, frame, f"c{frame}")
         print(f"ceiling {frame} B frames: {ceil[frame]['mpps']:.3f} Mpps",
               flush=True)
-    # idle_sleep_us: on 2 cores the pinned daemons would otherwise spin
-    # both cores away from the tools (ms per hop instead of us).
+    pingpong = ping_ceiling(ns, frame_of(64)[0])
+    print(f"ping-pong {frame_of(64)[0]} B frames: {pingpong}", flush=True)
+    # Both daemons on lcore 0 (see the top): idle_sleep_us lets an idle
+    # daemon sleep, idle_yield (default) hands the core to the other daemon
+    # after a pass without work.
     ns2, a, b = t.setup(r, "memif", eal_a=", lcore: 0, idle_sleep_us: 50",
-                        eal_b=", lcore: 1, idle_sleep_us: 50")
+                        eal_b=", lcore: 0, idle_sleep_us: 50")
     for size in SIZES:
         res, err = perf_run(r, ns2, a, b, "write_bw",
-                            ["-s", str(size), "-n", str(iters_for(size))])
+                            ["-s", str(size), "-n", str(iters_for(size)),
+                             "--memory=malloc"])
         bw[size] = res
         print(f"write_bw {size}: {res or err}", flush=True)
-    lat, err = perf_run(r, ns2, a, b, "write_lat", ["-s", "64", "-n", "1000"])
+    # 16 QPs, as the issue's message-rate goal: 20000 WRITEs per QP.
+    bw16, err = perf_run(r, ns2, a, b, "write_bw",
+                         ["-s", "64", "-q", "16", "-n", str(16 * 20000),
+                          "--memory=malloc"])
+    print(f"write_bw 64 x 16 QPs: {bw16 or err}", flush=True)
+    lat, err = perf_run(r, ns2, a, b, "write_lat",
+                        ["-s", "64", "-n", "5000", "--memory=malloc"])
     print(f"write_lat 64: {lat or err}", flush=True)
     for memory in ("shm", "malloc"):
         res, err = perf_run(r, ns2, a, b, "write_bw",
@@ -190,11 +224,22 @@ for size in SIZES:
 table = ("| message | wire frame (B) | ceiling Mpps | ceiling payload Gb/s | "
          "rocemu-perf write_bw avg Gb/s | Mpps | peak Gb/s | avg / ceiling |\n"
          "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+c64 = ceil[frame_of(64)[0]]
+rate_line = ("write_bw 64 B on 16 QPs: failed" if bw16 is None else
+             f"write_bw 64 B on 16 QPs: {bw16['msg_rate_mpps']:.3f} Mpps = "
+             f"{bw16['msg_rate_mpps'] / c64['mpps']:.3f} of the ceiling's "
+             f"{c64['mpps']:.3f} Mpps ({frame_of(64)[0]} B frames)")
+ping_p50 = pingpong["p50_us"] if pingpong else 0
 lat_line = ("write_lat 64 B: failed" if lat is None else
             f"write_lat 64 B ({lat['iterations']} iterations, one-way = "
             f"half the round trip): p50 {lat['p50_us']:.1f} us, p99 "
             f"{lat['p99_us']:.1f} us, min {lat['t_min_us']:.1f} us, max "
             f"{lat['t_max_us']:.1f} us")
+ping_line = ("raw DPDK ping-pong: failed" if not pingpong else
+             f"raw DPDK ping-pong, {frame_of(64)[0]} B frames over the same "
+             f"memif (one-way): p50 {ping_p50:.2f} us, p99 "
+             f"{pingpong['p99_us']:.2f} us; write_lat p50 / ping-pong p50 = "
+             + (f"{lat['p50_us'] / ping_p50:.1f}" if lat and ping_p50 else "n/a"))
 mem_lines = []
 for memory in ("shm", "malloc"):
     m = mem.get(memory)
@@ -205,15 +250,17 @@ for memory in ("shm", "malloc"):
     else:
         mem_lines.append(f"write_bw 64 KiB --memory={memory}: not run ({m})")
 print(table)
+print(rate_line)
 print(lat_line)
+print(ping_line)
 print("\n".join(mem_lines))
 if append:
     cmd = (f"sudo scripts/bench_perf.sh --build {build} --seconds {seconds:g}"
-           + ("" if use_yield else " --spin") + " --append")
+           + (" --yield" if use_yield else "") + " --append")
     with open(os.path.join(root, "docs", "performance.md"), "a") as f:
         f.write(f"\n### Run of {time.strftime('%Y-%m-%d %H:%M')} UTC "
                 f"(`{cmd}`)\n\n"
                 f"Load: before `{uptime_before}`; after `{uptime_after}`.\n\n"
-                f"{table}\n\n- {lat_line}\n" +
+                f"{table}\n\n- {rate_line}\n- {lat_line}\n- {ping_line}\n" +
                 "".join(f"- {l}\n" for l in mem_lines))
 PY
