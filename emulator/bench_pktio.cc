@@ -115,8 +115,8 @@ uint16_t Drain(uint16_t port, uint64_t now, Window& w) {
 int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
   const uint64_t hz = rte_get_tsc_hz();
   const uint64_t give_up =
-      rte_rdtsc() +
-      static_cast<uint64_t>(absl::GetFlag(FLAGS_wait) * static_cast<double>(hz));
+      rte_rdtsc() + static_cast<uint64_t>(absl::GetFlag(FLAGS_wait) *
+                                          static_cast<double>(hz));
   const uint32_t iterations = absl::GetFlag(FLAGS_iterations);
   constexpr uint32_t kWarmup = 100;
   std::vector<uint64_t> rtt;
@@ -176,9 +176,9 @@ int RunPong() {
   uint64_t echoed = 0;
   for (;;) {
     const uint64_t now = rte_rdtsc();
-    if (last == 0 && now - begin >
-                         static_cast<uint64_t>(absl::GetFlag(FLAGS_wait) *
-                                               static_cast<double>(hz))) {
+    if (last == 0 &&
+        now - begin > static_cast<uint64_t>(absl::GetFlag(FLAGS_wait) *
+                                            static_cast<double>(hz))) {
       break;
     }
     if (last != 0 && now - last > hz / 2) break;

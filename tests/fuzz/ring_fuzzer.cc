@@ -30,334 +30,16 @@
 // doorbells, bit 1: the good one does, bit 2: a process-memory region),
 // then operations [op u8][operands], read until the input ends.
 // ROCEMU_FUZZ_STATE=1 prints the server's counters at exit,
-// ROCEMU_FUZZ_TRACE=1 each operation and completion.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <string>
-#include <vector>
 
-#include "nic/rnic.h"
-#include "tests/verbs/raw_verbs_client.h"
-#include "verbs/session_server.h"
+#include "tests/fuzz/ring_fuzzer_world.h"
 
+namespace rocemu::ring_fuzz {
 namespace {
-
-using rocemu::nic::Rnic;
-using rocemu::verbs::CqeSlot;
-using rocemu::verbs::DoorbellKind;
-using rocemu::verbs::DoorbellSlot;
-using rocemu::verbs::RqSlot;
-using rocemu::verbs::SessionServer;
-using rocemu::verbs::SqSlot;
-using rocemu::verbs::WireSge;
-using rocemu::verbs::testing::RawAddress;
-using rocemu::verbs::testing::RawCq;
-using rocemu::verbs::testing::RawQp;
-using rocemu::verbs::testing::RawRing;
-using rocemu::verbs::testing::RawSrq;
-using rocemu::verbs::testing::RawVerbsClient;
-namespace wire = rocemu::verbs::wire;
-namespace testing = rocemu::verbs::testing;
-
-[[noreturn]] void Fail(const char* what) {
-  std::fprintf(stderr, "ring_fuzzer: %s\n", what);
-  std::abort();
-}
-
-// The hostile client's buffer: a sealed memfd of kBufLen bytes with two
-// regions in it, guard bytes everywhere else.
-constexpr size_t kBufLen = 16384;
-constexpr size_t kAOff = 1024, kALen = 6144;  // all access
-constexpr size_t kROff = 8704, kRLen = 2048;  // no local write: read only
-// Distinct from any host address, so that an iova taken for a pointer
-// lands nowhere valid rather than in the region by chance.
-constexpr uint64_t kIovaA = 0x7e5700001000, kIovaR = 0x7e5700800000;
-// A process-memory region in the middle of a guarded static buffer, and a
-// victim area the client never registers.
-constexpr size_t kProcLen = 8192, kPOff = 512, kPLen = 2048;
-alignas(4096) uint8_t g_proc[kProcLen];
-alignas(4096) uint8_t g_victim[4096];
-uint8_t g_ref_buf[kBufLen], g_ref_proc[kProcLen], g_ref_victim[4096];
-
-constexpr uint32_t kQkey = 0x11111111;
-constexpr uint64_t kTagMask = 0xFFFFFF0000000000ull;
-constexpr uint64_t kTagBits = 0x7A6C5B0000000000ull;
-
-struct Stats {
-  uint64_t inputs = 0, served = 0, disconnected = 0, good_runs = 0;
-  uint64_t tagged_cqes = 0, passes = 0;
-};
-
-struct World {
-  std::unique_ptr<Rnic> rnic;
-  std::unique_ptr<SessionServer> server;
-  std::string path;
-  rocemu::nic::TimeNs now = 1'000'000'000;
-  RawAddress self;
-  int buf_fd = -1;
-  uint8_t* buf = nullptr;
-  int good_fd = -1;
-  uint8_t* good = nullptr;
-  Stats stats;
-};
-
-uint8_t GuardByte(size_t i, uint8_t salt) {
-  return static_cast<uint8_t>(salt + i * 131 + (i >> 9));
-}
-
-int SealedMemfd(size_t len, uint8_t** map) {
-  const int fd = memfd_create("ring-fuzz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0 || ftruncate(fd, static_cast<off_t>(len)) != 0 ||
-      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
-    Fail("memfd");
-  }
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) Fail("mmap");
-  *map = static_cast<uint8_t*>(p);
-  return fd;
-}
-
-World& W() {
-  static World* w = [] {
-    auto* w = new World;
-    rocemu::nic::RnicConfig cfg;
-    cfg.mac = {0x02, 0, 0, 0, 0, 0x01};
-    cfg.gid = rocemu::nic::GidFromIpv4(10, 0, 0, 1);
-    w->self = {cfg.gid, cfg.mac};
-    w->rnic = std::make_unique<Rnic>(cfg);
-    rocemu::verbs::SessionServerOptions o;
-    w->path = "/tmp/rocemu-ring-fuzz-" + std::to_string(getpid()) + ".sock";
-    o.socket_path = w->path;
-    o.post_budget = 16;
-    auto s = SessionServer::Create(*w->rnic, o);
-    if (!s.ok()) Fail(std::string(s.status().message()).c_str());
-    w->server = std::move(*s);
-    w->buf_fd = SealedMemfd(kBufLen, &w->buf);
-    w->good_fd = SealedMemfd(8192, &w->good);
-    for (size_t i = 0; i < kBufLen; ++i) g_ref_buf[i] = GuardByte(i, 0x11);
-    for (size_t i = 0; i < kProcLen; ++i) g_ref_proc[i] = GuardByte(i, 0x22);
-    for (size_t i = 0; i < 4096; ++i) g_ref_victim[i] = GuardByte(i, 0x33);
-    std::memcpy(g_victim, g_ref_victim, sizeof(g_victim));
-    std::atexit([] {
-      if (std::getenv("ROCEMU_FUZZ_STATE") != nullptr) {
-        std::string out;
-        W().server->AppendStateJson(&out);
-        const Stats& k = W().stats;
-        std::fprintf(stderr,
-                     "%s\ninputs=%llu served=%llu disconnected=%llu "
-                     "good_runs=%llu tagged_cqes=%llu passes=%llu\n",
-                     out.c_str(), static_cast<unsigned long long>(k.inputs),
-                     static_cast<unsigned long long>(k.served),
-                     static_cast<unsigned long long>(k.disconnected),
-                     static_cast<unsigned long long>(k.good_runs),
-                     static_cast<unsigned long long>(k.tagged_cqes),
-                     static_cast<unsigned long long>(k.passes));
-      }
-      unlink(W().path.c_str());
-    });
-    return w;
-  }();
-  return *w;
-}
-
-class Input {
- public:
-  Input(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  bool empty() const { return n_ == 0; }
-  uint8_t U8() {
-    if (n_ == 0) return 0;
-    --n_;
-    return *p_++;
-  }
-  uint16_t U16() { return static_cast<uint16_t>(U8() | U8() << 8); }
-  uint32_t U32() { return U16() | static_cast<uint32_t>(U16()) << 16; }
-  uint64_t U64() { return U32() | static_cast<uint64_t>(U32()) << 32; }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-};
-
-// The hostile client and what the invariants need to know of it.
-struct Hostile {
-  explicit Hostile(World& w) : w(w) {}
-  World& w;
-  std::unique_ptr<RawVerbsClient> c;
-  uint32_t pd = 0, key_a = 0, key_r = 0, key_p = 0, ah = 0, mw = 0;
-  bool has_p = false;
-  RawCq cq[2];  // send, receive
-  bool cq_tainted[2] = {false, false};
-  RawSrq srq;
-  RawQp qp[4];
-
-  // The work rings, numbered: QP i's SQ 2i, its RQ 2i + 1, the SRQ 8.
-  static constexpr int kRings = 9;
-  RawRing& WorkRing(int i) {
-    return i == 8 ? srq.ring : i % 2 == 0 ? qp[i / 2].sq : qp[i / 2].rq;
-  }
-  int RingId(const RawRing* r) {
-    for (int i = 0; i < kRings; ++i) {
-      if (&WorkRing(i) == r) return i;
-    }
-    return -1;
-  }
-
-  // Tags: serials below next_serial were handed out, serial_ring says to
-  // which ring, completed which ones completed.
-  uint64_t next_serial = 0;
-  std::vector<uint8_t> serial_ring, completed;
-  uint64_t Tag(int ring) {
-    serial_ring.push_back(static_cast<uint8_t>(ring));
-    return kTagBits | next_serial++;
-  }
-  // Every slot of every work ring gets a new tag: what the server takes in
-  // the next pass is then tagged once, whatever the input did before.
-  void Stamp() {
-    for (int id = 0; id < kRings; ++id) {
-      RawRing& r = WorkRing(id);
-      if (!r.valid()) continue;
-      for (uint32_t i = 0; i < r.capacity(); ++i) {
-        const uint64_t t = Tag(id);
-        std::memcpy(r.Slot(i), &t, sizeof(t));
-      }
-      server_tail[id] = r.hdr()->tail.load();
-    }
-  }
-
-  // A producer that publishes more than the ring holds past the
-  // consumer's index overwrites entries not taken yet; the server cannot
-  // tell (each head it reads is within bounds of where it then is) and
-  // takes the overwritten slot under both indices: the client served its
-  // own WR twice. Its tags prove nothing from then on, as after a write of
-  // the consumer's index.
-  uint64_t server_tail[kRings] = {};
-  bool ring_tainted[kRings] = {};
-  void HeadMoved(const RawRing* r) {
-    const int id = RingId(r);
-    if (id >= 0 && r->index - server_tail[id] > r->capacity()) {
-      ring_tainted[id] = true;
-    }
-  }
-  void TailWritten(const RawRing* r) {
-    const int id = RingId(r);
-    if (id >= 0) ring_tainted[id] = true;
-  }
-
-  bool OwnsQpn(uint32_t qpn) const {
-    for (const RawQp& q : qp) {
-      if (q.qpn == qpn && q.sq.valid()) return true;
-    }
-    return false;
-  }
-};
-
-Hostile* g_hostile = nullptr;
-
-void CheckMemory(const World& w) {
-  if (std::memcmp(w.buf, g_ref_buf, kAOff) != 0 ||
-      std::memcmp(w.buf + kAOff + kALen, g_ref_buf + kAOff + kALen,
-                  kROff - kAOff - kALen) != 0 ||
-      std::memcmp(w.buf + kROff + kRLen, g_ref_buf + kROff + kRLen,
-                  kBufLen - kROff - kRLen) != 0) {
-    Fail("a guard byte of the client's buffer changed");
-  }
-  if (std::memcmp(w.buf + kROff, g_ref_buf + kROff, kRLen) != 0) {
-    Fail("a region registered without local write changed");
-  }
-  if (std::memcmp(g_proc, g_ref_proc, kPOff) != 0 ||
-      std::memcmp(g_proc + kPOff + kPLen, g_ref_proc + kPOff + kPLen,
-                  kProcLen - kPOff - kPLen) != 0) {
-    Fail("a guard byte around the process-memory region changed");
-  }
-  if (std::memcmp(g_victim, g_ref_victim, sizeof(g_victim)) != 0) {
-    Fail("unregistered process memory changed");
-  }
-}
-
-// One pass of the daemon: control (unless skipped), data, frames looped
-// back, time; then the tags are renewed and the memory checked.
-void Pass(World& w, bool control = true, bool sleep = false) {
-  ++w.stats.passes;
-  if (control) w.server->PollControl();
-  w.server->PollData();
-  testing::LoopFrames(*w.rnic, w.now);
-  w.now += 50'000;
-  if (sleep && w.server->PrepareToSleep()) w.server->Awake();
-  if (g_hostile != nullptr) {
-    g_hostile->Stamp();
-  }
-  CheckMemory(w);
-}
-
-// Completions of the hostile client's CQs, checked against the tags.
-void PollHostile(Hostile& h) {
-  for (int i = 0; i < 2; ++i) {
-    if (h.cq_tainted[i] || !h.cq[i].ring.valid()) continue;
-    CqeSlot e;
-    for (int n = 0; n < 4096 && h.cq[i].ring.Pop(&e); ++n) {
-      // ROCEMU_FUZZ_TRACE=1: each completion (corpus work).
-      static const bool trace = std::getenv("ROCEMU_FUZZ_TRACE") != nullptr;
-      if (trace) {
-        std::fprintf(stderr,
-                     "cq %d qp %u wr_id %llx status %u opcode %u len %u\n", i,
-                     e.qp_num, static_cast<unsigned long long>(e.wr_id),
-                     e.status, e.opcode, e.byte_len);
-      }
-      if (!h.OwnsQpn(e.qp_num)) Fail("a completion of another client's QP");
-      if ((e.wr_id & kTagMask) != kTagBits) continue;
-      const uint64_t serial = e.wr_id & ~kTagMask;
-      if (serial >= h.next_serial) Fail("a completion of a WR never posted");
-      if (h.ring_tainted[h.serial_ring[serial]]) continue;
-      if (h.completed.size() <= serial) h.completed.resize(serial + 4096);
-      if (h.completed[serial]) Fail("one posted slot completed twice");
-      h.completed[serial] = 1;
-      ++h.w.stats.tagged_cqes;
-    }
-  }
-}
-
-bool SetUpHostile(Hostile& h, uint8_t flags) {
-  World& w = h.w;
-  h.c = std::make_unique<RawVerbsClient>(w.path, [&w] { Pass(w); });
-  RawVerbsClient& c = *h.c;
-  if (!c.connected()) Fail("connect");
-  if (c.Hello() != 0 || c.AllocPd(&h.pd) != 0) return false;
-  if ((flags & 1) != 0 && c.OpenDoorbells() != 0) return false;
-  if (c.RegMr(h.pd, w.buf_fd, kAOff, kALen, kIovaA, 0xF, &h.key_a) != 0 ||
-      c.RegMr(h.pd, w.buf_fd, kROff, kRLen, kIovaR, 0, &h.key_r) != 0) {
-    return false;
-  }
-  if ((flags & 4) != 0) {
-    h.has_p = c.RegProcessMr(h.pd, g_proc + kPOff, kPLen, 0xF, &h.key_p) == 0;
-  }
-  if (c.CreateCq(32, &h.cq[0]) != 0 || c.CreateCq(32, &h.cq[1]) != 0 ||
-      c.CreateSrq(h.pd, 8, 4, &h.srq) != 0) {
-    return false;
-  }
-  const wire::WireQpCap cap{8, 8, 4, 4, 64};
-  if (c.CreateQp(h.pd, testing::kWireRc, h.cq[0].handle, h.cq[1].handle, cap,
-                 nullptr, &h.qp[0]) != 0 ||
-      c.CreateQp(h.pd, testing::kWireRc, h.cq[0].handle, h.cq[1].handle, cap,
-                 &h.srq, &h.qp[1]) != 0 ||
-      c.CreateQp(h.pd, testing::kWireUd, h.cq[0].handle, h.cq[1].handle, cap,
-                 nullptr, &h.qp[2]) != 0 ||
-      c.CreateQp(h.pd, testing::kWireRc, h.cq[0].handle, h.cq[1].handle, cap,
-                 nullptr, &h.qp[3]) != 0) {
-    return false;
-  }
-  return c.ConnectRc(h.qp[0].qpn, h.qp[1].qpn, w.self) == 0 &&
-         c.ConnectRc(h.qp[1].qpn, h.qp[0].qpn, w.self) == 0 &&
-         c.ReadyUd(h.qp[2].qpn, kQkey) == 0 &&
-         c.CreateAh(h.pd, w.self, &h.ah) == 0;
-}
 
 // --- operands ------------------------------------------------------------
 
@@ -884,7 +566,7 @@ void ExpectAllGone(World& w) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+int FuzzOne(const uint8_t* data, size_t size) {
   World& w = W();
   ++w.stats.inputs;
   std::memcpy(w.buf, g_ref_buf, kBufLen);
@@ -959,4 +641,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   CheckMemory(w);
   return 0;
+}
+
+}  // namespace rocemu::ring_fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return rocemu::ring_fuzz::FuzzOne(data, size);
 }

@@ -140,8 +140,8 @@ int DrainReplies(int fd) {
   for (;;) {
     uint8_t buf[wire::kMaxMessage + 64];
     int nfds;
-    const ssize_t r = rocemu::verbs::testing::RecvWithFds(fd, buf, sizeof(buf), nullptr,
-                                            &nfds);
+    const ssize_t r = rocemu::verbs::testing::RecvWithFds(fd, buf, sizeof(buf),
+                                                          nullptr, &nfds);
     if (r <= 0) return n;
     if (static_cast<size_t>(r) < sizeof(wire::MsgHeader)) continue;
     ++n;

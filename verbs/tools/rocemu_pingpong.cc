@@ -23,11 +23,11 @@
 #include "absl/strings/str_cat.h"
 #include "verbs/rocemu_verbs.h"
 #include "verbs/rocemu_verbs.hpp"
+#include "verbs/tools/mtu.h"
 #include "verbs/tools/pingpong_dest.h"
 #include "verbs/tools/pingpong_exchange.h"
 #include "verbs/tools/pingpong_flow.h"
 #include "verbs/tools/pingpong_options.h"
-#include "verbs/tools/mtu.h"
 #include "verbs/tools/pingpong_payload.h"
 
 namespace rocemu::pingpong {
