@@ -174,8 +174,7 @@ try:
     # Both daemons on lcore 0 (see the top): idle_sleep_us lets an idle
     # daemon sleep, idle_yield (default) hands the core to the other daemon
     # after a pass without work.
-    ns2, a, b = t.setup(r, "memif", eal_a=", lcore: 0, idle_sleep_us: 50",
-                        eal_b=", lcore: 0, idle_sleep_us: 50")
+    ns2, a, b = t.setup(r, "memif", eal_a={"lcore": 0}, eal_b={"lcore": 0})
     for size in SIZES:
         res, err = perf_run(r, ns2, a, b, "write_bw",
                             ["-s", str(size), "-n", str(iters_for(size)),

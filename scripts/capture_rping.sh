@@ -23,12 +23,9 @@ import rdmacm_tools_test as t
 B = os.path.join(root, build)
 r = t.CmRun(os.path.join(B, "emulator", "rocemud"),
             os.path.join(B, "verbs", "ibverbs"), os.path.join(B, "verbs", "rdmacm"))
-r.extra_config["a"] = """capture:
-  enabled: true
-  rx_path: {dir}/rx.pcap
-  tx_path: {dir}/tx.pcap
-  rotate_mb: 0
-"""
+r.extra_config["a"] = lambda d: {"capture": {
+    "enabled": True, "rx_path": f"{d}/rx.pcap", "tx_path": f"{d}/tx.pcap",
+    "rotate_mb": 0}}
 with t.netns_util.failures_reported(r):
     ns, a, b = t.stock.setup(r, "memif")
     (crc, cout), (src, sout) = r.pair_cm(

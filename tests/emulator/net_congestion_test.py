@@ -30,10 +30,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import netns_util  # noqa: E402
 from stock_tools_test import Run, perftest_rows  # noqa: E402
 
-CONGESTION_POINT = """    link_speed_mbps: 1000
-    vlan_id: 100
-    congestion_point: {{enabled: true, rate_mbps: 1000, buffer_bytes: {buf},
-                       pfc: {pfc}}}"""
+def congestion_point(buf, pfc):
+    """The receiver's port: a 1 Gb/s bottleneck of `buf` bytes on VLAN 100."""
+    return {"link_speed_mbps": 1000, "vlan_id": 100,
+            "congestion_point": {"enabled": True, "rate_mbps": 1000,
+                                 "buffer_bytes": buf, "pfc": pfc}}
 
 
 def counters(d):
@@ -58,15 +59,16 @@ def find_counter(obj, name):
     return None
 
 
-def start_pair(r, ns, case, receiver_port, receiver_extra="",
-               sender_extra=""):
+def start_pair(r, ns, case, receiver_port, receiver_extra=None,
+               sender_extra=None):
     a, b = f"a{case}", f"b{case}"
     r.port_config[a] = receiver_port
-    r.port_config[b] = "    link_speed_mbps: 1000\n    vlan_id: 100"
+    r.port_config[b] = {"link_speed_mbps": 1000, "vlan_id": 100}
     # A's frames whole (the oracles check ACKs, CNPs and PFC frames to the
     # ICRC); B's 100 MB of WRITEs by their headers.
-    r.extra_config[a] = receiver_extra + CAPTURE.format(snaplen=65535)
-    r.extra_config[b] = sender_extra + CAPTURE.format(snaplen=128)
+    r.extra_config[a] = lambda d: {**(receiver_extra or {}),
+                                   **capture(d, 65535)}
+    r.extra_config[b] = lambda d: {**(sender_extra or {}), **capture(d, 128)}
     sock = f"rocemu-cong-{case}-{r.pid}"
     # The memif ring is the cable: 256 slots of one 4 KiB frame each hold
     # 1 MiB in flight, which the receiver's headroom above XOFF must absorb
@@ -80,8 +82,9 @@ def start_pair(r, ns, case, receiver_port, receiver_extra="",
     return da, db
 
 
-CAPTURE = ("capture: {{{{enabled: true, rx_path: \"{{dir}}/rx.pcap\", "
-           "tx_path: \"{{dir}}/tx.pcap\", snaplen: {snaplen}}}}}\n")
+def capture(d, snaplen):
+    return {"capture": {"enabled": True, "rx_path": f"{d}/rx.pcap",
+                        "tx_path": f"{d}/tx.pcap", "snaplen": snaplen}}
 
 
 def roce_frames(path):
@@ -176,8 +179,7 @@ def main():
         ns = r.netns("rocemu-cg")
 
         # --- ECN -> CNP -> DCQCN ---
-        a, b = start_pair(r, ns, 1,
-                          CONGESTION_POINT.format(buf=1 << 20, pfc="false"))
+        a, b = start_pair(r, ns, 1, congestion_point(1 << 20, False))
         row = write_bw(r, ns, a, b)
         ca, cb = counters(a), counters(b)
         cp = ca["congestion_point"]
@@ -216,9 +218,8 @@ def main():
             netns_util.stop_rocemud(d["proc"])
 
         # --- PFC: lossless through the bottleneck ---
-        a, b = start_pair(r, ns, 2,
-                          CONGESTION_POINT.format(buf=3 << 20, pfc="true"),
-                          receiver_extra="ecn: {{enabled: false}}\n")
+        a, b = start_pair(r, ns, 2, congestion_point(3 << 20, True),
+                          receiver_extra={"ecn": {"enabled": False}})
         row = write_bw(r, ns, a, b)
         ca, cb = counters(a), counters(b)
         cp = ca["congestion_point"]

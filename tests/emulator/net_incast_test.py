@@ -111,16 +111,15 @@ def main():
                 sh("ip", "link", "set", dev, "up", ns=ns)
             if not pfc:
                 sh("ip", "link", "set", f"p{name}", "master", "br0", ns=ns)
-            r.port_config[name] = "    link_speed_mbps: 1000"
+            r.port_config[name] = {"link_speed_mbps": 1000}
             if name == "r":
                 # With PFC the buffer above XOFF (the `pfc` section's
                 # default, 96 KiB) must hold what the senders send before
                 # their daemons see the pause: on two shared cores, up to
                 # milliseconds of every sender's line rate.
-                r.port_config[name] += (
-                    "\n    congestion_point: {enabled: true, rate_mbps: 1000,"
-                    f" buffer_bytes: {8 << 20 if pfc else 4 << 20},"
-                    f" pfc: {'true' if pfc else 'false'}}}")
+                r.port_config[name]["congestion_point"] = {
+                    "enabled": True, "rate_mbps": 1000,
+                    "buffer_bytes": 8 << 20 if pfc else 4 << 20, "pfc": pfc}
             devargs = f"net_af_packet0,iface=v{name},framesz=8192,blocksz=8192"
             if pfc and name == "r":
                 # The receiver's kernel ring is the link's buffer in front

@@ -36,16 +36,13 @@ class Run:
         sh("ip", "link", "set", "lo", "up", ns=name)
         return name
 
-    def start(self, ns, name, port_yaml):
+    def start(self, ns, name, port):
         sock = os.path.join(self.tmp, f"{name}.sock")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"eal: {{file_prefix: rocemu-{name}-{self.pid}, "
-                    f"idle_sleep_us: 50}}\n"
-                    f"ports:\n{port_yaml}\n"
-                    f"control: {{socket: {sock}}}\n"
-                    f"verbs: {{socket: {sock}.verbs}}\n"
-                    f"logging: {{file: {self.tmp}/{name}.log}}\n")
+        netns_util.write_rocemud_config(
+            cfg, f"rocemu-{name}-{self.pid}", [port],
+            control={"socket": sock}, verbs={"socket": f"{sock}.verbs"},
+            logging={"file": f"{self.tmp}/{name}.log"})
         d = netns_util.start_rocemud(ns, self.rocemud, cfg, sock, name)
         self.daemons.append(d)
         return d, sock
@@ -69,11 +66,9 @@ def veth(r):
         sh("ip", "link", "set", dev, "up", ns=ns)
     sh("ip", "addr", "add", "10.77.1.1/24", "dev", vk, ns=nk)
     sh("ip", "-6", "addr", "add", "fd77:1::1/64", "dev", vk, "nodad", ns=nk)
-    d, sock = r.start(nd, "veth", f"""  - name: veth0
-    devargs: net_af_packet0,iface={vd},framesz=8192,blocksz=8192
-    mac: "02:00:00:77:01:02"
-    mtu: 4200
-    addresses: [10.77.1.2/24, "fd77:1::2/64"]""")
+    d, sock = r.start(nd, "veth", netns_util.port(
+        "veth0", f"net_af_packet0,iface={vd},framesz=8192,blocksz=8192",
+        "02:00:00:77:01:02", ["10.77.1.2/24", "fd77:1::2/64"], 4200))
     for args, what in ((["10.77.1.2"], "ping"),
                        (["-6", "fd77:1::2"], "ping -6"),
                        (["-s", "4000", "-M", "do", "10.77.1.2"],
@@ -96,16 +91,12 @@ def veth(r):
 def memif(r):
     ns = r.netns("rocemu-mm")
     name = f"rocemu-memif-{r.pid}"
-    a, sock_a = r.start(ns, "memif-a", f"""  - name: m0
-    devargs: net_memif0,role=server,socket={name},bsize=8192
-    mac: "02:00:00:77:02:01"
-    mtu: 4200
-    addresses: [10.77.2.1/24, "fd77:2::1/64"]""")
-    b, sock_b = r.start(ns, "memif-b", f"""  - name: m0
-    devargs: net_memif0,role=client,socket={name},bsize=8192
-    mac: "02:00:00:77:02:02"
-    mtu: 4200
-    addresses: [10.77.2.2/24, "fd77:2::2/64"]""")
+    a, sock_a = r.start(ns, "memif-a", netns_util.port(
+        "m0", f"net_memif0,role=server,socket={name},bsize=8192",
+        "02:00:00:77:02:01", ["10.77.2.1/24", "fd77:2::1/64"], 4200))
+    b, sock_b = r.start(ns, "memif-b", netns_util.port(
+        "m0", f"net_memif0,role=client,socket={name},bsize=8192",
+        "02:00:00:77:02:02", ["10.77.2.2/24", "fd77:2::2/64"], 4200))
     for sock, ip, mac in ((sock_a, "10.77.2.2", "02:00:00:77:02:02"),
                           (sock_b, "10.77.2.1", "02:00:00:77:02:01"),
                           (sock_a, "fd77:2::2", "02:00:00:77:02:02"),

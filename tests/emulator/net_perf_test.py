@@ -86,22 +86,15 @@ class Run:
         sh("ip", "link", "set", "lo", "up", ns=name)
         return name
 
-    def start(self, ns, name, devargs, mac, ip, eal_extra=""):
+    def start(self, ns, name, devargs, mac, ip, eal=None):
         sock = os.path.join(self.tmp, f"{name}.sock")
         verbs_sock = os.path.join(self.tmp, f"{name}-verbs.sock")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""eal: {{file_prefix: rocemu-perf-{name}-{self.pid}{eal_extra}}}
-ports:
-  - name: p0
-    devargs: {devargs}
-    mac: "{mac}"
-    mtu: 4200
-    addresses: [{ip}/24]
-control: {{socket: {sock}}}
-verbs: {{socket: {verbs_sock}}}
-logging: {{file: {self.tmp}/{name}.log}}
-""")
+        netns_util.write_rocemud_config(
+            cfg, f"rocemu-perf-{name}-{self.pid}",
+            [netns_util.port("p0", devargs, mac, f"{ip}/24", 4200)],
+            eal=eal, control={"socket": sock}, verbs={"socket": verbs_sock},
+            logging={"file": f"{self.tmp}/{name}.log"})
         p = subprocess.Popen(["ip", "netns", "exec", ns, self.rocemud,
                               "--config", cfg], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)
@@ -295,7 +288,7 @@ def check_counters(r, a, b, written, runs):
         r.check(not bad, f"{d.name}: no error counters moved {bad or ''}")
 
 
-def setup(r, link, eal_a=", idle_sleep_us: 50", eal_b=", idle_sleep_us: 50"):
+def setup(r, link, eal_a=None, eal_b=None):
     if link == "veth":
         na, nb = r.netns("rocemu-pa"), r.netns("rocemu-pb")
         va, vb = f"pa{r.pid % 100000}", f"pb{r.pid % 100000}"

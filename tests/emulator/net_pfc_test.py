@@ -135,8 +135,8 @@ def main():
         va, vb = f"pa{r.pid % 100000}", f"pb{r.pid % 100000}"
         netns_util.veth_pair(na, va, nb, vb)
         opts = "framesz=8192,blocksz=8192"
-        r.port_config["a"] = f"    link_speed_mbps: {LINK_MBPS}"
-        r.extra_config["a"] = "pfc: {{priorities: [3, 4]}}\n"
+        r.port_config["a"] = {"link_speed_mbps": LINK_MBPS}
+        r.extra_config["a"] = {"pfc": {"priorities": [3, 4]}}
         a = r.daemon(na, "a", f"net_af_packet0,iface={va},{opts}", A_MAC,
                      "10.125.1.1")
         b = r.daemon(nb, "b", f"net_af_packet0,iface={vb},{opts}", B_MAC,

@@ -22,8 +22,8 @@ import netns_util
 from netns_util import control, sh, wait_for
 
 DAEMON_MAC = "02:00:00:77:00:02"
-FAULTS = """    faults: {drop: 0.1, corrupt: 0.1, duplicate: 0.1, reorder: 0.1,
-             delay: 0.1, delay_us: 3000, seed: 11}"""
+FAULTS = {"drop": 0.1, "corrupt": 0.1, "duplicate": 0.1, "reorder": 0.1,
+          "delay": 0.1, "delay_us": 3000, "seed": 11}
 
 
 def run(ns, *cmd, check=True, timeout=15):
@@ -65,23 +65,17 @@ def main():
     tmp = tempfile.mkdtemp(prefix="rocemu-net-")
     sock = os.path.join(tmp, "ctl.sock")
     cfg = os.path.join(tmp, "rocemu.yaml")
-    with open(cfg, "w") as f:
-        f.write(f"""
-eal: {{file_prefix: rocemu-nt-{pid}, idle_sleep_us: 50}}
-ports:
-  - name: tap0
-    devargs: net_tap0,iface={iface}
-    mac: "{DAEMON_MAC}"
-    addresses: [10.77.0.2/24, "fd77::2/64"]
-{FAULTS if faults else ""}
-capture:
-  enabled: false
-  rx_path: {tmp}/{{port}}-rx.pcap
-  tx_path: {tmp}/{{port}}-tx.pcap
-control: {{socket: {sock}, socket_mode: "0600", prometheus_port: 9464}}
-verbs: {{socket: {tmp}/verbs.sock}}
-logging: {{level: info, file: {tmp}/rocemud.log}}
-""")
+    netns_util.write_rocemud_config(
+        cfg, f"rocemu-nt-{pid}",
+        [netns_util.port("tap0", f"net_tap0,iface={iface}", DAEMON_MAC,
+                         ["10.77.0.2/24", "fd77::2/64"],
+                         **({"faults": FAULTS} if faults else {}))],
+        capture={"enabled": False, "rx_path": f"{tmp}/{{port}}-rx.pcap",
+                 "tx_path": f"{tmp}/{{port}}-tx.pcap"},
+        control={"socket": sock, "socket_mode": "0600",
+                 "prometheus_port": 9464},
+        verbs={"socket": f"{tmp}/verbs.sock"},
+        logging={"level": "info", "file": f"{tmp}/rocemud.log"})
     daemon = None
     failures = []
 

@@ -59,23 +59,17 @@ class Test:
         sock = os.path.join(self.tmp, name, "verbs.sock")
         ctl = os.path.join(self.tmp, f"{name}.ctl.sock")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""eal: {{file_prefix: rocemu-pp{name}-{self.pid}, idle_sleep_us: 50}}
-ports:
-  - name: p0
-    devargs: net_af_packet0,iface={iface},framesz=8192,blocksz=8192
-    mac: "{mac}"
-    mtu: 4200
-    addresses: [{ip}/24, "{ip6}/64"]
-capture:
-  enabled: true
-  rx_path: {self.tmp}/{name}-{{port}}-rx.pcap
-  tx_path: {self.tmp}/{name}-{{port}}-tx.pcap
-  rotate_mb: 0
-control: {{socket: {ctl}}}
-verbs: {{socket: {sock}}}
-logging: {{file: {self.tmp}/{name}.log}}
-""")
+        netns_util.write_rocemud_config(
+            cfg, f"rocemu-pp{name}-{self.pid}",
+            [netns_util.port(
+                "p0", f"net_af_packet0,iface={iface},framesz=8192,blocksz=8192",
+                mac, [f"{ip}/24", f"{ip6}/64"], 4200)],
+            capture={"enabled": True,
+                     "rx_path": f"{self.tmp}/{name}-{{port}}-rx.pcap",
+                     "tx_path": f"{self.tmp}/{name}-{{port}}-tx.pcap",
+                     "rotate_mb": 0},
+            control={"socket": ctl}, verbs={"socket": sock},
+            logging={"file": f"{self.tmp}/{name}.log"})
         p = netns_util.start_rocemud(ns, self.rocemud, cfg, sock, name,
                                      f"verbs socket {sock}", timeout=15)
         self.procs.append(p)

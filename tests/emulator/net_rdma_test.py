@@ -102,29 +102,22 @@ class Run:
     def start(self, ns, name, devargs, mac, ip, seed):
         sock = os.path.join(self.tmp, f"{name}.sock")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
-        faults = ""
+        faults = {}
         # Seeds 7 and 8 corrupt a frame early in the run (0.1 % alone would
         # leave a short run without one now and then).
         if self.faults:
-            faults = (f"    faults: {{drop: 0.01, reorder: 0.01, "
-                      f"corrupt: 0.001, seed: {seed}}}\n")
-        with open(cfg, "w") as f:
-            f.write(f"""eal: {{file_prefix: rocemu-{name}-{self.pid}, idle_sleep_us: 50}}
-ports:
-  - name: p0
-    devargs: {devargs}
-    mac: "{mac}"
-    mtu: 4200
-    addresses: [{ip}/24]
-{faults}capture:
-  enabled: true
-  rx_path: {self.tmp}/{name}-{{port}}-rx.pcap
-  tx_path: {self.tmp}/{name}-{{port}}-tx.pcap
-  rotate_mb: 0
-control: {{socket: {sock}, test_hooks: true}}
-verbs: {{socket: {sock}.verbs}}
-logging: {{file: {self.tmp}/{name}.log}}
-""")
+            faults = {"faults": {"drop": 0.01, "reorder": 0.01,
+                                 "corrupt": 0.001, "seed": seed}}
+        netns_util.write_rocemud_config(
+            cfg, f"rocemu-{name}-{self.pid}",
+            [netns_util.port("p0", devargs, mac, f"{ip}/24", 4200, **faults)],
+            capture={"enabled": True,
+                     "rx_path": f"{self.tmp}/{name}-{{port}}-rx.pcap",
+                     "tx_path": f"{self.tmp}/{name}-{{port}}-tx.pcap",
+                     "rotate_mb": 0},
+            control={"socket": sock, "test_hooks": True},
+            verbs={"socket": f"{sock}.verbs"},
+            logging={"file": f"{self.tmp}/{name}.log"})
         p = netns_util.start_rocemud(ns, self.rocemud, cfg, sock, name)
         self.procs.append(p)
         return Daemon(name, sock, p, ip)

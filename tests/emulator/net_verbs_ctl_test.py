@@ -61,21 +61,15 @@ def main():
     sock = os.path.join(tmp, "ctl.sock")
     vsock = os.path.join(tmp, "run", "verbs.sock")  # directory made by rocemud
     cfg = os.path.join(tmp, "rocemu.yaml")
-    with open(cfg, "w") as f:
-        f.write(f"""
-eal: {{file_prefix: rocemu-vc-{pid}, idle_sleep_us: 50}}
-ports:
-  - name: tap0
-    devargs: net_tap0,iface={iface}
-    mac: "{DAEMON_MAC}"
-    addresses: [10.77.0.2/24, "fd77::2/64"]
-capture:
-  rx_path: {tmp}/{{port}}-rx.pcap
-  tx_path: {tmp}/{{port}}-tx.pcap
-control: {{socket: {sock}}}
-verbs: {{socket: {vsock}, socket_mode: "0660", post_budget: 32}}
-logging: {{level: info, file: {tmp}/rocemud.log}}
-""")
+    netns_util.write_rocemud_config(
+        cfg, f"rocemu-vc-{pid}",
+        [netns_util.port("tap0", f"net_tap0,iface={iface}", DAEMON_MAC,
+                         ["10.77.0.2/24", "fd77::2/64"])],
+        capture={"rx_path": f"{tmp}/{{port}}-rx.pcap",
+                 "tx_path": f"{tmp}/{{port}}-tx.pcap"},
+        control={"socket": sock},
+        verbs={"socket": vsock, "socket_mode": "0660", "post_budget": 32},
+        logging={"level": "info", "file": f"{tmp}/rocemud.log"})
     failures = []
     procs = []
 
@@ -254,14 +248,11 @@ logging: {{level: info, file: {tmp}/rocemud.log}}
         vsock2 = os.path.join(tmp, "verbs2.sock")
         cfg2 = os.path.join(tmp, "rocemu2.yaml")
         denied_uid = 4242 if os.getuid() != 4242 else 4243
-        with open(cfg2, "w") as f:
-            f.write(f"""
-eal: {{file_prefix: rocemu-vc2-{pid}, idle_sleep_us: 50}}
-ports: [{{name: n0, devargs: net_null0}}]
-control: {{socket: {sock2}}}
-verbs: {{socket: {vsock2}, allowed_uids: [{denied_uid}]}}
-logging: {{file: {tmp}/rocemud2.log}}
-""")
+        netns_util.write_rocemud_config(
+            cfg2, f"rocemu-vc2-{pid}", [netns_util.port("n0", "net_null0")],
+            control={"socket": sock2},
+            verbs={"socket": vsock2, "allowed_uids": [denied_uid]},
+            logging={"file": f"{tmp}/rocemud2.log"})
         d2 = start(cfg2, [sock2, vsock2])
         refused = subprocess.run([client_bin, vsock2], input="exit\n",
                                  capture_output=True, text=True, timeout=15)

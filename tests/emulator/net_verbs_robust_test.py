@@ -154,22 +154,18 @@ class Run:
         os.chmod(d, 0o755)
         return d
 
-    def start(self, ns, name, dev, mac, ip, extra_verbs=""):
+    def start(self, ns, name, dev, mac, ip):
         sock = os.path.join(self.tmp, f"{name}.ctl")
         verbs = os.path.join(self.tmp, f"{name}.verbs")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""eal: {{file_prefix: rocemu-robust-{name}-{self.pid}, idle_sleep_us: 50}}
-ports:
-  - name: p0
-    devargs: net_af_packet0,iface={dev},framesz=8192,blocksz=8192
-    mac: "{mac}"
-    mtu: 4200
-    addresses: [{ip}/24]
-control: {{socket: {sock}}}
-verbs: {{socket: {verbs}, socket_mode: "0666"{extra_verbs}}}
-logging: {{file: {self.tmp}/{name}.log}}
-""")
+        netns_util.write_rocemud_config(
+            cfg, f"rocemu-robust-{name}-{self.pid}",
+            [netns_util.port(
+                "p0", f"net_af_packet0,iface={dev},framesz=8192,blocksz=8192",
+                mac, f"{ip}/24", 4200)],
+            control={"socket": sock},
+            verbs={"socket": verbs, "socket_mode": "0666"},
+            logging={"file": f"{self.tmp}/{name}.log"})
         return self.launch(Daemon(name, ns, sock, verbs, None, ip, cfg))
 
     def launch(self, d):
@@ -427,10 +423,11 @@ def allowed_uids_part(r, b):
     print("--- (b) allowed_uids [0] refuses uid 65534 at connect")
     r.stop(b)
     with open(b.cfg) as f:
-        cfg = f.read()
-    with open(b.cfg, "w") as f:
-        f.write(cfg.replace('socket_mode: "0666"',
-                            'socket_mode: "0666", allowed_uids: [0]'))
+        cfg = json.load(f)  # netns_util.write_rocemud_config's JSON
+    cfg["verbs"]["allowed_uids"] = [0]
+    eal = cfg.pop("eal")
+    netns_util.write_rocemud_config(b.cfg, eal.pop("file_prefix"),
+                                    cfg.pop("ports"), eal=eal, **cfg)
     r.launch(b)
     nobody = r.run_probe("open-65534", "open", uid=NOBODY, socket=b.verbs)
     rc = nobody.wait(20)

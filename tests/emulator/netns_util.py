@@ -1,6 +1,7 @@
 """Helpers shared by the net suite's scripts: commands in a namespace, one
-JSON request to a daemon's control socket, polling with a deadline, and
-starting/stopping rocemud in a namespace."""
+JSON request to a daemon's control socket, polling with a deadline, the
+one writer of rocemud configs, and starting/stopping rocemud in a
+namespace."""
 import contextlib
 import json
 import os
@@ -53,6 +54,35 @@ def wait_for(what, predicate, timeout=10.0):
             return result
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def write_rocemud_config(path, prefix, ports, eal=None, **sections):
+    """Writes a rocemud config for a test: `ports` the list of port
+    mappings, `sections` the other top-level keys (control, verbs,
+    logging, capture, pfc, ...) as Python values; eal gets file_prefix
+    `prefix` and idle_sleep_us 50 (so that daemons and tools share the
+    cores), then whatever `eal` adds or overrides. Written as JSON, which
+    YAML reads as flow style: no indentation or quoting to get wrong."""
+    cfg = {"eal": {"file_prefix": prefix, "idle_sleep_us": 50, **(eal or {})},
+           "ports": ports, **sections}
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2)
+        f.write("\n")
+    return path
+
+
+def port(name, devargs, mac=None, ip=None, mtu=None, **more):
+    """One port mapping; `ip` is one address or a list ("a.b.c.d/24",
+    "fd..::x/64")."""
+    p = {"name": name, "devargs": devargs}
+    if mac is not None:
+        p["mac"] = mac
+    if mtu is not None:
+        p["mtu"] = mtu
+    if ip is not None:
+        p["addresses"] = [ip] if isinstance(ip, str) else list(ip)
+    p.update(more)
+    return p
 
 
 def start_rocemud(ns, rocemud, config_path, wait_path, name,

@@ -6,8 +6,13 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "emulator"))
+import netns_util  # noqa: E402
 
 
 class SoloDaemon:
@@ -20,19 +25,14 @@ class SoloDaemon:
         self.verbs = os.path.join(self.tmp, "verbs.sock")
         self.log = os.path.join(self.tmp, "rocemud.log")
         cfg = os.path.join(self.tmp, "rocemud.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""eal: {{file_prefix: rocemu-solo-{os.getpid()}, memory_mb: 256,
-      idle_sleep_us: 50, hugepages: "no"}}
-ports:
-  - name: {name}
-    devargs: net_ring0
-    mac: "02:00:00:78:00:01"
-    mtu: 4200
-    addresses: [10.78.0.1/24, fd78::1/64]
-control: {{socket: {self.ctl}}}
-verbs: {{socket: {self.verbs}, socket_mode: "0666"}}
-logging: {{file: {self.log}}}
-""")
+        netns_util.write_rocemud_config(
+            cfg, f"rocemu-solo-{os.getpid()}",
+            [netns_util.port(name, "net_ring0", "02:00:00:78:00:01",
+                             ["10.78.0.1/24", "fd78::1/64"], 4200)],
+            eal={"memory_mb": 256, "hugepages": "no"},
+            control={"socket": self.ctl},
+            verbs={"socket": self.verbs, "socket_mode": "0666"},
+            logging={"file": self.log})
         self.proc = subprocess.Popen([rocemud, "--config", cfg],
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)

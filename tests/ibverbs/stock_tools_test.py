@@ -32,8 +32,9 @@ class Run:
         self.tmp = tempfile.mkdtemp(prefix="rocemu-stock-")
         os.chmod(self.tmp, 0o755)
         self.namespaces, self.procs, self.failures = [], [], []
-        # Daemon name -> YAML sections added to its configuration, and
-        # YAML keys added to its port (indented as port keys).
+        # Daemon name -> top-level sections added to its configuration (a
+        # dict, or a function of the daemon's directory returning one),
+        # and keys added to its port.
         self.extra_config = {}
         self.port_config = {}
         self.port = 18515 + self.pid % 1000
@@ -56,19 +57,14 @@ class Run:
         ctl = os.path.join(d, "ctl.sock")
         verbs = os.path.join(d, "verbs.sock")
         cfg = os.path.join(d, "rocemud.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""eal: {{file_prefix: rocemu-stock-{name}-{self.pid}, idle_sleep_us: 50}}
-ports:
-  - name: p0
-    devargs: {devargs}
-    mac: "{mac}"
-    mtu: 4200
-    addresses: [{ip}/24]
-{self.port_config.get(name, "")}
-control: {{socket: {ctl}}}
-verbs: {{socket: {verbs}}}
-logging: {{file: {d}/rocemud.log}}
-""" + self.extra_config.get(name, "").format(dir=d))
+        extra = self.extra_config.get(name, {})
+        netns_util.write_rocemud_config(
+            cfg, f"rocemu-stock-{name}-{self.pid}",
+            [netns_util.port("p0", devargs, mac, f"{ip}/24", 4200,
+                             **self.port_config.get(name, {}))],
+            control={"socket": ctl}, verbs={"socket": verbs},
+            logging={"file": f"{d}/rocemud.log"},
+            **(extra(d) if callable(extra) else extra))
         p = netns_util.start_rocemud(ns, self.rocemud, cfg, (ctl, verbs),
                                      name)
         self.procs.append(p)
