@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "verbs/json_writer.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -26,20 +28,15 @@ absl::Status Errno(std::string_view what) {
       absl::StrCat(std::string(what), ": ", std::strerror(errno)));
 }
 
-// Position just after `"key"` and the colon, or npos. The same quoted text
-// may come first as another field's value ({"port":"ip","ip":...}).
-size_t FindValue(std::string_view json, std::string_view key) {
-  std::string quoted = absl::StrCat("\"", std::string(key), "\"");
-  for (size_t at = json.find(quoted); at != std::string_view::npos;
-       at = json.find(quoted, at + 1)) {
-    size_t pos = at + quoted.size();
-    while (pos < json.size() && (json[pos] == ' ' || json[pos] == '\t')) ++pos;
-    if (pos >= json.size() || json[pos] != ':') continue;
-    ++pos;
-    while (pos < json.size() && (json[pos] == ' ' || json[pos] == '\t')) ++pos;
-    return pos;
-  }
-  return std::string_view::npos;
+// The request's top-level value of `key`, or null. A request is parsed again
+// for each field it is asked for: control requests are a few hundred bytes
+// read for a handful of fields, far from any packet path.
+nlohmann::json FieldOf(std::string_view json, std::string_view key) {
+  nlohmann::json doc = nlohmann::json::parse(json.begin(), json.end(), nullptr,
+                                             /*allow_exceptions=*/false);
+  if (!doc.is_object()) return nullptr;  // not JSON, or not an object
+  auto it = doc.find(key);
+  return it == doc.end() ? nlohmann::json() : std::move(*it);
 }
 
 void SendAll(int fd, std::string_view data) {
@@ -56,63 +53,37 @@ constexpr size_t kMaxPendingReply = 64u << 20;
 }  // namespace
 
 bool JsonHasField(std::string_view json, std::string_view key) {
-  return FindValue(json, key) != std::string_view::npos;
+  nlohmann::json doc = nlohmann::json::parse(json.begin(), json.end(), nullptr,
+                                             /*allow_exceptions=*/false);
+  return doc.is_object() && doc.contains(key);
 }
 
 std::string JsonStringField(std::string_view json, std::string_view key) {
-  size_t pos = FindValue(json, key);
-  if (pos == std::string_view::npos || pos >= json.size() || json[pos] != '"') {
-    return "";
-  }
-  size_t end = json.find('"', pos + 1);
-  if (end == std::string_view::npos) return "";
-  return std::string(json.substr(pos + 1, end - pos - 1));
+  const nlohmann::json v = FieldOf(json, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
 }
 
 bool JsonBoolField(std::string_view json, std::string_view key, bool* value) {
-  size_t pos = FindValue(json, key);
-  if (pos == std::string_view::npos) return false;
-  std::string_view rest = json.substr(pos);
-  if (rest.substr(0, 4) == "true") {
-    *value = true;
-    return true;
-  }
-  if (rest.substr(0, 5) == "false") {
-    *value = false;
-    return true;
-  }
-  return false;
+  const nlohmann::json v = FieldOf(json, key);
+  if (!v.is_boolean()) return false;
+  *value = v.get<bool>();
+  return true;
 }
 
 bool JsonUintField(std::string_view json, std::string_view key,
                    uint64_t* value) {
-  size_t pos = FindValue(json, key);
-  if (pos == std::string_view::npos) return false;
-  const char* begin = json.data() + pos;
-  const char* end = json.data() + json.size();
-  uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(begin, end, v, 10);
-  if (ec != std::errc() || ptr == begin) return false;
-  if (ptr != end && *ptr != ',' && *ptr != '}' && *ptr != ' ' && *ptr != '\t') {
-    return false;
-  }
-  *value = v;
+  // nlohmann keeps non-negative integers that fit 64 bits as unsigned; a
+  // larger one is a float, a negative one signed: neither is a count.
+  const nlohmann::json v = FieldOf(json, key);
+  if (!v.is_number_unsigned()) return false;
+  *value = v.get<uint64_t>();
   return true;
 }
 
 std::string JsonEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  std::string quoted;
+  verbs::AppendJsonString(s, &quoted);
+  return quoted.substr(1, quoted.size() - 2);
 }
 
 ControlServer::~ControlServer() { Close(); }

@@ -15,19 +15,20 @@
 
 namespace rocemu::emulator {
 
-// The value of a top-level string or boolean field of a one-line JSON
-// object ("" / false when absent). Enough for the control commands; the
-// replies are produced by the daemon, not parsed here.
+// Top-level fields of a one-line JSON request, read with nlohmann-json:
+// "" / false when the line is not a JSON object, the field is absent or
+// has another type. Enough for the control commands; the replies are
+// produced by the daemon, not parsed here.
 std::string JsonStringField(std::string_view json, std::string_view key);
 bool JsonBoolField(std::string_view json, std::string_view key, bool* value);
-// A top-level unsigned integer field; false when absent or not a number
-// that fits 64 bits.
+// A top-level unsigned integer field; false when absent or not an integer
+// in [0, 2^64).
 bool JsonUintField(std::string_view json, std::string_view key,
                    uint64_t* value);
-// Whether the object has a top-level field `key` (a quoted key followed by
-// a colon; the same text as another field's value does not count).
+// Whether the request is an object with a top-level field `key`.
 bool JsonHasField(std::string_view json, std::string_view key);
-// Escapes a string for a JSON string literal.
+// Escapes a string for the inside of a JSON string literal (the quotes
+// are the caller's).
 std::string JsonEscape(std::string_view s);
 
 class ControlServer {

@@ -1,23 +1,17 @@
 #include "verbs/json_writer.h"
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_format.h"
 
 namespace rocemu::verbs {
 
 void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(ch);
-    } else if (c < 0x20) {
-      absl::StrAppendFormat(out, "\\u%04x", c);
-    } else {
-      out->push_back(ch);
-    }
-  }
-  out->push_back('"');
+  // nlohmann's serializer is the project's one escaper. Bytes that are not
+  // UTF-8 become U+FFFD instead of an exception: names and paths come from
+  // configs and clients, and a view must print whatever they hold.
+  out->append(nlohmann::json(std::string(s))
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 JsonList::JsonList(std::string* out, const char* name) : out_(out) {

@@ -1,6 +1,7 @@
 // JSON writing shared by the control-plane views of the session server, the
-// daemon and rocemu-ctl: one escaper and one list opener, so that every JSON
-// the project prints quotes strings the same way. Control path only.
+// daemon and the tools: one escaper (nlohmann-json's) and one list opener,
+// so that every JSON the project prints quotes strings the same way.
+// Control path only.
 #ifndef ROCEMU_VERBS_JSON_WRITER_H_
 #define ROCEMU_VERBS_JSON_WRITER_H_
 
@@ -9,8 +10,8 @@
 
 namespace rocemu::verbs {
 
-// Appends `s` to *out as a quoted JSON string: '"' and '\\' escaped, control
-// bytes as \u00XX, everything else as is.
+// Appends `s` to *out as a quoted JSON string (nlohmann's escaping: '"',
+// '\\' and control bytes escaped; bytes that are not UTF-8 as U+FFFD).
 void AppendJsonString(std::string_view s, std::string* out);
 
 // Opens `"name":[` on construction and closes it with `]` on destruction;

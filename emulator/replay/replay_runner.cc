@@ -14,6 +14,7 @@
 #include "emulator/tools/json_writer.h"
 #include "nic/cm/cm_agent.h"
 #include "nic/rnic.h"
+#include "verbs/json_writer.h"
 
 namespace rocemu::replay {
 namespace {
@@ -469,7 +470,7 @@ std::string Runner::Summary(size_t total_read, size_t fed) const {
   auto line = [&](const std::string& key, const std::string& value,
                   bool last = false) {
     std::string k;
-    tools::AppendJsonString(key, &k);
+    verbs::AppendJsonString(key, &k);
     absl::StrAppend(&s, "  ", k, ": ", value, last ? "\n" : ",\n");
   };
   auto list = [](const std::vector<std::string>& items) {
@@ -482,7 +483,7 @@ std::string Runner::Summary(size_t total_read, size_t fed) const {
     return r + "  ]";
   };
   std::string name;
-  tools::AppendJsonString(c_.name, &name);
+  verbs::AppendJsonString(c_.name, &name);
   line("case", name);
   line("input_frames", absl::StrCat(total_read));
   line("received_frames", absl::StrCat(fed));

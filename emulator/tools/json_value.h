@@ -1,7 +1,8 @@
 // A parsed JSON document, for tools that read the daemon's control-socket
-// replies (rocemu-ctl). Objects keep their members in document order so
-// that tables list counters the way the daemon names them. Control path
-// only: simple, allocating, strict (trailing garbage is an error).
+// replies (rocemu-ctl): nlohmann-json parses (strict: trailing garbage is
+// an error), this keeps what the tables need. Objects keep their members in
+// document order so that tables list counters the way the daemon names
+// them, and numbers keep the text the daemon wrote (exact 64-bit counters).
 #ifndef ROCEMU_EMULATOR_TOOLS_JSON_VALUE_H_
 #define ROCEMU_EMULATOR_TOOLS_JSON_VALUE_H_
 

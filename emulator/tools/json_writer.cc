@@ -3,47 +3,9 @@
 #include <cinttypes>
 #include <cstdio>
 
-namespace rocemu::tools {
+#include "verbs/json_writer.h"
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    switch (b) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (b < 0x20 || b >= 0x80) {
-          out->append("\\u00");
-          out->push_back(kHex[b >> 4]);
-          out->push_back(kHex[b & 0xF]);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
+namespace rocemu::tools {
 
 void JsonWriter::BeforeValue() {
   if (after_key_) {
@@ -80,14 +42,14 @@ void JsonWriter::EndArray() {
 
 void JsonWriter::Key(std::string_view key) {
   BeforeValue();
-  AppendJsonString(key, &out_);
+  verbs::AppendJsonString(key, &out_);
   out_.push_back(':');
   after_key_ = true;
 }
 
 void JsonWriter::String(std::string_view v) {
   BeforeValue();
-  AppendJsonString(v, &out_);
+  verbs::AppendJsonString(v, &out_);
 }
 
 void JsonWriter::Uint(uint64_t v) {

@@ -1,6 +1,7 @@
-// A minimal streaming JSON writer for one-object-per-line output (JSON Lines).
-// Writing is all the tools need, so no JSON library is pulled in; the escaper
-// is the only part where correctness is subtle and it is unit-tested.
+// A minimal streaming JSON writer for one-object-per-line output (JSON Lines):
+// the commas and nesting of a stream that never holds a whole document.
+// Strings go through the project's one escaper (verbs/json_writer.h,
+// nlohmann-json's).
 #ifndef ROCEMU_EMULATOR_TOOLS_JSON_WRITER_H_
 #define ROCEMU_EMULATOR_TOOLS_JSON_WRITER_H_
 
@@ -10,11 +11,6 @@
 #include <vector>
 
 namespace rocemu::tools {
-
-// Appends `s` to *out as a quoted JSON string. Bytes >= 0x80 are taken as
-// Latin-1 and written as \u00XX so that the output is valid UTF-8 JSON for any
-// input bytes.
-void AppendJsonString(std::string_view s, std::string* out);
 
 class JsonWriter {
  public:

@@ -25,7 +25,27 @@ TEST(JsonFieldsTest, ReadsStringAndBoolFields) {
   EXPECT_TRUE(JsonBoolField(R"({"enable":false})", "enable", &v));
   EXPECT_FALSE(v);
   EXPECT_FALSE(JsonBoolField(R"({"enable":"yes"})", "enable", &v));
-  EXPECT_EQ(JsonEscape("a\"b\\c\n"), "a\\\"b\\\\c\\u000a");
+  EXPECT_EQ(JsonEscape("a\"b\\c\n"), "a\\\"b\\\\c\\n");
+}
+
+TEST(JsonFieldsTest, StringsAreDecodedAndOnlyTopLevelFieldsCount) {
+  // A parser, not a scanner: escapes decode, a quote inside a string does
+  // not end it, and a nested object's field is not the request's.
+  EXPECT_EQ(JsonStringField(R"({"name":"a\"b\u0041"})", "name"), "a\"bA");
+  EXPECT_EQ(JsonStringField(R"({"x":{"cmd":"inner"},"y":1})", "cmd"), "");
+  EXPECT_FALSE(JsonHasField(R"({"x":{"cmd":1}})", "cmd"));
+  uint64_t v = 7;
+  EXPECT_FALSE(JsonUintField(R"({"x":[{"len":5}]})", "len", &v));
+  EXPECT_EQ(v, 7u);  // nothing written on a miss
+}
+
+TEST(JsonFieldsTest, ALineThatIsNotAJsonObjectHasNoFields) {
+  for (const char* bad :
+       {R"({"cmd":"counters")", R"({"cmd":"counters"} trailing)",
+        R"(["cmd","counters"])", R"("cmd")", "", "{\"cmd\":\"a\x01\"}"}) {
+    EXPECT_EQ(JsonStringField(bad, "cmd"), "") << bad;
+    EXPECT_FALSE(JsonHasField(bad, "cmd")) << bad;
+  }
 }
 
 class ControlServerTest : public ::testing::Test {

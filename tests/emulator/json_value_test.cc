@@ -44,6 +44,10 @@ TEST(JsonValueTest, RejectsMalformedInput) {
   }
   // Nesting deeper than any daemon reply is refused, not recursed into.
   EXPECT_FALSE(JsonValue::Parse(std::string(200, '[')).ok());
+  EXPECT_FALSE(
+      JsonValue::Parse(std::string(200, '[') + std::string(200, ']')).ok());
+  EXPECT_TRUE(
+      JsonValue::Parse(std::string(60, '[') + std::string(60, ']')).ok());
 }
 
 }  // namespace

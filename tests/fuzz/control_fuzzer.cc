@@ -8,16 +8,17 @@
 // Each input starts from a fresh server, so it is replayable alone.
 //
 // Invariants (abort on violation):
-//  - the readers find the value after the first `"key"` that is followed
-//    by a colon (blanks allowed), and only there: a string is the raw text
-//    up to the next quote (never containing one), a number is exactly the
-//    decimal digits there (fitting 64 bits, followed by a separator), a
-//    boolean is a literal true/false; on a miss nothing is written;
+//  - the readers (nlohmann-json underneath) agree with a plain parse of
+//    the same line: a field is found only as a top-level member of a line
+//    that is one JSON object, a string reads back decoded, a number only
+//    if it is an integer in [0, 2^64), a boolean only as true/false; on a
+//    miss nothing is written;
 //  - on a valid flat JSON object built from the input, each key reads back
-//    the value it was given (strings without escapes exactly, numbers past
-//    64 bits not at all), wherever the same text appears as a value;
-//  - JsonEscape's output has no raw control byte or unescaped quote and
-//    decodes back to its input;
+//    the value it was given (strings decoded, numbers past 64 bits not at
+//    all), wherever the same text appears as a value;
+//  - JsonEscape's output, quoted, is a JSON string that decodes back to its
+//    input (bytes that are not UTF-8 to U+FFFD), and the string reader
+//    reads that decoded value;
 //  - every complete non-empty line a client sent gets exactly one reply
 //    line, in order, echoing it; the server closes a connection only after
 //    a half-close (answering a last unterminated line) or after refusing a
@@ -48,6 +49,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "config/config.h"
@@ -81,69 +84,33 @@ constexpr int kMaxRounds = 200;  // Poll() rounds an input may take to settle
 // Debian's Abseil has its own string_view; StrCat does not take std's.
 absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
-bool Blank(char c) { return c == ' ' || c == '\t'; }
-
-// Where the value of `key` starts: after the first `"key"` followed by
-// blanks and a colon, and the blanks after that.
-std::optional<size_t> ValuePos(std::string_view s, std::string_view key) {
-  const std::string quoted = "\"" + std::string(key) + "\"";
-  for (size_t at = s.find(quoted); at != std::string_view::npos;
-       at = s.find(quoted, at + 1)) {
-    size_t p = at + quoted.size();
-    while (p < s.size() && Blank(s[p])) ++p;
-    if (p >= s.size() || s[p] != ':') continue;
-    ++p;
-    while (p < s.size() && Blank(s[p])) ++p;
-    return p;
-  }
-  return std::nullopt;
-}
-
-// The number a reader must return at `p`: decimal digits that fit 64 bits,
-// then the end, a blank, ',' or '}'.
-std::optional<uint64_t> NumberAt(std::string_view s, size_t p) {
-  uint64_t v = 0;
-  size_t i = p;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-    const uint64_t d = static_cast<uint64_t>(s[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return std::nullopt;
-    v = v * 10 + d;
-  }
-  if (i == p) return std::nullopt;
-  if (i < s.size() && !Blank(s[i]) && s[i] != ',' && s[i] != '}') {
-    return std::nullopt;
-  }
-  return v;
+// The line as one plain parse sees it: the top-level member `key`, or
+// nullopt when the line is not a JSON object or has no such member.
+std::optional<nlohmann::json> Member(std::string_view s, std::string_view key) {
+  nlohmann::json doc = nlohmann::json::parse(s.begin(), s.end(), nullptr,
+                                             /*allow_exceptions=*/false);
+  if (!doc.is_object()) return std::nullopt;
+  auto it = doc.find(key);
+  if (it == doc.end()) return std::nullopt;
+  return *it;
 }
 
 // The readers on `s` for `key`, against the rules above.
 void CheckReaders(std::string_view s, std::string_view key) {
-  const std::optional<size_t> pos = ValuePos(s, key);
+  const std::optional<nlohmann::json> m = Member(s, key);
+  FUZZ_CHECK(JsonHasField(s, key) == m.has_value());
   const std::string str = JsonStringField(s, key);
-  FUZZ_CHECK(str.find('"') == std::string::npos);
-  std::string want;
-  if (pos.has_value() && *pos < s.size() && s[*pos] == '"') {
-    const size_t close = s.find('"', *pos + 1);
-    if (close != std::string_view::npos) {
-      want = std::string(s.substr(*pos + 1, close - *pos - 1));
-    }
-  }
-  FUZZ_CHECK(str == want);
+  FUZZ_CHECK(str == (m.has_value() && m->is_string() ? m->get<std::string>()
+                                                      : std::string()));
 
   constexpr uint64_t kUntouched = 0xDEADBEEFCAFEF00Dull;
   uint64_t num = kUntouched;
   const bool num_ok = JsonUintField(s, key, &num);
-  const std::optional<uint64_t> want_num =
-      pos.has_value() ? NumberAt(s, *pos) : std::nullopt;
-  FUZZ_CHECK(num_ok == want_num.has_value());
-  FUZZ_CHECK(num == (num_ok ? *want_num : kUntouched));
+  FUZZ_CHECK(num_ok == (m.has_value() && m->is_number_unsigned()));
+  FUZZ_CHECK(num == (num_ok ? m->get<uint64_t>() : kUntouched));
 
   std::optional<bool> want_bool;
-  if (pos.has_value()) {
-    const std::string_view rest = s.substr(*pos);
-    if (rest.substr(0, 4) == "true") want_bool = true;
-    if (rest.substr(0, 5) == "false") want_bool = false;
-  }
+  if (m.has_value() && m->is_boolean()) want_bool = m->get<bool>();
   // Starting from the value a hit would not write shows a stray write.
   const bool initial = !want_bool.value_or(false);
   bool b = initial;
@@ -169,85 +136,30 @@ std::vector<std::string_view> KeysIn(std::string_view req) {
   return keys;
 }
 
-// Decodes the body of a JSON string literal; nullopt if it is not one
-// (raw quote or control byte, bad escape). \u escapes above 0xFF are
-// refused: JsonEscape never writes them.
-std::optional<std::string> Unescape(std::string_view e) {
-  std::string out;
-  for (size_t i = 0; i < e.size(); ++i) {
-    const char c = e[i];
-    if (c == '"' || static_cast<unsigned char>(c) < 0x20) return std::nullopt;
-    if (c != '\\') {
-      out += c;
-      continue;
-    }
-    if (++i >= e.size()) return std::nullopt;
-    switch (e[i]) {
-      case '"':
-      case '\\':
-      case '/':
-        out += e[i];
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        if (i + 4 >= e.size()) return std::nullopt;
-        unsigned v = 0;
-        for (int k = 1; k <= 4; ++k) {
-          const char h = e[i + k];
-          v <<= 4;
-          if (h >= '0' && h <= '9') {
-            v |= static_cast<unsigned>(h - '0');
-          } else if (h >= 'a' && h <= 'f') {
-            v |= static_cast<unsigned>(h - 'a' + 10);
-          } else if (h >= 'A' && h <= 'F') {
-            v |= static_cast<unsigned>(h - 'A' + 10);
-          } else {
-            return std::nullopt;
-          }
-        }
-        if (v > 0xFF) return std::nullopt;
-        out += static_cast<char>(v);
-        i += 4;
-        break;
-      }
-      default:
-        return std::nullopt;
-    }
-  }
-  return out;
+// The string a JSON string literal's body decodes to; nullopt if it is not
+// one.
+std::optional<std::string> Decode(std::string_view body) {
+  const std::string quoted = "\"" + std::string(body) + "\"";
+  nlohmann::json j = nlohmann::json::parse(quoted, nullptr,
+                                           /*allow_exceptions=*/false);
+  if (!j.is_string()) return std::nullopt;
+  return j.get<std::string>();
 }
 
-bool Plain(std::string_view s) {
-  for (char c : s) {
-    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) {
-      return false;
-    }
-  }
-  return true;
+// Whether `s` is UTF-8 (what the escaper keeps byte for byte).
+bool Utf8(std::string_view s) {
+  const std::string v(s);
+  using nlohmann::json;
+  return json(v).dump(-1, ' ', false, json::error_handler_t::replace) ==
+         json(v).dump(-1, ' ', false, json::error_handler_t::ignore);
 }
 
 void CheckEscape(std::string_view s) {
   const std::string e = JsonEscape(s);
-  const std::optional<std::string> back = Unescape(e);
-  FUZZ_CHECK(back.has_value() && *back == s);
-  if (Plain(s)) {
-    FUZZ_CHECK(e == s);
-    FUZZ_CHECK(JsonStringField("{\"k\":\"" + e + "\"}", "k") == s);
-  }
+  const std::optional<std::string> back = Decode(e);
+  FUZZ_CHECK(back.has_value());
+  if (Utf8(s)) FUZZ_CHECK(*back == s);
+  FUZZ_CHECK(JsonStringField("{\"k\":\"" + e + "\"}", "k") == *back);
 }
 
 class Input {
@@ -304,8 +216,9 @@ void CheckBuiltObject(std::string_view data) {
           f.num = (f.num << 8) | static_cast<uint8_t>(c);
         }
         value = absl::StrCat(f.num);
-        if (kind & 0x80) {
-          // One more digit, past 64 bits when the value is large.
+        // One more digit, past 64 bits when the value is large (not after
+        // a lone 0: JSON has no leading zeros).
+        if ((kind & 0x80) && f.num != 0) {
           value += '7';
           if (__builtin_mul_overflow(f.num, 10, &f.num) ||
               __builtin_add_overflow(f.num, 7, &f.num)) {
@@ -337,9 +250,9 @@ void CheckBuiltObject(std::string_view data) {
     bool flag = false;
     const bool flag_ok = JsonBoolField(json, key, &flag);
     if (f.kind == Kind::kString) {
-      // No unescaping: a value with escapes reads up to its first quote.
-      const std::string e = JsonEscape(f.text);
-      FUZZ_CHECK(str == (Plain(f.text) ? f.text : e.substr(0, e.find('"'))));
+      const std::optional<std::string> back = Decode(JsonEscape(f.text));
+      FUZZ_CHECK(back.has_value() && str == *back);
+      if (Utf8(f.text)) FUZZ_CHECK(str == f.text);
     } else {
       FUZZ_CHECK(str.empty());
     }
@@ -419,12 +332,16 @@ std::string Handle(Hooks& hooks, std::string_view req) {
 
 // The request a reply line echoes.
 std::optional<std::string> Echoed(std::string_view reply) {
-  constexpr std::string_view kHead = "{\"echo\":\"";
-  if (reply.substr(0, kHead.size()) != kHead) return std::nullopt;
-  size_t i = kHead.size();
-  while (i < reply.size() && reply[i] != '"') i += reply[i] == '\\' ? 2 : 1;
-  if (i >= reply.size()) return std::nullopt;
-  return Unescape(reply.substr(kHead.size(), i - kHead.size()));
+  if (!reply.starts_with("{\"echo\":\"")) return std::nullopt;
+  const std::optional<nlohmann::json> echo = Member(reply, "echo");
+  if (!echo.has_value() || !echo->is_string()) return std::nullopt;
+  return echo->get<std::string>();
+}
+
+// What an echo of `text` reads back as (bytes that are not UTF-8 become
+// U+FFFD on the way out).
+std::string Rendered(std::string_view text) {
+  return Decode(JsonEscape(text)).value_or("(not escaped)");
 }
 
 std::vector<std::string_view> Split(std::string_view s,
@@ -523,12 +440,12 @@ void CheckConversation(const Client& c) {
     const std::optional<std::string> echo = Echoed(replies[r]);
     FUZZ_CHECK(echo.has_value());
     if (answered < want.size()) {
-      FUZZ_CHECK(*echo == want[answered].text);
+      FUZZ_CHECK(*echo == Rendered(want[answered].text));
       ++answered;
       continue;
     }
     // Only a last line without its newline, after the client's shutdown.
-    FUZZ_CHECK(c.half_closed && !tail_answered && *echo == tail);
+    FUZZ_CHECK(c.half_closed && !tail_answered && *echo == Rendered(tail));
     tail_answered = true;
   }
   if (refused) {

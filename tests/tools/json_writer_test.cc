@@ -7,36 +7,6 @@
 namespace rocemu::tools {
 namespace {
 
-std::string Escape(std::string_view s) {
-  std::string out;
-  AppendJsonString(s, &out);
-  return out;
-}
-
-TEST(JsonEscapeTest, PlainTextIsQuoted) {
-  EXPECT_EQ(Escape("RC_SEND_FIRST"), "\"RC_SEND_FIRST\"");
-  EXPECT_EQ(Escape(""), "\"\"");
-}
-
-TEST(JsonEscapeTest, QuoteAndBackslash) {
-  EXPECT_EQ(Escape("a\"b\\c"), "\"a\\\"b\\\\c\"");
-}
-
-TEST(JsonEscapeTest, ShortEscapesForCommonControls) {
-  EXPECT_EQ(Escape("\b\f\n\r\t"), "\"\\b\\f\\n\\r\\t\"");
-}
-
-TEST(JsonEscapeTest, OtherControlsAsUnicodeEscapes) {
-  EXPECT_EQ(Escape(std::string_view("\x00\x01\x1f", 3)),
-            "\"\\u0000\\u0001\\u001f\"");
-}
-
-TEST(JsonEscapeTest, HighBytesAreLatin1Escapes) {
-  EXPECT_EQ(Escape("\xff\x80"), "\"\\u00ff\\u0080\"");
-  // 0x7f (DEL) needs no escaping in JSON.
-  EXPECT_EQ(Escape("\x7f"), "\"\x7f\"");
-}
-
 TEST(JsonWriterTest, NestedObjectsAndArrays) {
   JsonWriter w;
   w.BeginObject();

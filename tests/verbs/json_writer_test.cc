@@ -9,13 +9,31 @@
 namespace rocemu::verbs {
 namespace {
 
+std::string Escape(std::string_view s) {
+  std::string out;
+  AppendJsonString(s, &out);
+  return out;
+}
+
 TEST(JsonWriterTest, QuotesAndEscapes) {
   // An embedded NUL must not end the string.
   constexpr char kIn[] = "a\"b\\c\n\x01 \xc3\xa9\0z";
-  std::string out;
-  AppendJsonString(std::string_view(kIn, sizeof(kIn) - 1), &out);
-  // Quote and backslash escaped, control bytes as \u00XX, UTF-8 kept as is.
-  EXPECT_EQ(out, "\"a\\\"b\\\\c\\u000a\\u0001 \xc3\xa9\\u0000z\"");
+  // Quote and backslash escaped, control bytes escaped, UTF-8 kept as is.
+  EXPECT_EQ(Escape(std::string_view(kIn, sizeof(kIn) - 1)),
+            "\"a\\\"b\\\\c\\n\\u0001 \xc3\xa9\\u0000z\"");
+}
+
+TEST(JsonWriterTest, ShortEscapesForCommonControls) {
+  EXPECT_EQ(Escape("\b\f\n\r\t"), "\"\\b\\f\\n\\r\\t\"");
+  EXPECT_EQ(Escape(std::string_view("\x00\x1f", 2)), "\"\\u0000\\u001f\"");
+  // 0x7f (DEL) needs no escaping in JSON.
+  EXPECT_EQ(Escape("\x7f"), "\"\x7f\"");
+}
+
+TEST(JsonWriterTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  // A name or path from a config or a client: printed, never thrown on.
+  EXPECT_EQ(Escape("a\xff\x80" "b"),
+            "\"a\xef\xbf\xbd\xef\xbf\xbd" "b\"");
 }
 
 TEST(JsonWriterTest, EmptyStringIsTwoQuotes) {
