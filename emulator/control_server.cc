@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"

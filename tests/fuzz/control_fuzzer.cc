@@ -45,12 +45,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "config/config.h"
@@ -101,7 +100,7 @@ void CheckReaders(std::string_view s, std::string_view key) {
   FUZZ_CHECK(JsonHasField(s, key) == m.has_value());
   const std::string str = JsonStringField(s, key);
   FUZZ_CHECK(str == (m.has_value() && m->is_string() ? m->get<std::string>()
-                                                      : std::string()));
+                                                     : std::string()));
 
   constexpr uint64_t kUntouched = 0xDEADBEEFCAFEF00Dull;
   uint64_t num = kUntouched;
