@@ -21,17 +21,11 @@
 #include "nic/gid_table.h"
 #include "nic/rnic.h"
 #include "protocol/icrc.h"
+#include "tests/verbs/tool_pair.h"
 #include "verbs/session_server.h"
 
 namespace rocemu::pingpong {
 namespace {
-
-uint64_t NowNs() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull +
-         static_cast<uint64_t>(t.tv_nsec);
-}
 
 nic::RnicConfig Config(uint8_t id) {
   nic::RnicConfig c;
@@ -55,117 +49,13 @@ bool IsRoce(const uint8_t* f, size_t len) {
          f[kUdpOff + 3] == 0xB7;  // 4791
 }
 
-struct Child {
-  pid_t pid = -1;
-  std::string out_path;
-  int status = -1;
-};
-
-struct Outcome {
-  int server_exit = -1, client_exit = -1;
-  std::string server_out, client_out;
-};
-
-// What a frame hook may do with a frame on its way: let it pass or drop it
-// (it may also rewrite it in place).
-using FrameHook = std::function<bool(bool a_to_b, uint8_t* f, size_t len)>;
+using verbs::testing::FrameHook;
+using Outcome = verbs::testing::ToolOutcome;
 
 class PingpongEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* bin = std::getenv("ROCEMU_PINGPONG");
-    ASSERT_NE(bin, nullptr) << "ROCEMU_PINGPONG must name the binary";
-    bin_ = bin;
-    char tmpl[] = "/tmp/rocemu-pingpong-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    const nic::RnicConfig ca = Config(1), cb = Config(2);
-    a_ = std::make_unique<nic::Rnic>(ca);
-    b_ = std::make_unique<nic::Rnic>(cb);
-    verbs::SessionServerOptions oa, ob;
-    oa.socket_path = dir_ + "/a.sock";
-    ob.socket_path = dir_ + "/b.sock";
-    // The tool gives an all-zero destination MAC: resolved here, as the
-    // daemon does from its neighbour cache.
-    oa.resolve_dmac = [m = cb.mac](const nic::Gid&) {
-      return std::optional<protocol::MacAddr>(m);
-    };
-    ob.resolve_dmac = [m = ca.mac](const nic::Gid&) {
-      return std::optional<protocol::MacAddr>(m);
-    };
-    auto sa = verbs::SessionServer::Create(*a_, oa);
-    auto sb = verbs::SessionServer::Create(*b_, ob);
-    ASSERT_TRUE(sa.ok()) << sa.status();
-    ASSERT_TRUE(sb.ok()) << sb.status();
-    sa_ = *std::move(sa);
-    sb_ = *std::move(sb);
-    frames_.assign(16, std::vector<uint8_t>(9216));
-  }
-
-  void TearDown() override {
-    sa_.reset();
-    sb_.reset();
-    if (!dir_.empty()) {
-      const std::string cmd = "rm -rf " + dir_;
-      EXPECT_EQ(std::system(cmd.c_str()), 0);
-    }
-  }
-
-  Child Spawn(std::vector<std::string> args, const std::string& tag) {
-    Child c;
-    c.out_path = dir_ + "/" + tag + ".out";
-    args.insert(args.begin(), bin_);
-    std::vector<char*> argv;
-    for (std::string& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    c.pid = fork();
-    if (c.pid == 0) {
-      const int fd =
-          open(c.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      execv(bin_.c_str(), argv.data());
-      _exit(127);
-    }
-    return c;
-  }
-
-  // Serves both session servers and moves frames until `done` (60 s at
-  // most: then the children are killed and the test fails).
-  void Pump(const std::function<bool()>& done, const FrameHook& hook,
-            std::initializer_list<Child*> children) {
-    const uint64_t deadline = NowNs() + 60'000'000'000ull;
-    nic::TxFrame tx[16];
-    while (!done()) {
-      sa_->Poll();
-      sb_->Poll();
-      for (int dir = 0; dir < 2; ++dir) {
-        nic::Rnic& from = dir == 0 ? *a_ : *b_;
-        nic::Rnic& to = dir == 0 ? *b_ : *a_;
-        for (int i = 0; i < 16; ++i) tx[i] = {frames_[i].data(), 9216, 0, 0};
-        const size_t n = from.Transmit(0, {tx, 16}, NowNs());
-        for (size_t i = 0; i < n; ++i) {
-          if (hook && !hook(dir == 0, tx[i].data, tx[i].len)) continue;
-          nic::RxFrame rx{tx[i].data, tx[i].len};
-          to.Receive(0, {&rx, 1}, NowNs());
-        }
-      }
-      for (Child* ch : children) {
-        int st = 0;
-        if (ch->status < 0 && waitpid(ch->pid, &st, WNOHANG) == ch->pid)
-          ch->status = st;
-      }
-      if (NowNs() > deadline) {
-        for (Child* ch : children) {
-          if (ch->status < 0) {
-            kill(ch->pid, SIGKILL);
-            waitpid(ch->pid, &ch->status, 0);
-          }
-        }
-        ADD_FAILURE() << "rocemu-pingpong did not finish in 60 s";
-        return;
-      }
-    }
+    pair_.SetUp("ROCEMU_PINGPONG", "pingpong", Config(1), Config(2));
   }
 
   // True when something listens on TCP `port` (/proc/net/tcp{,6}, state
@@ -191,50 +81,27 @@ class PingpongEndToEnd : public ::testing::Test {
     return false;
   }
 
-  static std::string Slurp(const std::string& path) {
-    std::string out;
-    FILE* f = std::fopen(path.c_str(), "r");
-    if (f == nullptr) return out;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-    std::fclose(f);
-    return out;
-  }
-
   // The server on A, the client on B, the same arguments on both sides.
   Outcome Run(std::vector<std::string> args, const FrameHook& hook = {},
               std::vector<std::string> client_args = {}) {
-    const std::string port =
-        std::to_string(21000 + (getpid() * 13 + runs_++) % 20000);
+    const int port = pair_.NextPort(21000);
+    const std::string p = std::to_string(port);
     if (client_args.empty()) client_args = args;
     std::vector<std::string> s = args, c = client_args;
     s.insert(s.begin() + 1,
-             {"-p", port, "-d", dir_ + "/a.sock", "-g", "0", "--timeout=10"});
+             {"-p", p, "-d", pair_.a_socket(), "-g", "0", "--timeout=10"});
     c.insert(c.begin() + 1,
-             {"-p", port, "-d", dir_ + "/b.sock", "-g", "0", "--timeout=10"});
+             {"-p", p, "-d", pair_.b_socket(), "-g", "0", "--timeout=10"});
     c.push_back("127.0.0.1");
-    Child sc = Spawn(s, "server");
+    verbs::testing::ToolChild sc = pair_.Spawn(s, "server");
     // The client connects once, as rdma-core's: start it when the server
     // listens (serving the server's control calls meanwhile) or has died.
-    Child cc;
-    Pump([&] { return sc.status >= 0 || Listening(std::stoi(port)); }, hook,
-         {&sc});
-    cc = Spawn(c, "client");
-    Pump([&] { return sc.status >= 0 && cc.status >= 0; }, hook, {&sc, &cc});
-    Outcome o;
-    o.server_exit = WIFEXITED(sc.status) ? WEXITSTATUS(sc.status) : 128;
-    o.client_exit = WIFEXITED(cc.status) ? WEXITSTATUS(cc.status) : 128;
-    o.server_out = Slurp(sc.out_path);
-    o.client_out = Slurp(cc.out_path);
-    return o;
+    pair_.Pump([&] { return sc.status >= 0 || Listening(port); }, hook, {&sc});
+    verbs::testing::ToolChild cc = pair_.Spawn(c, "client");
+    return pair_.Finish(sc, cc, hook);
   }
 
-  std::string bin_, dir_;
-  std::unique_ptr<nic::Rnic> a_, b_;
-  std::unique_ptr<verbs::SessionServer> sa_, sb_;
-  std::vector<std::vector<uint8_t>> frames_;
-  int runs_ = 0;
+  verbs::testing::ToolPair pair_;
 };
 
 struct Address {
@@ -364,11 +231,11 @@ TEST_F(PingpongEndToEnd, MismatchedTransportsFailCleanly) {
 
 TEST_F(PingpongEndToEnd, NoDaemonIsAClearError) {
   const Outcome o = Run({"rc", "-n", "1", "--timeout=2"}, {},
-                        {"rc", "-n", "1", "-d", dir_ + "/nothing.sock"});
+                        {"rc", "-n", "1", "-d", pair_.dir() + "/nothing.sock"});
   EXPECT_EQ(o.client_exit, 1);
-  EXPECT_NE(
-      o.client_out.find("Couldn't get context for " + dir_ + "/nothing.sock"),
-      std::string::npos)
+  EXPECT_NE(o.client_out.find("Couldn't get context for " + pair_.dir() +
+                              "/nothing.sock"),
+            std::string::npos)
       << o.client_out;
   // The server got no client before its --timeout.
   EXPECT_EQ(o.server_exit, 1);

@@ -22,6 +22,7 @@
 
 #include "nic/gid_table.h"
 #include "nic/rnic.h"
+#include "tests/verbs/tool_pair.h"
 #include "verbs/session_server.h"
 #include "verbs/tools/perf_clock.h"
 #include "verbs/tools/perf_options.h"
@@ -154,8 +155,6 @@ TEST(PerfOptions, SizesRangesAndAtomics) {
 
 // --- end to end ------------------------------------------------------------
 
-uint64_t NowNs() { return static_cast<uint64_t>(MonotonicNs()); }
-
 nic::RnicConfig Config(uint8_t id) {
   nic::RnicConfig c;
   c.mac = {0x02, 0, 0, 0, 0x7f, id};
@@ -164,151 +163,31 @@ nic::RnicConfig Config(uint8_t id) {
   return c;
 }
 
-struct Child {
-  pid_t pid = -1;
-  std::string out_path;
-  int status = -1;
-};
-
 class PerfEndToEnd : public ::testing::Test {
  protected:
+  using Outcome = verbs::testing::ToolOutcome;
+
   void SetUp() override {
-    const char* bin = std::getenv("ROCEMU_PERF");
-    ASSERT_NE(bin, nullptr) << "ROCEMU_PERF must name the rocemu-perf binary";
-    bin_ = bin;
-    char tmpl[] = "/tmp/rocemu-perf-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    const nic::RnicConfig ca = Config(1), cb = Config(2);
-    a_ = std::make_unique<nic::Rnic>(ca);
-    b_ = std::make_unique<nic::Rnic>(cb);
-    SessionServerOptions oa, ob;
-    oa.socket_path = dir_ + "/a.sock";
-    ob.socket_path = dir_ + "/b.sock";
-    oa.device_name = "rocemu_pa";
-    ob.device_name = "rocemu_pb";
+    pair_.SetUp("ROCEMU_PERF", "perf", Config(1), Config(2), "rocemu_pa",
+                "rocemu_pb");
     // Where the children look for devices by name.
-    setenv("ROCEMU_VERBS_DIR", dir_.c_str(), 1);
-    // The tools give an all-zero destination MAC: resolved here.
-    oa.resolve_dmac = [m = cb.mac](const nic::Gid&) {
-      return std::optional<protocol::MacAddr>(m);
-    };
-    ob.resolve_dmac = [m = ca.mac](const nic::Gid&) {
-      return std::optional<protocol::MacAddr>(m);
-    };
-    auto sa = SessionServer::Create(*a_, oa);
-    auto sb = SessionServer::Create(*b_, ob);
-    ASSERT_TRUE(sa.ok()) << sa.status();
-    ASSERT_TRUE(sb.ok()) << sb.status();
-    sa_ = *std::move(sa);
-    sb_ = *std::move(sb);
-    frames_.assign(16, std::vector<uint8_t>(9216));
+    setenv("ROCEMU_VERBS_DIR", pair_.dir().c_str(), 1);
   }
-
-  void TearDown() override {
-    sa_.reset();
-    sb_.reset();
-    std::string cmd = "rm -rf " + dir_;
-    if (!dir_.empty()) {
-      EXPECT_EQ(std::system(cmd.c_str()), 0);
-    }
-  }
-
-  Child Spawn(const std::vector<std::string>& args, const std::string& tag) {
-    Child c;
-    c.out_path = dir_ + "/" + tag + ".out";
-    c.pid = fork();
-    if (c.pid == 0) {
-      const int fd =
-          open(c.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<std::string> full = {bin_};
-      full.insert(full.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (std::string& s : full) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      execv(bin_.c_str(), argv.data());
-      _exit(127);
-    }
-    return c;
-  }
-
-  // Moves frames and serves both daemons' sessions until both children
-  // exit (or 60 s: then they are killed and the test fails).
-  void Pump(Child& s, Child& c) {
-    const uint64_t deadline = NowNs() + 60'000'000'000ull;
-    nic::TxFrame tx[16];
-    while (s.status < 0 || c.status < 0) {
-      sa_->Poll();
-      sb_->Poll();
-      for (int dir = 0; dir < 2; ++dir) {
-        nic::Rnic& from = dir == 0 ? *a_ : *b_;
-        nic::Rnic& to = dir == 0 ? *b_ : *a_;
-        for (int i = 0; i < 16; ++i) {
-          tx[i] = {frames_[i].data(), 9216, 0, 0};
-        }
-        const size_t n = from.Transmit(0, {tx, 16}, NowNs());
-        for (size_t i = 0; i < n; ++i) {
-          nic::RxFrame rx{tx[i].data, tx[i].len};
-          to.Receive(0, {&rx, 1}, NowNs());
-        }
-      }
-      for (Child* ch : {&s, &c}) {
-        int st;
-        if (ch->status < 0 && waitpid(ch->pid, &st, WNOHANG) == ch->pid) {
-          ch->status = st;
-        }
-      }
-      if (NowNs() > deadline) {
-        for (Child* ch : {&s, &c}) {
-          if (ch->status < 0) {
-            kill(ch->pid, SIGKILL);
-            waitpid(ch->pid, &ch->status, 0);
-          }
-        }
-        ADD_FAILURE() << "rocemu-perf did not finish in 60 s";
-      }
-    }
-  }
-
-  static std::string Slurp(const std::string& path) {
-    std::string out;
-    FILE* f = std::fopen(path.c_str(), "r");
-    if (f == nullptr) return out;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-    std::fclose(f);
-    return out;
-  }
-
-  struct Outcome {
-    int server_exit = -1, client_exit = -1;
-    std::string server_out, client_out;
-  };
 
   Outcome RunPair(const std::vector<std::string>& server_args,
                   const std::vector<std::string>& client_args) {
-    const std::string port =
-        std::to_string(20000 + (getpid() * 7 + runs_++) % 20000);
+    const std::string port = std::to_string(pair_.NextPort(20000));
     // Defaults first so that a test's own -d wins (getopt: last one).
     std::vector<std::string> s = server_args, c = client_args;
     // --yield: this process polls the RNICs on one of the 2 cores.
-    s.insert(s.begin() + 1, {"-p", port, "-d", dir_ + "/a.sock", "--timeout",
+    s.insert(s.begin() + 1, {"-p", port, "-d", pair_.a_socket(), "--timeout",
                              "20", "--yield"});
-    c.insert(c.begin() + 1, {"-p", port, "-d", dir_ + "/b.sock", "--timeout",
+    c.insert(c.begin() + 1, {"-p", port, "-d", pair_.b_socket(), "--timeout",
                              "20", "--yield"});
     c.push_back("127.0.0.1");
-    Child sc = Spawn(s, "server");
-    Child cc = Spawn(c, "client");
-    Pump(sc, cc);
-    Outcome o;
-    o.server_exit = WIFEXITED(sc.status) ? WEXITSTATUS(sc.status) : 128;
-    o.client_exit = WIFEXITED(cc.status) ? WEXITSTATUS(cc.status) : 128;
-    o.server_out = Slurp(sc.out_path);
-    o.client_out = Slurp(cc.out_path);
-    return o;
+    verbs::testing::ToolChild sc = pair_.Spawn(s, "server");
+    verbs::testing::ToolChild cc = pair_.Spawn(c, "client");
+    return pair_.Finish(sc, cc);
   }
 
   // Runs one verified test and checks both sides' JSON lines.
@@ -335,11 +214,7 @@ class PerfEndToEnd : public ::testing::Test {
     EXPECT_NE(o.server_out.find(want_iters), std::string::npos) << o.server_out;
   }
 
-  std::string bin_, dir_;
-  std::unique_ptr<nic::Rnic> a_, b_;
-  std::unique_ptr<SessionServer> sa_, sb_;
-  std::vector<std::vector<uint8_t>> frames_;
-  int runs_ = 0;
+  verbs::testing::ToolPair pair_;
 };
 
 TEST_F(PerfEndToEnd, WriteReadSendBandwidthVerified) {
@@ -403,7 +278,7 @@ TEST_F(PerfEndToEnd, MismatchedTestsFailOnBothSides) {
 
 TEST_F(PerfEndToEnd, NoDaemonIsAClearError) {
   const Outcome o =
-      RunPair({"write_bw", "-d", dir_ + "/nothing.sock"}, {"write_bw"});
+      RunPair({"write_bw", "-d", pair_.dir() + "/nothing.sock"}, {"write_bw"});
   EXPECT_EQ(o.server_exit, 1);
   EXPECT_EQ(o.client_exit, 1);
   EXPECT_NE(o.server_out.find("rocemu_open_device"), std::string::npos)
