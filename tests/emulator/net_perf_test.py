@@ -285,6 +285,11 @@ def check_counters(r, a, b, written, runs):
         r.check(sess.get("clients_accepted", 0) >= runs,
                 f"{d.name}: verbs session served "
                 f"{sess.get('clients_accepted')} clients")
+        # eal.idle_yield (default): passes that moved nothing gave the core
+        # away instead of spinning on it (the runs have gaps between tools).
+        r.check(0 < c["idle_yields"] < c["loops"],
+                f"{d.name}: {c['idle_yields']} of {c['loops']} loop passes "
+                "yielded the core")
         r.check(not bad, f"{d.name}: no error counters moved {bad or ''}")
 
 
