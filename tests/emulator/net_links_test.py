@@ -8,33 +8,18 @@ Bounded in time; always cleans up.  Usage: net_links_test.py ROCEMUD veth|memif
 """
 import os
 import sys
-import tempfile
 import time
 
 import netns_util
 from netns_util import control, sh, wait_for
 
 
-class Run:
+class Run(netns_util.NetRun):
     def __init__(self, rocemud):
+        super().__init__("rocemu-links-")
         self.rocemud = rocemud
-        self.pid = os.getpid()
-        self.tmp = tempfile.mkdtemp(prefix="rocemu-links-")
-        self.namespaces = []
-        self.daemons = []
-        self.failures = []
+        self.daemons = self.procs
 
-    def check(self, cond, msg):
-        print(("ok   " if cond else "FAIL ") + msg)
-        if not cond:
-            self.failures.append(msg)
-
-    def netns(self, name):
-        name = f"{name}-{self.pid}"
-        sh("ip", "netns", "add", name)
-        self.namespaces.append(name)
-        sh("ip", "link", "set", "lo", "up", ns=name)
-        return name
 
     def start(self, ns, name, port):
         sock = os.path.join(self.tmp, f"{name}.sock")
@@ -51,9 +36,6 @@ class Run:
         rc = netns_util.stop_rocemud(d, timeout=10)
         self.daemons.remove(d)
         self.check(rc == 0, f"{name}: clean exit on SIGTERM (status {rc})")
-
-    def cleanup(self):
-        netns_util.cleanup(self.daemons, self.namespaces, self.tmp)
 
 
 def veth(r):

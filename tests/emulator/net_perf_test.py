@@ -15,11 +15,9 @@ Usage: net_perf_test.py ROCEMUD ROCEMU_PERF veth|memif
 """
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 import netns_util
@@ -66,25 +64,12 @@ class Daemon:
         return r
 
 
-class Run:
+class Run(netns_util.NetRun):
     def __init__(self, rocemud, perf):
+        super().__init__("rocemu-perf-")
         self.rocemud, self.perf = rocemud, perf
-        self.pid = os.getpid()
-        self.tmp = tempfile.mkdtemp(prefix="rocemu-perf-")
-        self.namespaces, self.procs, self.failures = [], [], []
         self.port = 18515
 
-    def check(self, cond, msg):
-        print(("ok   " if cond else "FAIL ") + msg, flush=True)
-        if not cond:
-            self.failures.append(msg)
-
-    def netns(self, name):
-        name = f"{name}-{self.pid}"
-        sh("ip", "netns", "add", name)
-        self.namespaces.append(name)
-        sh("ip", "link", "set", "lo", "up", ns=name)
-        return name
 
     def start(self, ns, name, devargs, mac, ip, eal=None):
         sock = os.path.join(self.tmp, f"{name}.sock")
@@ -114,19 +99,6 @@ class Run:
         rc = d.proc.wait(timeout=15)
         self.procs.remove(d.proc)
         self.check(rc == 0, f"{d.name}: clean exit on SIGTERM (status {rc})")
-
-    def cleanup(self):
-        for p in self.procs:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        for ns in self.namespaces:
-            sh("ip", "netns", "del", ns, check=False)
-        # Daemon logs and configs are kept only when something failed.
-        if not self.failures:
-            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def run_perf(self, ns, a, b, test, args):
         """Server on daemon A, client on daemon B; returns both sides'

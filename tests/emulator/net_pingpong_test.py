@@ -20,7 +20,6 @@ Usage: net_pingpong_test.py ROCEMUD ROCEMU_PINGPONG SHARED_DIR
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import netns_util
@@ -32,25 +31,11 @@ import pingpong_wire  # noqa: E402
 ITERS = 20
 
 
-class Test:
+class Test(netns_util.NetRun):
     def __init__(self, rocemud, pingpong, shared):
+        super().__init__("rocemu-pingpong-")
         self.rocemud, self.pingpong, self.shared = rocemud, pingpong, shared
-        self.pid = os.getpid()
-        self.tmp = tempfile.mkdtemp(prefix="rocemu-pingpong-")
-        self.namespaces, self.procs, self.failures = [], [], []
 
-    def check(self, cond, msg):
-        print(("ok   " if cond else "FAIL ") + msg, flush=True)
-        if not cond:
-            self.failures.append(msg)
-        return cond
-
-    def netns(self, name):
-        name = f"{name}-{self.pid}"
-        netns_util.sh("ip", "netns", "add", name)
-        self.namespaces.append(name)
-        netns_util.sh("ip", "link", "set", "lo", "up", ns=name)
-        return name
 
     def start_daemon(self, ns, name, iface, mac, ip, ip6):
         # One directory per daemon: a device name (both are "rocemu_p0")
@@ -79,9 +64,6 @@ class Test:
         rc = netns_util.stop_rocemud(d["proc"])
         self.procs.remove(d["proc"])
         self.check(rc == 0, f"{d['name']}: clean exit on SIGTERM ({rc})")
-
-    def cleanup(self):
-        netns_util.cleanup(self.procs, self.namespaces, self.tmp)
 
     def tool(self, ns, daemon, args, server=None, device="path"):
         """-d as a socket path, -d as the device name (found among the

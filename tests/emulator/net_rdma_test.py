@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import netns_util
@@ -80,24 +79,11 @@ class Daemon:
         return self.ok("counters")["ports"]["p0"]
 
 
-class Run:
+class Run(netns_util.NetRun):
     def __init__(self, rocemud, shared, faults):
+        super().__init__("rocemu-rdma-")
         self.rocemud, self.shared, self.faults = rocemud, shared, faults
-        self.pid = os.getpid()
-        self.tmp = tempfile.mkdtemp(prefix="rocemu-rdma-")
-        self.namespaces, self.procs, self.failures = [], [], []
 
-    def check(self, cond, msg):
-        print(("ok   " if cond else "FAIL ") + msg, flush=True)
-        if not cond:
-            self.failures.append(msg)
-
-    def netns(self, name):
-        name = f"{name}-{self.pid}"
-        sh("ip", "netns", "add", name)
-        self.namespaces.append(name)
-        sh("ip", "link", "set", "lo", "up", ns=name)
-        return name
 
     def start(self, ns, name, devargs, mac, ip, seed):
         sock = os.path.join(self.tmp, f"{name}.sock")
@@ -126,9 +112,6 @@ class Run:
         rc = netns_util.stop_rocemud(d.proc)
         self.procs.remove(d.proc)
         self.check(rc == 0, f"{d.name}: clean exit on SIGTERM (status {rc})")
-
-    def cleanup(self):
-        netns_util.cleanup(self.procs, self.namespaces, self.tmp)
 
 
 def wait_cq(d, cq, n, timeout=60):

@@ -25,7 +25,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -125,28 +124,13 @@ class Daemon:
         return None
 
 
-class Run:
+class Run(netns_util.NetRun):
     def __init__(self, rocemud, probe):
-        self.rocemud, self.probe = rocemud, probe
-        self.pid = os.getpid()
-        self.tmp = tempfile.mkdtemp(prefix="rocemu-robust-")
         # uid 65534 must reach the verbs sockets and read U1's info file.
-        os.chmod(self.tmp, 0o755)
-        self.namespaces, self.daemons, self.probes = [], [], []
-        self.failures = []
+        super().__init__("rocemu-robust-", world_readable=True)
+        self.rocemud, self.probe = rocemud, probe
+        self.daemons, self.probes = [], []
 
-    def check(self, cond, msg):
-        print(("ok   " if cond else "FAIL ") + msg, flush=True)
-        if not cond:
-            self.failures.append(msg)
-        return cond
-
-    def netns(self, name):
-        name = f"{name}-{self.pid}"
-        sh("ip", "netns", "add", name)
-        self.namespaces.append(name)
-        sh("ip", "link", "set", "lo", "up", ns=name)
-        return name
 
     def subdir(self, name):
         d = os.path.join(self.tmp, name)
@@ -194,8 +178,8 @@ class Run:
             if p.proc.poll() is None:
                 p.proc.kill()
                 p.proc.wait()
-        netns_util.cleanup([d.proc for d in self.daemons], self.namespaces,
-                           self.tmp)
+        self.procs[:] = [d.proc for d in self.daemons]
+        super().cleanup()
 
 
 def wait_for(what, predicate, timeout=20.0):

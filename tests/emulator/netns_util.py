@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 
@@ -134,6 +135,40 @@ def cleanup(procs, namespaces, tmp):
 # What a net test counts as a failed check rather than a crash.
 TEST_ERRORS = (AssertionError, subprocess.SubprocessError, OSError, KeyError,
                ValueError)
+
+
+class NetRun:
+    """What every net test's run keeps: its pid (names stay unique when
+    tests run in parallel), a scratch directory (kept when a check
+    failed), the namespaces and processes to clean up, and the failed
+    checks. Tests subclass it with their own daemons and tools."""
+
+    def __init__(self, tmp_prefix, world_readable=False):
+        self.pid = os.getpid()
+        self.tmp = tempfile.mkdtemp(prefix=tmp_prefix)
+        if world_readable:  # another uid reaches sockets and files in it
+            os.chmod(self.tmp, 0o755)
+        self.namespaces, self.procs, self.failures = [], [], []
+
+    def check(self, cond, msg):
+        print(("ok   " if cond else "FAIL ") + msg, flush=True)
+        if not cond:
+            self.failures.append(msg)
+        return cond
+
+    def netns(self, name):
+        """A namespace `name`-pid with its loopback up, deleted at cleanup."""
+        name = f"{name}-{self.pid}"
+        sh("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        sh("ip", "link", "set", "lo", "up", ns=name)
+        return name
+
+    def cleanup(self):
+        cleanup(self.procs, self.namespaces,
+                self.tmp if not self.failures else "/nonexistent")
+        if self.failures:
+            print(f"     kept {self.tmp}")
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -25,13 +24,10 @@ from netns_util import sh  # noqa: E402
 DEV = "rocemu_p0"
 
 
-class Run:
+class Run(netns_util.NetRun):
     def __init__(self, rocemud, dropin):
+        super().__init__("rocemu-stock-", world_readable=True)
         self.rocemud, self.dropin = rocemud, dropin
-        self.pid = os.getpid()
-        self.tmp = tempfile.mkdtemp(prefix="rocemu-stock-")
-        os.chmod(self.tmp, 0o755)
-        self.namespaces, self.procs, self.failures = [], [], []
         # Daemon name -> top-level sections added to its configuration (a
         # dict, or a function of the daemon's directory returning one),
         # and keys added to its port.
@@ -39,17 +35,6 @@ class Run:
         self.port_config = {}
         self.port = 18515 + self.pid % 1000
 
-    def check(self, cond, msg):
-        print(("ok   " if cond else "FAIL ") + msg, flush=True)
-        if not cond:
-            self.failures.append(msg)
-
-    def netns(self, name):
-        name = f"{name}-{self.pid}"
-        sh("ip", "netns", "add", name)
-        self.namespaces.append(name)
-        sh("ip", "link", "set", "lo", "up", ns=name)
-        return name
 
     def daemon(self, ns, name, devargs, mac, ip):
         d = os.path.join(self.tmp, name)
@@ -69,12 +54,6 @@ class Run:
                                      name)
         self.procs.append(p)
         return {"name": name, "ctl": ctl, "verbs": verbs, "proc": p}
-
-    def cleanup(self):
-        netns_util.cleanup(self.procs, self.namespaces,
-                           self.tmp if not self.failures else "/nonexistent")
-        if self.failures:
-            print(f"     kept {self.tmp}")
 
     def env(self, daemon):
         e = dict(os.environ)
