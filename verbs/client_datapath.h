@@ -215,6 +215,27 @@ int PostRecvChain(rocemu_context* ctx, DoorbellKind kind, uint32_t handle,
 // dead daemon gets an error instead of spinning for ever.
 inline constexpr uint32_t kEmptyPollsPerLivenessCheck = 1u << 16;
 
+// One CQE into a work completion of either API: rocemu_wc and ibv_wc have
+// the same field names (their enums differ); `with_inv` is the API's
+// WITH_INV flag, whose completions carry the invalidated R_Key in imm_data.
+template <typename WC>
+inline void FillWc(const CqeSlot& e, uint32_t with_inv, WC* w) {
+  w->wr_id = e.wr_id;
+  w->status = static_cast<decltype(w->status)>(e.status);
+  w->opcode = static_cast<decltype(w->opcode)>(e.opcode);
+  w->vendor_err = e.vendor_err;
+  w->byte_len = e.byte_len;
+  w->imm_data =
+      (e.wc_flags & with_inv) != 0 ? e.invalidated_rkey : htonl(e.imm_data);
+  w->qp_num = e.qp_num;
+  w->src_qp = e.src_qp;
+  w->wc_flags = e.wc_flags;
+  w->pkey_index = e.pkey_index;
+  w->slid = e.slid;
+  w->sl = e.sl;
+  w->dlid_path_bits = e.dlid_path_bits;
+}
+
 // Moves up to `num` completions from the CQ ring into wc[] with
 // fill(const CqeSlot&, WC*). Returns the count, or -1 (errno EIO) when the
 // ring is corrupt or the daemon is gone and nothing is left.

@@ -151,20 +151,7 @@ void rocemu_ack_cq_events(rocemu_cq* cq, unsigned int nevents) {
 
 int rocemu_poll_cq(rocemu_cq* cq, int num, rocemu_wc* wc) {
   return PollCqInto(cq, num, wc, [](const CqeSlot& e, rocemu_wc* w) {
-    w->wr_id = e.wr_id;
-    w->status = e.status;
-    w->opcode = e.opcode;
-    w->vendor_err = e.vendor_err;
-    w->byte_len = e.byte_len;
-    w->imm_data = (e.wc_flags & ROCEMU_WC_WITH_INV) != 0 ? e.invalidated_rkey
-                                                         : htonl(e.imm_data);
-    w->qp_num = e.qp_num;
-    w->src_qp = e.src_qp;
-    w->wc_flags = e.wc_flags;
-    w->pkey_index = e.pkey_index;
-    w->slid = e.slid;
-    w->sl = e.sl;
-    w->dlid_path_bits = e.dlid_path_bits;
+    FillWc(e, ROCEMU_WC_WITH_INV, w);
   });
 }
 

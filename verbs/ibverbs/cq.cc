@@ -22,25 +22,12 @@ using verbs::CqeSlot;
 // timestamps, VLANs, flow tags or tag matching).
 constexpr uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
 
-void FillWc(const CqeSlot& e, ibv_wc* w) {
-  w->wr_id = e.wr_id;
-  w->status = static_cast<ibv_wc_status>(e.status);
-  w->opcode = static_cast<ibv_wc_opcode>(e.opcode);
-  w->vendor_err = e.vendor_err;
-  w->byte_len = e.byte_len;
-  w->imm_data = (e.wc_flags & IBV_WC_WITH_INV) != 0 ? e.invalidated_rkey
-                                                    : htonl(e.imm_data);
-  w->qp_num = e.qp_num;
-  w->src_qp = e.src_qp;
-  w->wc_flags = e.wc_flags;
-  w->pkey_index = e.pkey_index;
-  w->slid = e.slid;
-  w->sl = e.sl;
-  w->dlid_path_bits = e.dlid_path_bits;
+void FillIbvWc(const CqeSlot& e, ibv_wc* w) {
+  verbs::client::FillWc(e, IBV_WC_WITH_INV, w);
 }
 
 int PollCq(ibv_cq* cq, int num, ibv_wc* wc) {
-  return verbs::client::PollCqInto(Cq(cq)->rc, num, wc, FillWc);
+  return verbs::client::PollCqInto(Cq(cq)->rc, num, wc, FillIbvWc);
 }
 
 int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
