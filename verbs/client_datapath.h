@@ -12,8 +12,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <unistd.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>

@@ -87,8 +87,8 @@ int rocemu_resize_cq(rocemu_cq* cq, int cqe, int* actual) {
   const int err = Call(cq->ctx, wire::MsgType::kResizeCq, req, &resp,
                        std::span<const int>(), {&ring_fd, 1});
   if (err != 0) return err;
-  absl::StatusOr<ShmRing> ring = ShmRing::Attach(
-      ring_fd, sizeof(CqeSlot), std::bit_ceil(resp.cqe));
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Attach(ring_fd, sizeof(CqeSlot), std::bit_ceil(resp.cqe));
   if (!ring.ok()) return EPROTO;  // the daemon's CQ is gone with it
   ring->CloseFd();
   cq->ring = *std::move(ring);

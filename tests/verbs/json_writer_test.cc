@@ -32,8 +32,10 @@ TEST(JsonWriterTest, ShortEscapesForCommonControls) {
 
 TEST(JsonWriterTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   // A name or path from a config or a client: printed, never thrown on.
-  EXPECT_EQ(Escape("a\xff\x80" "b"),
-            "\"a\xef\xbf\xbd\xef\xbf\xbd" "b\"");
+  EXPECT_EQ(Escape("a\xff\x80"
+                   "b"),
+            "\"a\xef\xbf\xbd\xef\xbf\xbd"
+            "b\"");
 }
 
 TEST(JsonWriterTest, EmptyStringIsTwoQuotes) {
