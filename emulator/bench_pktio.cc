@@ -78,16 +78,25 @@ bool SetUpPort(uint16_t port, rte_mempool* pool) {
   return true;
 }
 
+// TSC ticks in `seconds`.
+uint64_t Ticks(double seconds) {
+  return static_cast<uint64_t>(seconds * static_cast<double>(rte_get_tsc_hz()));
+}
+
+// A frame of `size` bytes that starts with `header`; the payload is left as
+// the buffer holds it.
+void FillFrame(rte_mbuf* m, const uint8_t* header, uint32_t size) {
+  std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), header, RTE_ETHER_HDR_LEN);
+  m->data_len = static_cast<uint16_t>(size);
+  m->pkt_len = size;
+}
+
 // Sends one burst of frames built from `header`; returns frames accepted.
 uint16_t SendBurst(uint16_t port, rte_mempool* pool, const uint8_t* header,
                    uint32_t size) {
   rte_mbuf* burst[kBurst];
   if (rte_pktmbuf_alloc_bulk(pool, burst, kBurst) != 0) return 0;
-  for (rte_mbuf* m : burst) {
-    std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), header, RTE_ETHER_HDR_LEN);
-    m->data_len = static_cast<uint16_t>(size);
-    m->pkt_len = size;
-  }
+  for (rte_mbuf* m : burst) FillFrame(m, header, size);
   const uint16_t n = rte_eth_tx_burst(port, 0, burst, kBurst);
   if (n < kBurst) rte_pktmbuf_free_bulk(burst + n, kBurst - n);
   return n;
@@ -114,9 +123,7 @@ uint16_t Drain(uint16_t port, uint64_t now, Window& w) {
 // pong is up (memif connects asynchronously) and are not measured.
 int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
   const uint64_t hz = rte_get_tsc_hz();
-  const uint64_t give_up =
-      rte_rdtsc() + static_cast<uint64_t>(absl::GetFlag(FLAGS_wait) *
-                                          static_cast<double>(hz));
+  const uint64_t give_up = rte_rdtsc() + Ticks(absl::GetFlag(FLAGS_wait));
   const uint32_t iterations = absl::GetFlag(FLAGS_iterations);
   constexpr uint32_t kWarmup = 100;
   std::vector<uint64_t> rtt;
@@ -126,9 +133,7 @@ int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
   while (rtt.size() < iterations) {
     rte_mbuf* m = rte_pktmbuf_alloc(pool);
     if (m == nullptr) return 1;
-    std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), header, RTE_ETHER_HDR_LEN);
-    m->data_len = static_cast<uint16_t>(size);
-    m->pkt_len = size;
+    FillFrame(m, header, size);
     const uint64_t t0 = rte_rdtsc();
     if (rte_eth_tx_burst(0, 0, &m, 1) != 1) rte_pktmbuf_free(m);
     // A frame not back within 10 ms is lost (the pong not up yet): resend.
@@ -176,11 +181,7 @@ int RunPong() {
   uint64_t echoed = 0;
   for (;;) {
     const uint64_t now = rte_rdtsc();
-    if (last == 0 &&
-        now - begin > static_cast<uint64_t>(absl::GetFlag(FLAGS_wait) *
-                                            static_cast<double>(hz))) {
-      break;
-    }
+    if (last == 0 && now - begin > Ticks(absl::GetFlag(FLAGS_wait))) break;
     if (last != 0 && now - last > hz / 2) break;
     rte_mbuf* in[kBurst];
     const uint16_t n = rte_eth_rx_burst(0, 0, in, kBurst);
@@ -194,6 +195,14 @@ int RunPong() {
               static_cast<unsigned long>(echoed));
   std::fflush(stdout);
   return echoed > 0 ? 0 : 1;
+}
+
+void TearDown(uint16_t ports) {
+  for (uint16_t p = 0; p < ports; ++p) {
+    rte_eth_dev_stop(p);
+    rte_eth_dev_close(p);
+  }
+  rte_eal_cleanup();
 }
 
 void WriteHeader(uint8_t* header, const rte_ether_addr& dst,
@@ -268,18 +277,13 @@ int main(int argc, char** argv) {
   WriteHeader(header, dst, src);
   if (mode == "ping" || mode == "pong") {
     const int rc = mode == "ping" ? RunPing(pool, header, size) : RunPong();
-    rte_eth_dev_stop(0);
-    rte_eth_dev_close(0);
-    rte_eal_cleanup();
+    TearDown(ports);
     return rc;
   }
 
   const uint64_t hz = rte_get_tsc_hz();
-  auto ticks = [hz](double s) {
-    return static_cast<uint64_t>(s * static_cast<double>(hz));
-  };
-  const uint64_t window = ticks(absl::GetFlag(FLAGS_seconds));
-  const uint64_t warmup = ticks(absl::GetFlag(FLAGS_warmup));
+  const uint64_t window = Ticks(absl::GetFlag(FLAGS_seconds));
+  const uint64_t warmup = Ticks(absl::GetFlag(FLAGS_warmup));
   const uint64_t begin = rte_rdtsc();
   uint64_t sent = 0;
   Window w;
@@ -297,7 +301,7 @@ int main(int argc, char** argv) {
     uint64_t now = begin;
     while (true) {
       now = rte_rdtsc();
-      if (w.start == 0 && now - begin > ticks(absl::GetFlag(FLAGS_wait))) break;
+      if (w.start == 0 && now - begin > Ticks(absl::GetFlag(FLAGS_wait))) break;
       if (w.start != 0 && now >= w.end) {
         w.complete = true;
         break;
@@ -315,7 +319,7 @@ int main(int argc, char** argv) {
     uint64_t last = 0;
     while (true) {
       const uint64_t now = rte_rdtsc();
-      if (w.start == 0 && now - begin > ticks(absl::GetFlag(FLAGS_wait))) break;
+      if (w.start == 0 && now - begin > Ticks(absl::GetFlag(FLAGS_wait))) break;
       if (last != 0 && now - last > hz / 2) break;  // the sender stopped
       if (Drain(0, now, w) > 0) {
         last = now;
@@ -349,10 +353,6 @@ int main(int argc, char** argv) {
   // The result is out before teardown, which memif has been seen to crash
   // in once its peer is gone.
   std::fflush(stdout);
-  for (uint16_t p = 0; p < ports; ++p) {
-    rte_eth_dev_stop(p);
-    rte_eth_dev_close(p);
-  }
-  rte_eal_cleanup();
+  TearDown(ports);
   return 0;
 }

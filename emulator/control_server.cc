@@ -27,13 +27,18 @@ absl::Status Errno(std::string_view what) {
       absl::StrCat(std::string(what), ": ", std::strerror(errno)));
 }
 
-// The request's top-level value of `key`, or null. A request is parsed again
-// for each field it is asked for: control requests are a few hundred bytes
-// read for a handful of fields, far from any packet path.
+// A request is parsed again for each field it is asked for: control
+// requests are a few hundred bytes read for a handful of fields, far from
+// any packet path. Not JSON: a discarded value, which is not an object.
+nlohmann::json ParseRequest(std::string_view json) {
+  return nlohmann::json::parse(json.begin(), json.end(), nullptr,
+                               /*allow_exceptions=*/false);
+}
+
+// The request's top-level value of `key`, or null.
 nlohmann::json FieldOf(std::string_view json, std::string_view key) {
-  nlohmann::json doc = nlohmann::json::parse(json.begin(), json.end(), nullptr,
-                                             /*allow_exceptions=*/false);
-  if (!doc.is_object()) return nullptr;  // not JSON, or not an object
+  nlohmann::json doc = ParseRequest(json);
+  if (!doc.is_object()) return nullptr;
   auto it = doc.find(key);
   return it == doc.end() ? nlohmann::json() : std::move(*it);
 }
@@ -52,8 +57,7 @@ constexpr size_t kMaxPendingReply = 64u << 20;
 }  // namespace
 
 bool JsonHasField(std::string_view json, std::string_view key) {
-  nlohmann::json doc = nlohmann::json::parse(json.begin(), json.end(), nullptr,
-                                             /*allow_exceptions=*/false);
+  const nlohmann::json doc = ParseRequest(json);
   return doc.is_object() && doc.contains(key);
 }
 

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "verbs/json_writer.h"
 
 namespace rocemu::tools {
@@ -27,18 +26,11 @@ class JsonParser {
         out->text_ = out->bool_ ? "true" : "false";
         return absl::OkStatus();
       case nlohmann::ordered_json::value_t::number_unsigned:
-        out->kind_ = JsonValue::Kind::kNumber;
-        out->number_ = static_cast<double>(j.get<uint64_t>());
-        out->text_ = absl::StrCat(j.get<uint64_t>());  // exact past 2^53
-        return absl::OkStatus();
       case nlohmann::ordered_json::value_t::number_integer:
-        out->kind_ = JsonValue::Kind::kNumber;
-        out->number_ = static_cast<double>(j.get<int64_t>());
-        out->text_ = absl::StrCat(j.get<int64_t>());
-        return absl::OkStatus();
       case nlohmann::ordered_json::value_t::number_float:
         out->kind_ = JsonValue::Kind::kNumber;
         out->number_ = j.get<double>();
+        // Integers print exactly as stored (64-bit counters past 2^53).
         out->text_ = j.dump();
         return absl::OkStatus();
       case nlohmann::ordered_json::value_t::string:
