@@ -299,70 +299,85 @@ void Daemon::Slow(nic::TimeNs now) {
 void Daemon::Run(DaemonSignals* signals) {
   ROCEMU_LOG_INFO("running on lcore %u with %zu port(s)%s", rte_lcore_id(),
                   ports_.size(), any_endpoint() ? "" : ", no RNIC attached");
-  const nic::TimeNs idle_sleep_ns =
-      static_cast<nic::TimeNs>(config_.eal.idle_sleep_us) * 1000;
-  const nic::TimeNs idle_spin_ns =
-      static_cast<nic::TimeNs>(config_.eal.idle_spin_us) * 1000;
-  if (idle_sleep_ns > 0) SetUpIdleWait();
+  if (idle_sleep_ns() > 0) SetUpIdleWait();
   nic::TimeNs last_busy = clock_->Now();
   while (!signals->stop) {
-    nic::TimeNs now = clock_->Now();
-    // Applications post without syscalls: their rings are read every pass.
-    bool busy = !sessions_.empty() && PollSessionData();
-    for (unsigned i = 0; i < ports_.size(); ++i) {
-      busy |= PollPort(i, now);
-    }
-    const nic::TimeNs next_event = RefreshNextEvents();
-    ++loops_;
-    if (busy) {
+    const nic::TimeNs now = clock_->Now();
+    if (Pass(now, signals)) {
       last_busy = now;
-      idle_backoff_ = 1;
-    }
-    // After idle_spin_us without work, sleep until work can exist again.
-    // Never taken while frames flow, so it costs no syscall per packet.
-    const bool idle = !busy && now - last_busy >= idle_spin_ns;
-    if (idle_sleep_ns > 0 && idle && Sleep(now, next_event, idle_sleep_ns)) {
-      last_busy = clock_->Now();  // spin again before the next sleep
-      next_session_control_ = 0;  // a control fd may be what woke us
-    } else if (!busy && config_.eal.idle_yield) {
-      idle_.Yield();
-    }
-    // Verbs control messages: often enough to be interactive, and every
-    // pass once idle (a sleeping loop is slow anyway).
-    if (!sessions_.empty() && now >= next_session_control_) {
-      next_session_control_ = now + kSessionControlPeriod;
-      for (auto& s : sessions_) {
-        if (s != nullptr) s->PollControl();
-      }
-      RefreshNextEvents();  // modify_qp and friends may have made work due
-    }
-    if (now >= next_fast_) {
-      next_fast_ = now + kFastPeriod;
-      control_.Poll();
-      metrics_.Poll();
-      RefreshNextEvents();  // a control request may have posted work
-      if (signals->reopen) {
-        signals->reopen = 0;
-        if (absl::Status s = Logger::Get().Reopen(); !s.ok()) {
-          ROCEMU_LOG_ERROR("SIGHUP: %s", s.ToString());
-        }
-        for (auto& p : ports_) {
-          for (PcapWriter* w : {&p->rx_capture, &p->tx_capture}) {
-            if (absl::Status s = w->Reopen(); !s.ok()) {
-              ROCEMU_LOG_ERROR("SIGHUP: %s", s.ToString());
-            }
-          }
-        }
-        ROCEMU_LOG_INFO("SIGHUP: logs and captures reopened");
-      }
-      if (now >= next_slow_) {
-        next_slow_ = now + kSlowPeriod;
-        Slow(now);
-      }
+    } else {
+      Idle(now, &last_busy);
     }
   }
   ROCEMU_LOG_INFO("shutting down");
   Shutdown();
+}
+
+void Daemon::Idle(nic::TimeNs now, nic::TimeNs* last_busy) {
+  const nic::TimeNs idle_spin_ns =
+      static_cast<nic::TimeNs>(config_.eal.idle_spin_us) * 1000;
+  // After idle_spin_us without work, sleep until work can exist again.
+  // Never taken while frames flow, so it costs no syscall per packet.
+  if (idle_sleep_ns() > 0 && now - *last_busy >= idle_spin_ns &&
+      Sleep(now, next_event_, idle_sleep_ns())) {
+    *last_busy = clock_->Now();  // spin again before the next sleep
+    next_session_control_ = 0;   // a control fd may be what woke us
+  } else if (config_.eal.idle_yield) {
+    idle_.Yield();
+  }
+}
+
+bool Daemon::Pass(DaemonSignals* signals) {
+  return Pass(clock_->Now(), signals);
+}
+
+bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
+  // Applications post without syscalls: their rings are read every pass.
+  bool busy = !sessions_.empty() && PollSessionData();
+  for (unsigned i = 0; i < ports_.size(); ++i) {
+    busy |= PollPort(i, now);
+  }
+  next_event_ = RefreshNextEvents();
+  ++loops_;
+  if (busy) idle_backoff_ = 1;
+  // Verbs control messages: often enough to be interactive, and every
+  // pass once idle (a sleeping loop is slow anyway).
+  if (!sessions_.empty() && now >= next_session_control_) {
+    next_session_control_ = now + kSessionControlPeriod;
+    for (auto& s : sessions_) {
+      if (s != nullptr) s->PollControl();
+    }
+    next_event_ = RefreshNextEvents();  // modify_qp may have made work due
+  }
+  if (now >= next_fast_) {
+    next_fast_ = now + kFastPeriod;
+    control_.Poll();
+    metrics_.Poll();
+    next_event_ = RefreshNextEvents();  // a control request may post work
+    if (signals != nullptr && signals->reopen) {
+      signals->reopen = 0;
+      Reopen();
+    }
+    if (now >= next_slow_) {
+      next_slow_ = now + kSlowPeriod;
+      Slow(now);
+    }
+  }
+  return busy;
+}
+
+void Daemon::Reopen() {
+  if (absl::Status s = Logger::Get().Reopen(); !s.ok()) {
+    ROCEMU_LOG_ERROR("SIGHUP: %s", s.ToString());
+  }
+  for (auto& p : ports_) {
+    for (PcapWriter* w : {&p->rx_capture, &p->tx_capture}) {
+      if (absl::Status s = w->Reopen(); !s.ok()) {
+        ROCEMU_LOG_ERROR("SIGHUP: %s", s.ToString());
+      }
+    }
+  }
+  ROCEMU_LOG_INFO("SIGHUP: logs and captures reopened");
 }
 
 void Daemon::SetUpIdleWait() {
@@ -482,8 +497,11 @@ void Daemon::Shutdown() {
     p->rx_capture.Close();
     p->tx_capture.Close();
   }
+  if (!eal_cleanup_) {  // LeaveDpdkToProcessExit
+    for (auto& p : ports_) (void)p.release();
+  }
   ports_.clear();  // stops the ports, then frees their pools
-  if (eal_ready_) {
+  if (eal_ready_ && eal_cleanup_) {
     // With --no-shconf the EAL still creates its runtime directory and
     // leaves it behind; remove it when empty so weeks of restarts and test
     // runs do not pile them up.

@@ -70,6 +70,30 @@ class Daemon {
   absl::Status Init();
   // Until signals->stop; then stops TX, closes captures and ports.
   void Run(DaemonSignals* signals);
+  // One pass of Run's loop without its idling: the applications' rings,
+  // the ports, timers, control sockets and periodic work (and SIGHUP's
+  // reopen, with `signals`). Returns whether any frame or work request
+  // moved. The embedded mode (embedded.h) runs passes from whichever of
+  // the application's threads holds the RNIC; only one at a time.
+  bool Pass(DaemonSignals* signals = nullptr);
+  // Stops TX, closes captures and ports (Run does it when stopped), and
+  // cleans the EAL up.
+  void Shutdown();
+  // In an application's process (embedded.h), Shutdown runs as the process
+  // exits: it still stops TX and flushes every QP, but leaves the DPDK
+  // ports and the EAL to the process's end. Closing a memif port there
+  // races the EAL's threads over the peer's disconnection (DPDK logs
+  // "EAL: Error: Invalid memory" into the program's output), and lcores
+  // the application's threads registered would outlive the EAL's heap.
+  void LeaveDpdkToProcessExit() { eal_cleanup_ = false; }
+
+  // The embedded mode's progress thread idles with these (embedded.h).
+  // Run's preparation: the fds and RX interrupts Sleep waits on.
+  void SetUpIdleWait();
+  // Run's idling after a pass at `now` that moved nothing: a yield, or,
+  // after idle_spin_us since *last_busy, a sleep on doorbells, RX
+  // interrupts and timers (which resets *last_busy).
+  void Idle(nic::TimeNs now, nic::TimeNs* last_busy);
 
   // Plugs a frame endpoint into one port (it is called with the port's
   // index). Until then RoCE and PFC frames are counted in
@@ -187,7 +211,9 @@ class Daemon {
   uint16_t FlushTx(Port& port, nic::TimeNs now);
   uint16_t LoopBack(Port& port, rte_mbuf** pkts, uint16_t n, nic::TimeNs now);
   void Slow(nic::TimeNs now);
-  void SetUpIdleWait();
+  nic::TimeNs idle_sleep_ns() const {
+    return static_cast<nic::TimeNs>(config_.eal.idle_sleep_us) * 1000;
+  }
   // Sleeps (idle_wait.h) unless work is or becomes pending; returns
   // whether it slept.
   bool Sleep(nic::TimeNs now, nic::TimeNs next_event,
@@ -203,10 +229,13 @@ class Daemon {
   void Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
                nic::TimeNs now);
   absl::Status OpenCaptures();
-  void Shutdown();
+  bool Pass(nic::TimeNs now, DaemonSignals* signals);
+  // SIGHUP: the log file and captures are reopened (log rotation).
+  void Reopen();
 
   config::Config config_;
   bool eal_ready_ = false;
+  bool eal_cleanup_ = true;
   std::unique_ptr<TscClock> clock_;
   uint64_t wall_base_ns_ = 0;  // CLOCK_REALTIME at clock_ zero
   std::vector<std::unique_ptr<Port>> ports_;
@@ -223,6 +252,7 @@ class Daemon {
   MetricsServer metrics_;
   nic::TimeNs next_fast_ = 0, next_slow_ = 0, next_session_control_ = 0;
   uint64_t loops_ = 0;
+  nic::TimeNs next_event_ = 0;  // RefreshNextEvents after the last pass
   IdleWait idle_;
   bool idle_ready_ = false;
   uint32_t idle_backoff_ = 1;  // idle_sleep_us multiplier (Sleep)

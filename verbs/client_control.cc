@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "verbs/client_embedded.h"
 #include "verbs/ring_slots.h"
 
 namespace rocemu::verbs::client {
@@ -154,8 +155,8 @@ namespace {
 int OpenDoorbells(rocemu_context* ctx) {
   wire::OpenDoorbellsResp r{};
   int fds[3] = {-1, -1, -1};
-  int err = Call(ctx, wire::MsgType::kOpenDoorbells, wire::Empty{}, &r, {},
-                 {fds, 3});
+  int err =
+      Call(ctx, wire::MsgType::kOpenDoorbells, wire::Empty{}, &r, {}, {fds, 3});
   if (err != 0) return err;
   absl::StatusOr<ShmRing> ring =
       ShmRing::Attach(fds[0], sizeof(DoorbellSlot), kDoorbellEntries);
@@ -264,6 +265,9 @@ uint32_t PollYieldEvery() {
 }
 
 const char* DefaultSocket() {
+  if (const std::vector<std::string>& own = EmbeddedSockets(); !own.empty()) {
+    return own.front().c_str();
+  }
   const char* p = std::getenv("ROCEMU_VERBS_SOCKET");
   return p != nullptr ? p : "/run/rocemu/verbs.sock";
 }

@@ -21,6 +21,7 @@
 
 #include "nic/work_request.h"
 #include "verbs/client_control.h"
+#include "verbs/client_embedded.h"
 #include "verbs/client_objects.h"
 #include "verbs/doorbell.h"
 #include "verbs/ring_slots.h"
@@ -263,12 +264,15 @@ int PollCqInto(rocemu_cq* cq, int num, WC* wc, Fill&& fill) {
     errno = EIO;
     return -1;
   }
-  // A program spinning on an empty CQ gives its core away now and then:
-  // the daemon that would produce the completion may need that core (two
-  // cores, four spinners). One syscall per PollYieldEvery() empty polls;
-  // ROCEMU_POLL_YIELD=0 turns it off.
-  const uint32_t every = PollYieldEvery();
-  if (every != 0 && cq->empty_polls % every == every - 1) sched_yield();
+  // With the RNIC in this process, the poller runs its loop: the next poll
+  // sees what this pass received. Else a program spinning on an empty CQ
+  // gives its core away now and then: the daemon that would produce the
+  // completion may need that core (two cores, four spinners). One syscall
+  // per PollYieldEvery() empty polls; ROCEMU_POLL_YIELD=0 turns it off.
+  if (!EmbeddedPump()) {
+    const uint32_t every = PollYieldEvery();
+    if (every != 0 && cq->empty_polls % every == every - 1) sched_yield();
+  }
   if (++cq->empty_polls >= kEmptyPollsPerLivenessCheck) {
     cq->empty_polls = 0;
     if (DaemonGone(cq->ctx)) {

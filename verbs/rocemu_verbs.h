@@ -462,6 +462,11 @@ void rocemu_ack_cq_events(struct rocemu_cq* cq, unsigned int nevents);
 /* Returns the number of completions written (0..num), or -1 when the CQ
  * ring was corrupted. */
 int rocemu_poll_cq(struct rocemu_cq* cq, int num, struct rocemu_wc* wc);
+/* With the RNIC embedded in this process ($ROCEMU_EMBEDDED), runs one pass
+ * of its loop on the calling thread and returns 1: a program that waits by
+ * polling memory (a peer's RDMA WRITE) calls it as rocemu_poll_cq runs it
+ * on an empty CQ. Else does nothing and returns 0. */
+int rocemu_progress(void);
 
 /* --- queue pairs and address handles --- */
 struct rocemu_qp* rocemu_create_qp(struct rocemu_pd* pd,

@@ -13,6 +13,7 @@
 
 #include "verbs/client_control.h"
 #include "verbs/client_datapath.h"
+#include "verbs/client_embedded.h"
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
 #include "verbs/rocemu_verbs.h"
@@ -154,5 +155,7 @@ int rocemu_poll_cq(rocemu_cq* cq, int num, rocemu_wc* wc) {
     FillWc(e, ROCEMU_WC_WITH_INV, w);
   });
 }
+
+int rocemu_progress(void) { return EmbeddedPump() ? 1 : 0; }
 
 }  // extern "C"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "verbs/client_control.h"
+#include "verbs/client_embedded.h"
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
 #include "verbs/rocemu_verbs.h"
@@ -39,7 +40,10 @@ rocemu_context* rocemu_open_device(const char* socket_path) {
 
 rocemu_device** rocemu_get_device_list(int* num_devices) {
   std::vector<std::string> paths;
-  if (const char* one = std::getenv("ROCEMU_VERBS_SOCKET"); one != nullptr) {
+  if (const std::vector<std::string>& own = EmbeddedSockets(); !own.empty()) {
+    paths = own;
+  } else if (const char* one = std::getenv("ROCEMU_VERBS_SOCKET");
+             one != nullptr) {
     paths.emplace_back(one);
   } else {
     const char* dir = std::getenv("ROCEMU_VERBS_DIR");

@@ -103,10 +103,12 @@ class PerfRunner {
     if (options_.yield) sched_yield();
   }
   // A poll of memory (a WRITE's arrival) makes no library call, so nothing
-  // gives the core away as rocemu_poll_cq does every 64 empty polls; on
-  // two shared cores the daemon that writes that memory may be waiting
-  // for this one (write_lat took ~2 ms per message without it).
+  // runs an embedded RNIC's loop or gives the core away as rocemu_poll_cq
+  // does on an empty CQ; on two shared cores the daemon that writes that
+  // memory may be waiting for this one (write_lat took ~2 ms per message
+  // without it).
   void IdleMemoryPoll(uint32_t spin) {
+    if (rocemu_progress() != 0) return;
     if (options_.yield || spin % 64 == 63) sched_yield();
   }
   int timeout_ms() const { return static_cast<int>(options_.timeout_s) * 1000; }
