@@ -17,6 +17,11 @@
 #            malloc'd buffers (as perftest uses them): write_bw at 64 B ..
 #            1 MiB on one QP, 64 B on 16 QPs, write_lat at 64 B (p50/p99),
 #            and write_bw 64 KiB with --memory=shm next to malloc.
+#   embedded: no daemon (docs/embedded.md): each rocemu-perf runs its RNIC
+#            in-process ($ROCEMU_EMBEDDED, same memif link, progress
+#            thread on lcore 0), its empty polls running the RNIC: write_lat
+#            64 B, write_bw 64 B on 16 QPs and 4 KiB .. 1 MiB on one QP,
+#            malloc'd buffers.
 # Ratio: rocemu payload rate / (ceiling frames/s x payload per frame);
 # latency: rocemu p50 / ping-pong p50.
 # Prints a markdown table; with --append adds it, the command and the
@@ -49,6 +54,7 @@ root, build = sys.argv[1], sys.argv[2]
 seconds, use_yield, append = float(sys.argv[3]), sys.argv[4] == "1", sys.argv[5] == "1"
 sys.path.insert(0, os.path.join(root, "tests", "emulator"))
 import net_perf_test as t
+import netns_util
 
 pktio = os.path.join(root, build, "emulator", "rocemu-bench-pktio")
 rocemud = os.path.join(root, build, "emulator", "rocemud")
@@ -153,6 +159,58 @@ def perf_run(r, ns, a, b, test, args):
             if l.startswith("{")][-1], ""
 
 
+def embedded_run(r, ns, test, args):
+    """rocemu-perf with each side's RNIC in its own process."""
+    tmp = os.path.join(r.tmp, "embedded")
+    os.makedirs(tmp, exist_ok=True)
+    cfgs = []
+    for name, role, last in (("a", "server", 1), ("b", "client", 2)):
+        cfg = os.path.join(tmp, f"{name}.yaml")
+        netns_util.write_rocemud_config(
+            cfg, f"bperf-emb-{name}-{pid}",
+            [netns_util.port("p0", f"net_memif0,role={role},"
+                             f"socket=bperf-emb-{pid},bsize=8192",
+                             f"02:00:00:79:03:0{last}", f"10.79.3.{last}/24",
+                             4200)],
+            control={"socket": os.path.join(tmp, f"{name}-ctl.sock")},
+            verbs={"socket": os.path.join(tmp, f"{name}-verbs.sock")},
+            logging={"file": os.path.join(tmp, f"{name}.log")})
+        cfgs.append(cfg)
+    extra = ["--yield"] if use_yield else []
+    r.port += 1
+    common = [test, "-p", str(r.port), "--json", "--timeout", "60",
+              "-d", "rocemu_p0"] + extra + args
+    env = lambda cfg: dict(os.environ, ROCEMU_EMBEDDED=cfg)
+    srv = subprocess.Popen(ex(ns) + [perf, *common], env=env(cfgs[0]),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    r.procs.append(srv)
+    try:
+        sock = os.path.join(tmp, "a-verbs.sock")
+        deadline = time.monotonic() + 20
+        while not os.path.exists(sock) and srv.poll() is None and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
+        cli = subprocess.run(ex(ns) + [perf, *common, "127.0.0.1"],
+                             env=env(cfgs[1]), capture_output=True, text=True,
+                             timeout=180)
+        srv.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        return None, "timed out"
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+        r.procs.remove(srv)
+        for f in os.listdir(tmp):
+            if f.endswith(".sock"):
+                os.unlink(os.path.join(tmp, f))
+    if cli.returncode != 0:
+        return None, cli.stderr.strip()[-400:]
+    return [json.loads(l) for l in cli.stdout.splitlines()
+            if l.startswith("{")][-1], ""
+
+
 def iters_for(size):
     # About a second or more of traffic per size at the rates seen here.
     return max(256, min(200000, (256 << 20) // size))
@@ -162,6 +220,7 @@ uptime_before = subprocess.run(["uptime"], capture_output=True,
                                text=True).stdout.strip()
 ceil = {}
 bw, lat, mem, bw16, pingpong = {}, None, {}, None, None
+emb_lat, emb_bw16, emb_bw = None, None, {}
 r = t.Run(rocemud, perf)
 try:
     ns = r.netns("bench-perf")
@@ -195,6 +254,24 @@ try:
                              f"--memory={memory}"])
         mem[memory] = res if res else err
         print(f"write_bw 64K --memory={memory}: {res or err}", flush=True)
+    # The daemons stop; the same pairs with the RNICs embedded.
+    for d in (a, b):
+        d.proc.terminate()
+        d.proc.wait(timeout=15)
+        r.procs.remove(d.proc)
+    emb_lat, err = embedded_run(r, ns2, "write_lat",
+                                ["-s", "64", "-n", "20000", "--memory=malloc"])
+    print(f"embedded write_lat 64: {emb_lat or err}", flush=True)
+    emb_bw16, err = embedded_run(r, ns2, "write_bw",
+                                 ["-s", "64", "-q", "16", "-n",
+                                  str(16 * 20000), "--memory=malloc"])
+    print(f"embedded write_bw 64 x 16 QPs: {emb_bw16 or err}", flush=True)
+    for size in (4096, 64 << 10, 1 << 20):
+        res, err = embedded_run(r, ns2, "write_bw",
+                                ["-s", str(size), "-n", str(iters_for(size)),
+                                 "--memory=malloc"])
+        emb_bw[size] = res
+        print(f"embedded write_bw {size}: {res or err}", flush=True)
 finally:
     r.cleanup()
 uptime_after = subprocess.run(["uptime"], capture_output=True,
@@ -248,11 +325,34 @@ for memory in ("shm", "malloc"):
                          f"{m['msg_rate_mpps']:.4f} Mpps")
     else:
         mem_lines.append(f"write_bw 64 KiB --memory={memory}: not run ({m})")
+IN_PROCESS_P50 = 6.3  # us: verbs/tools/perf_test.cc's in-process pair
+emb_lines = []
+if emb_lat:
+    emb_lines.append(
+        f"embedded write_lat 64 B ({emb_lat['iterations']} iterations): p50 "
+        f"{emb_lat['p50_us']:.2f} us, p99 {emb_lat['p99_us']:.1f} us; p50 / "
+        f"ping-pong p50 = " +
+        (f"{emb_lat['p50_us'] / ping_p50:.1f}" if ping_p50 else "n/a") +
+        f", / the in-process pair's {IN_PROCESS_P50} us = "
+        f"{emb_lat['p50_us'] / IN_PROCESS_P50:.2f}")
+else:
+    emb_lines.append("embedded write_lat 64 B: failed")
+emb_lines.append(
+    "embedded write_bw 64 B on 16 QPs: failed" if emb_bw16 is None else
+    f"embedded write_bw 64 B on 16 QPs: {emb_bw16['msg_rate_mpps']:.3f} Mpps")
+for size, res in emb_bw.items():
+    frame, per_frame = frame_of(size)
+    ceil_gbps = ceil[frame]["mpps"] * 1e6 * per_frame * 8 / 1e9
+    emb_lines.append(
+        f"embedded write_bw {human(size)}: failed" if res is None else
+        f"embedded write_bw {human(size)}: {res['bw_avg_gbps']:.3f} Gb/s = "
+        f"{res['bw_avg_gbps'] / ceil_gbps:.3f} of the ceiling")
 print(table)
 print(rate_line)
 print(lat_line)
 print(ping_line)
 print("\n".join(mem_lines))
+print("\n".join(emb_lines))
 if append:
     cmd = (f"sudo scripts/bench_perf.sh --build {build} --seconds {seconds:g}"
            + (" --yield" if use_yield else "") + " --append")
@@ -261,5 +361,5 @@ if append:
                 f"(`{cmd}`)\n\n"
                 f"Load: before `{uptime_before}`; after `{uptime_after}`.\n\n"
                 f"{table}\n\n- {rate_line}\n- {lat_line}\n- {ping_line}\n" +
-                "".join(f"- {l}\n" for l in mem_lines))
+                "".join(f"- {l}\n" for l in mem_lines + emb_lines))
 PY
