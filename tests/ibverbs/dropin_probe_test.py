@@ -39,7 +39,7 @@ def main():
     d = SoloDaemon(rocemud, prefix="rocemu-probe-")
     try:
         env = d.env(dropin)
-        for scenario in ("channel", "threads", "refuse", "fork"):
+        for scenario in ("channel", "threads", "refuse", "fork", "marshall"):
             r = run_probe(probe, env, scenario)
             n_ok = r.stdout.count("\nok   ") + r.stdout.startswith("ok   ")
             check(r.returncode == 0,

@@ -15,9 +15,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <infiniband/sa.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <pthread.h>
+#include <rdma/ib_user_sa.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -506,10 +508,66 @@ static int probe_refuse(void) {
   return failures != 0;
 }
 
+// libibverbs' marshalling of SA path records to and from the kernel's
+// layout (no header of Debian's declares them any more; the ABI has them).
+void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec* dst,
+                                 struct ib_user_path_rec* src);
+void ibv_copy_path_rec_to_kern(struct ib_user_path_rec* dst,
+                               struct ibv_sa_path_rec* src);
+
+// Every field of a path record survives kernel -> ibverbs -> kernel, and
+// lands in the field of the same name. No daemon needed.
+static int probe_marshall(void) {
+  struct ib_user_path_rec k;
+  memset(&k, 0, sizeof(k));
+  for (int i = 0; i < 16; ++i) {
+    k.dgid[i] = (uint8_t)(0x10 + i);
+    k.sgid[i] = (uint8_t)(0x40 + i);
+  }
+  k.dlid = 0x1234;
+  k.slid = 0x5678;
+  k.raw_traffic = 1;
+  k.flow_label = 0xABCDE;
+  k.reversible = 1;
+  k.mtu = 5;
+  k.pkey = 0xFFFF;
+  k.hop_limit = 64;
+  k.traffic_class = 0x28;
+  k.numb_path = 3;
+  k.sl = 7;
+  k.mtu_selector = 2;
+  k.rate_selector = 1;
+  k.rate = 16;
+  k.packet_life_time_selector = 2;
+  k.packet_life_time = 18;
+  k.preference = 9;
+  struct ibv_sa_path_rec v;
+  memset(&v, 0xEE, sizeof(v));
+  ibv_copy_path_rec_from_kern(&v, &k);
+  CHECK(v.dgid.raw[0] == 0x10 && v.dgid.raw[15] == 0x1F &&
+            v.sgid.raw[0] == 0x40 && v.sgid.raw[15] == 0x4F,
+        "path record GIDs from the kernel's layout");
+  CHECK(v.dlid == 0x1234 && v.slid == 0x5678 && v.raw_traffic == 1 &&
+            v.flow_label == 0xABCDE && v.reversible == 1 && v.mtu == 5 &&
+            v.pkey == 0xFFFF && v.hop_limit == 64 && v.traffic_class == 0x28 &&
+            v.numb_path == 3 && v.sl == 7 && v.mtu_selector == 2 &&
+            v.rate_selector == 1 && v.rate == 16 &&
+            v.packet_life_time_selector == 2 && v.packet_life_time == 18 &&
+            v.preference == 9,
+        "path record fields from the kernel's layout");
+  struct ib_user_path_rec back;
+  memset(&back, 0xEE, sizeof(back));
+  ibv_copy_path_rec_to_kern(&back, &v);
+  CHECK(memcmp(&back, &k, sizeof(k)) == 0,
+        "path record back to the kernel's layout, bit for bit");
+  return failures != 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc != 2) {
-    fprintf(stderr, "usage: %s nodaemon|fatal|channel|threads|refuse|fork\n",
+    fprintf(stderr,
+            "usage: %s nodaemon|fatal|channel|threads|refuse|fork|marshall\n",
             argv[0]);
     return 2;
   }
@@ -520,6 +578,7 @@ int main(int argc, char** argv) {
   if (strcmp(s, "threads") == 0) return probe_threads();
   if (strcmp(s, "refuse") == 0) return probe_refuse();
   if (strcmp(s, "fork") == 0) return probe_fork();
+  if (strcmp(s, "marshall") == 0) return probe_marshall();
   fprintf(stderr, "unknown probe %s\n", s);
   return 2;
 }

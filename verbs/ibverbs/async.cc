@@ -55,6 +55,16 @@ bool Translate(const rocemu_async_event& r, ibv_async_event* event) {
   }
 }
 
+// The destroy verbs wait until every event handed out for the object was
+// acknowledged: one more acknowledged, and a waiter wakes.
+template <typename Obj>
+void CountAck(Obj* obj, uint32_t Obj::*completed) {
+  pthread_mutex_lock(&obj->mutex);
+  ++(obj->*completed);
+  pthread_cond_signal(&obj->cond);
+  pthread_mutex_unlock(&obj->mutex);
+}
+
 }  // namespace
 
 extern "C" {
@@ -94,14 +104,9 @@ int rocemu_ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
 
 void rocemu_ibv_ack_async_event(ibv_async_event* event) {
   switch (event->event_type) {
-    case IBV_EVENT_CQ_ERR: {
-      ibv_cq* cq = event->element.cq;
-      pthread_mutex_lock(&cq->mutex);
-      ++cq->async_events_completed;
-      pthread_cond_signal(&cq->cond);
-      pthread_mutex_unlock(&cq->mutex);
+    case IBV_EVENT_CQ_ERR:
+      CountAck(event->element.cq, &ibv_cq::async_events_completed);
       return;
-    }
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
     case IBV_EVENT_QP_ACCESS_ERR:
@@ -109,23 +114,13 @@ void rocemu_ibv_ack_async_event(ibv_async_event* event) {
     case IBV_EVENT_SQ_DRAINED:
     case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED: {
-      ibv_qp* qp = event->element.qp;
-      pthread_mutex_lock(&qp->mutex);
-      ++qp->events_completed;
-      pthread_cond_signal(&qp->cond);
-      pthread_mutex_unlock(&qp->mutex);
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      CountAck(event->element.qp, &ibv_qp::events_completed);
       return;
-    }
     case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED: {
-      ibv_srq* srq = event->element.srq;
-      pthread_mutex_lock(&srq->mutex);
-      ++srq->events_completed;
-      pthread_cond_signal(&srq->cond);
-      pthread_mutex_unlock(&srq->mutex);
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      CountAck(event->element.srq, &ibv_srq::events_completed);
       return;
-    }
     default:
       return;
   }

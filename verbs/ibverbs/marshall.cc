@@ -8,6 +8,33 @@
 
 #include "verbs/ibverbs/dropin.h"
 
+namespace {
+
+// The path record's fields other than the GIDs, which both structs name
+// alike (raw_traffic, reversible and mtu differ in type).
+template <typename Dst, typename Src>
+void CopyPathRecScalars(Dst* dst, const Src* src) {
+  dst->dlid = src->dlid;
+  dst->slid = src->slid;
+  dst->raw_traffic = static_cast<decltype(dst->raw_traffic)>(src->raw_traffic);
+  dst->flow_label = src->flow_label;
+  dst->reversible = static_cast<decltype(dst->reversible)>(src->reversible);
+  dst->mtu = static_cast<decltype(dst->mtu)>(src->mtu);
+  dst->pkey = src->pkey;
+  dst->hop_limit = src->hop_limit;
+  dst->traffic_class = src->traffic_class;
+  dst->numb_path = src->numb_path;
+  dst->sl = src->sl;
+  dst->mtu_selector = src->mtu_selector;
+  dst->rate_selector = src->rate_selector;
+  dst->rate = src->rate;
+  dst->packet_life_time_selector = src->packet_life_time_selector;
+  dst->packet_life_time = src->packet_life_time;
+  dst->preference = src->preference;
+}
+
+}  // namespace
+
 extern "C" {
 
 void ibv_copy_ah_attr_from_kern(ibv_ah_attr* dst, ib_uverbs_ah_attr* src) {
@@ -58,45 +85,13 @@ void ibv_copy_qp_attr_from_kern(ibv_qp_attr* dst, ib_uverbs_qp_attr* src) {
 void ibv_copy_path_rec_from_kern(ibv_sa_path_rec* dst, ib_user_path_rec* src) {
   std::memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
   std::memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
-  dst->dlid = src->dlid;
-  dst->slid = src->slid;
-  dst->raw_traffic = static_cast<int>(src->raw_traffic);
-  dst->flow_label = src->flow_label;
-  dst->reversible = static_cast<int>(src->reversible);
-  dst->mtu = static_cast<uint8_t>(src->mtu);
-  dst->pkey = src->pkey;
-  dst->hop_limit = src->hop_limit;
-  dst->traffic_class = src->traffic_class;
-  dst->numb_path = src->numb_path;
-  dst->sl = src->sl;
-  dst->mtu_selector = src->mtu_selector;
-  dst->rate_selector = src->rate_selector;
-  dst->rate = src->rate;
-  dst->packet_life_time_selector = src->packet_life_time_selector;
-  dst->packet_life_time = src->packet_life_time;
-  dst->preference = src->preference;
+  CopyPathRecScalars(dst, src);
 }
 
 void ibv_copy_path_rec_to_kern(ib_user_path_rec* dst, ibv_sa_path_rec* src) {
   std::memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
   std::memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));
-  dst->dlid = src->dlid;
-  dst->slid = src->slid;
-  dst->raw_traffic = static_cast<__u32>(src->raw_traffic);
-  dst->flow_label = src->flow_label;
-  dst->reversible = static_cast<__u32>(src->reversible);
-  dst->mtu = src->mtu;
-  dst->pkey = src->pkey;
-  dst->hop_limit = src->hop_limit;
-  dst->traffic_class = src->traffic_class;
-  dst->numb_path = src->numb_path;
-  dst->sl = src->sl;
-  dst->mtu_selector = src->mtu_selector;
-  dst->rate_selector = src->rate_selector;
-  dst->rate = src->rate;
-  dst->packet_life_time_selector = src->packet_life_time_selector;
-  dst->packet_life_time = src->packet_life_time;
-  dst->preference = src->preference;
+  CopyPathRecScalars(dst, src);
 }
 
 }  // extern "C"
