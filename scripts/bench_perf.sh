@@ -133,18 +133,26 @@ def ceiling_once(ns, frame, tag):
     return json.loads(lines[-1])
 
 
-def perf_run(r, ns, a, b, test, args):
+def perf_pair(r, ns, test, args, server, client, wait_for=None):
+    """rocemu-perf's server, then its client; `server` and `client` are
+    (extra argv, environment or None). The client starts once the server
+    made `wait_for` (a path), if given."""
     extra = ["--yield"] if use_yield else []
     r.port += 1
     common = [test, "-p", str(r.port), "--json", "--timeout", "60"] + extra + args
-    srv = subprocess.Popen(ex(ns) + [perf, *common, "-d", a.verbs_sock],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+    srv = subprocess.Popen(ex(ns) + [perf, *common, *server[0]],
+                           env=server[1], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
     r.procs.append(srv)
     try:
-        cli = subprocess.run(ex(ns) + [perf, *common, "-d", b.verbs_sock,
+        deadline = time.monotonic() + 20
+        while wait_for and not os.path.exists(wait_for) and \
+                srv.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        cli = subprocess.run(ex(ns) + [perf, *common, *client[0],
                                        "127.0.0.1"],
-                             capture_output=True, text=True, timeout=180)
+                             env=client[1], capture_output=True, text=True,
+                             timeout=180)
         srv.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         return None, "timed out"
@@ -154,16 +162,22 @@ def perf_run(r, ns, a, b, test, args):
             srv.wait()
         r.procs.remove(srv)
     if cli.returncode != 0:
-        return None, cli.stderr.strip()
+        return None, cli.stderr.strip()[-400:]
     return [json.loads(l) for l in cli.stdout.splitlines()
             if l.startswith("{")][-1], ""
+
+
+def perf_run(r, ns, a, b, test, args):
+    """rocemu-perf on daemon A's and daemon B's verbs sockets."""
+    return perf_pair(r, ns, test, args, (["-d", a.verbs_sock], None),
+                     (["-d", b.verbs_sock], None))
 
 
 def embedded_run(r, ns, test, args):
     """rocemu-perf with each side's RNIC in its own process."""
     tmp = os.path.join(r.tmp, "embedded")
     os.makedirs(tmp, exist_ok=True)
-    cfgs = []
+    env = []
     for name, role, last in (("a", "server", 1), ("b", "client", 2)):
         cfg = os.path.join(tmp, f"{name}.yaml")
         netns_util.write_rocemud_config(
@@ -175,40 +189,15 @@ def embedded_run(r, ns, test, args):
             control={"socket": os.path.join(tmp, f"{name}-ctl.sock")},
             verbs={"socket": os.path.join(tmp, f"{name}-verbs.sock")},
             logging={"file": os.path.join(tmp, f"{name}.log")})
-        cfgs.append(cfg)
-    extra = ["--yield"] if use_yield else []
-    r.port += 1
-    common = [test, "-p", str(r.port), "--json", "--timeout", "60",
-              "-d", "rocemu_p0"] + extra + args
-    env = lambda cfg: dict(os.environ, ROCEMU_EMBEDDED=cfg)
-    srv = subprocess.Popen(ex(ns) + [perf, *common], env=env(cfgs[0]),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
-    r.procs.append(srv)
+        env.append(dict(os.environ, ROCEMU_EMBEDDED=cfg))
+    dev = ["-d", "rocemu_p0"]
     try:
-        sock = os.path.join(tmp, "a-verbs.sock")
-        deadline = time.monotonic() + 20
-        while not os.path.exists(sock) and srv.poll() is None and \
-                time.monotonic() < deadline:
-            time.sleep(0.02)
-        cli = subprocess.run(ex(ns) + [perf, *common, "127.0.0.1"],
-                             env=env(cfgs[1]), capture_output=True, text=True,
-                             timeout=180)
-        srv.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        return None, "timed out"
+        return perf_pair(r, ns, test, args, (dev, env[0]), (dev, env[1]),
+                         wait_for=os.path.join(tmp, "a-verbs.sock"))
     finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
-        r.procs.remove(srv)
         for f in os.listdir(tmp):
             if f.endswith(".sock"):
                 os.unlink(os.path.join(tmp, f))
-    if cli.returncode != 0:
-        return None, cli.stderr.strip()[-400:]
-    return [json.loads(l) for l in cli.stdout.splitlines()
-            if l.startswith("{")][-1], ""
 
 
 def iters_for(size):

@@ -27,6 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "emulator"))
 import netns_util  # noqa: E402
+from stock_tools_test import perftest_rows  # noqa: E402
 
 DEV = "rocemu_p0"
 ERROR_COUNTERS = ("retry_exceeded_err", "retry_rnr_exceeded_err",
@@ -129,18 +130,6 @@ def perf_json(out):
     lines = [json.loads(line) for line in out.splitlines()
              if line.startswith("{")]
     return lines[-1] if lines else None
-
-
-def perftest_rows(out):
-    rows = {}
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) >= 3 and f[0].isdigit() and f[1].isdigit():
-            try:
-                rows[int(f[0])] = [float(x) for x in f[1:]]
-            except ValueError:
-                pass
-    return rows
 
 
 def main():
