@@ -4,6 +4,8 @@
 #ifndef ROCEMU_PROTOCOL_CM_IP_H_
 #define ROCEMU_PROTOCOL_CM_IP_H_
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -65,6 +67,32 @@ void EncodeCmIpHeader(const CmIpHeader& h, std::span<uint8_t> out);
 // nullopt when fewer than 36 bytes are given, the version is not 0.0 or
 // the IP version is neither 4 nor 6 (Linux's rdma_cm refuses those REQs).
 std::optional<CmIpHeader> ParseCmIpHeader(std::span<const uint8_t> in);
+
+// A REQ's or SIDR_REQ's private data: the IP header when `ip` (an IP
+// service), then the consumer's bytes (the caller checked they fit:
+// CmConsumerRoom).
+template <size_t N>
+void PutCmPrivateData(const std::optional<CmIpHeader>& ip,
+                      std::span<const uint8_t> consumer,
+                      std::array<uint8_t, N>& out) {
+  size_t at = 0;
+  if (ip.has_value()) {
+    EncodeCmIpHeader(*ip, out);
+    at = kCmIpHeaderSize;
+  }
+  std::copy(consumer.begin(), consumer.end(), out.begin() + at);
+}
+// How many consumer bytes a message's `total` bytes of private data hold.
+constexpr size_t CmConsumerRoom(size_t total, bool ip) {
+  return total - (ip ? kCmIpHeaderSize : 0);
+}
+// The consumer's bytes of a received message's private data.
+template <size_t N>
+std::span<const uint8_t> CmConsumerData(const std::optional<CmIpHeader>& ip,
+                                        const std::array<uint8_t, N>& in) {
+  return std::span<const uint8_t>(in).subspan(ip.has_value() ? kCmIpHeaderSize
+                                                             : 0);
+}
 
 }  // namespace rocemu::protocol
 

@@ -33,8 +33,8 @@ absl::Status CmAgent::CheckPath(const CmPath& path,
 }
 
 absl::StatusOr<CmId> CmAgent::Connect(const CmConnectParams& p, TimeNs now) {
-  const size_t room = protocol::kCmReqPrivateDataSize -
-                      (p.ip.has_value() ? protocol::kCmIpHeaderSize : 0);
+  const size_t room = protocol::CmConsumerRoom(protocol::kCmReqPrivateDataSize,
+                                               p.ip.has_value());
   if (p.private_data.size() > room) {
     return absl::InvalidArgumentError(
         absl::StrFormat("REQ private data above %u bytes", room));
@@ -133,13 +133,7 @@ absl::StatusOr<CmId> CmAgent::Connect(const CmConnectParams& p, TimeNs now) {
   pp.sl = p.path.sl;
   pp.subnet_local = p.path.hop_limit <= 1;
   pp.local_ack_timeout = c.ack_timeout;
-  size_t at = 0;
-  if (p.ip.has_value()) {
-    protocol::EncodeCmIpHeader(*p.ip, req.private_data);
-    at = protocol::kCmIpHeaderSize;
-  }
-  std::copy(p.private_data.begin(), p.private_data.end(),
-            req.private_data.begin() + at);
+  protocol::PutCmPrivateData(p.ip, p.private_data, req.private_data);
   SendRequest(c, Encode(c.tid, req), c.response_timeout_ns, now);
   return c.id;
 }

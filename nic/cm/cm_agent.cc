@@ -192,6 +192,18 @@ const CmConnection* CmAgent::MatchListener(uint64_t service_id,
   return any;
 }
 
+const CmConnection* CmAgent::MatchRequest(
+    uint64_t service_id, std::span<const uint8_t> private_data,
+    std::optional<protocol::CmIpHeader>* ip, bool* ip_service,
+    bool* service_matched) const {
+  *ip_service = protocol::ParseIpServiceId(service_id).has_value();
+  *ip = *ip_service ? protocol::ParseCmIpHeader(private_data) : std::nullopt;
+  return MatchListener(
+      service_id,
+      ip->has_value() ? std::optional<Gid>((*ip)->dst_addr) : std::nullopt,
+      service_matched);
+}
+
 // --- dispatch ---------------------------------------------------------------
 
 void CmAgent::OnMad(const ReceivedMad& m, TimeNs now) {

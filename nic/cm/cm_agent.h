@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <utility>
@@ -37,6 +38,7 @@
 #include "nic/cm/cm_types.h"
 #include "nic/counters.h"
 #include "nic/gsi.h"
+#include "protocol/cm_ip.h"
 #include "protocol/cm_messages.h"
 
 namespace rocemu::nic {
@@ -142,6 +144,14 @@ class CmAgent {
   const CmConnection* MatchListener(uint64_t service_id,
                                     const std::optional<Gid>& dst,
                                     bool* service_matched) const;
+  // A REQ's or SIDR_REQ's listener. rdma_cm: an IP service ID carries the
+  // IP header in the private data (*ip, nullopt if unusable), and the
+  // listener is matched on its destination address too.
+  const CmConnection* MatchRequest(uint64_t service_id,
+                                   std::span<const uint8_t> private_data,
+                                   std::optional<protocol::CmIpHeader>* ip,
+                                   bool* ip_service,
+                                   bool* service_matched) const;
 
   // Messages received.
   void OnReq(const ReceivedMad& m, TimeNs now);

@@ -78,17 +78,10 @@ void CmAgent::OnReq(const ReceivedMad& m, TimeNs now) {
     reject(rej::kInvalidTransportType);
     return;
   }
-  // rdma_cm: an IP service ID carries the IP header; the listener is
-  // matched on the destination address too.
   std::optional<protocol::CmIpHeader> ip;
-  const bool ip_service =
-      protocol::ParseIpServiceId(req.service_id).has_value();
-  if (ip_service) ip = protocol::ParseCmIpHeader(req.private_data);
-  bool service_matched = false;
-  const CmConnection* listener = MatchListener(
-      req.service_id,
-      ip.has_value() ? std::optional<Gid>(ip->dst_addr) : std::nullopt,
-      &service_matched);
+  bool ip_service = false, service_matched = false;
+  const CmConnection* listener = MatchRequest(
+      req.service_id, req.private_data, &ip, &ip_service, &service_matched);
   if (listener == nullptr) {
     // Nobody listens on the service ID: "invalid service ID". Someone does
     // but not on that address, or the rdma_cm header is unusable: the
@@ -176,9 +169,9 @@ void CmAgent::OnReq(const ReceivedMad& m, TimeNs now) {
   ev.qp_type = type;
   ev.path = c.path;
   ev.ip = ip;
-  const size_t skip = ip.has_value() ? protocol::kCmIpHeaderSize : 0;
-  ev.private_data.assign(req.private_data.begin() + skip,
-                         req.private_data.end());
+  const std::span<const uint8_t> consumer =
+      protocol::CmConsumerData(ip, req.private_data);
+  ev.private_data.assign(consumer.begin(), consumer.end());
   Emit(std::move(ev), c);
 }
 

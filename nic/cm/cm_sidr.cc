@@ -13,8 +13,8 @@ namespace sidr_status = protocol::cm_sidr_status;
 
 absl::StatusOr<CmId> CmAgent::SidrQuery(const CmSidrQueryParams& p,
                                         TimeNs now) {
-  const size_t room = protocol::kCmSidrReqPrivateDataSize -
-                      (p.ip.has_value() ? protocol::kCmIpHeaderSize : 0);
+  const size_t room = protocol::CmConsumerRoom(
+      protocol::kCmSidrReqPrivateDataSize, p.ip.has_value());
   if (p.private_data.size() > room) {
     return absl::InvalidArgumentError(
         absl::StrFormat("SIDR_REQ private data above %u bytes", room));
@@ -45,13 +45,7 @@ absl::StatusOr<CmId> CmAgent::SidrQuery(const CmSidrQueryParams& p,
   m.request_id = c.local_comm_id;
   m.pkey = p.path.pkey;
   m.service_id = p.service_id;
-  size_t at = 0;
-  if (p.ip.has_value()) {
-    protocol::EncodeCmIpHeader(*p.ip, m.private_data);
-    at = protocol::kCmIpHeaderSize;
-  }
-  std::copy(p.private_data.begin(), p.private_data.end(),
-            m.private_data.begin() + at);
+  protocol::PutCmPrivateData(p.ip, p.private_data, m.private_data);
   SendRequest(c, Encode(c.tid, m), p.timeout_ns, now);
   return c.id;
 }
@@ -85,14 +79,9 @@ void CmAgent::OnSidrReq(const ReceivedMad& m, TimeNs now) {
     return;
   }
   std::optional<protocol::CmIpHeader> ip;
-  const bool ip_service =
-      protocol::ParseIpServiceId(req.service_id).has_value();
-  if (ip_service) ip = protocol::ParseCmIpHeader(req.private_data);
-  bool service_matched = false;
-  const CmConnection* listener = MatchListener(
-      req.service_id,
-      ip.has_value() ? std::optional<Gid>(ip->dst_addr) : std::nullopt,
-      &service_matched);
+  bool ip_service = false, service_matched = false;
+  const CmConnection* listener = MatchRequest(
+      req.service_id, req.private_data, &ip, &ip_service, &service_matched);
   if (listener == nullptr || (ip_service && !ip.has_value())) {
     CmSidrReplyParams p;
     p.status = listener == nullptr && !service_matched
@@ -121,9 +110,9 @@ void CmAgent::OnSidrReq(const ReceivedMad& m, TimeNs now) {
   ev.qp_type = QpType::kUd;
   ev.path = c.path;
   ev.ip = ip;
-  const size_t skip = ip.has_value() ? protocol::kCmIpHeaderSize : 0;
-  ev.private_data.assign(req.private_data.begin() + skip,
-                         req.private_data.end());
+  const std::span<const uint8_t> consumer =
+      protocol::CmConsumerData(ip, req.private_data);
+  ev.private_data.assign(consumer.begin(), consumer.end());
   Emit(std::move(ev), c);
 }
 
