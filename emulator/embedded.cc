@@ -76,7 +76,7 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Start(config::Config config,
 bool Embedded::OnProgressThread() { return on_progress_thread; }
 
 Embedded::~Embedded() {
-  signals_.stop = 1;
+  stop_.store(true, std::memory_order_relaxed);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -89,7 +89,7 @@ std::optional<bool> Embedded::Pump() {
   if (running_.test_and_set(std::memory_order_acquire)) return std::nullopt;
   const nic::TimeNs now = daemon_.clock().Now();
   last_pump_.store(now, std::memory_order_relaxed);
-  const bool busy = daemon_.Pass(&signals_);
+  const bool busy = daemon_.Pass();
   running_.clear(std::memory_order_release);
   return busy;
 }
@@ -104,7 +104,7 @@ void Embedded::RunProgress() {
   }
   nic::TimeNs last_busy = clock.Now();
   uint32_t backoff = 1;
-  while (!signals_.stop) {
+  while (!stop_.load(std::memory_order_relaxed)) {
     const nic::TimeNs now = clock.Now();
     const nic::TimeNs pumped = last_pump_.load(std::memory_order_relaxed);
     if (pumped + kPumpGraceNs > now) {
@@ -122,7 +122,7 @@ void Embedded::RunProgress() {
       continue;
     }
     if (progress_ == Progress::kThread) {
-      if (daemon_.Pass(&signals_)) {
+      if (daemon_.Pass()) {
         last_busy = now;
       } else {
         daemon_.Idle(now, &last_busy);
@@ -130,7 +130,7 @@ void Embedded::RunProgress() {
       running_.clear(std::memory_order_release);
       continue;
     }
-    const bool busy = daemon_.Pass(&signals_);
+    const bool busy = daemon_.Pass();
     running_.clear(std::memory_order_release);
     if (busy) {
       last_busy = now;

@@ -56,7 +56,7 @@ class Embedded {
   // Starts the RNIC `config` describes; returns once its EAL, ports and
   // session sockets are up (or with why not). The progress thread is the
   // EAL's main lcore (pinned as eal.lcores says); application threads
-  // pumping are non-EAL threads.
+  // that pump are registered as lcores on their first pump.
   static absl::StatusOr<std::unique_ptr<Embedded>> Start(
       config::Config config, Progress progress = Progress::kApp);
   ~Embedded();  // stops the thread and the daemon
@@ -78,7 +78,7 @@ class Embedded {
 
   Daemon daemon_;
   const Progress progress_;
-  DaemonSignals signals_;
+  std::atomic<bool> stop_{false};
   std::vector<std::string> sockets_;
   std::thread thread_;
   // Held by the thread running a pass (acquire/release hand the daemon's
