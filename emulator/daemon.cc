@@ -497,11 +497,11 @@ void Daemon::Shutdown() {
     p->rx_capture.Close();
     p->tx_capture.Close();
   }
-  if (!eal_cleanup_) {  // LeaveDpdkToProcessExit
+  if (leave_dpdk_to_exit_) {
     for (auto& p : ports_) (void)p.release();
   }
   ports_.clear();  // stops the ports, then frees their pools
-  if (eal_ready_ && eal_cleanup_) {
+  if (eal_ready_ && !leave_dpdk_to_exit_) {
     // With --no-shconf the EAL still creates its runtime directory and
     // leaves it behind; remove it when empty so weeks of restarts and test
     // runs do not pile them up.

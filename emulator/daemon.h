@@ -85,7 +85,7 @@ class Daemon {
   // races the EAL's threads over the peer's disconnection (DPDK logs
   // "EAL: Error: Invalid memory" into the program's output), and lcores
   // the application's threads registered would outlive the EAL's heap.
-  void LeaveDpdkToProcessExit() { eal_cleanup_ = false; }
+  void LeaveDpdkToProcessExit() { leave_dpdk_to_exit_ = true; }
 
   // The embedded mode's progress thread idles with these (embedded.h).
   // Run's preparation: the fds and RX interrupts Sleep waits on.
@@ -235,7 +235,7 @@ class Daemon {
 
   config::Config config_;
   bool eal_ready_ = false;
-  bool eal_cleanup_ = true;
+  bool leave_dpdk_to_exit_ = false;  // LeaveDpdkToProcessExit
   std::unique_ptr<TscClock> clock_;
   uint64_t wall_base_ns_ = 0;  // CLOCK_REALTIME at clock_ zero
   std::vector<std::unique_ptr<Port>> ports_;
