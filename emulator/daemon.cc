@@ -353,6 +353,7 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
     next_fast_ = now + kFastPeriod;
     control_.Poll();
     metrics_.Poll();
+    for (auto& p : ports_) p->dev->FaultInSharedMemory();
     next_event_ = RefreshNextEvents();  // a control request may post work
     if (signals != nullptr && signals->reopen) {
       signals->reopen = 0;

@@ -1,10 +1,14 @@
 #include "emulator/dpdk_port.h"
 
 #include <rte_errno.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "emulator/eal_args.h"
@@ -21,6 +25,29 @@ absl::Status PortError(const config::PortConfig& c, std::string_view what,
   return absl::UnavailableError(absl::StrCat("port ", c.name, " (", c.devargs,
                                              "): ", std::string(what), ": ",
                                              rte_strerror(rc < 0 ? -rc : rc)));
+}
+
+// Faults in every page of the shared mappings whose name has `tag`
+// (MADV_POPULATE_WRITE keeps their contents). Returns the bytes covered.
+size_t FaultInMappings(std::string_view tag) {
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return 0;
+  size_t covered = 0;
+  char line[512];
+  while (std::fgets(line, sizeof(line), maps) != nullptr) {
+    if (std::string_view(line).find(tag) == std::string_view::npos) continue;
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &begin, &end) != 2 ||
+        end <= begin) {
+      continue;
+    }
+    if (madvise(reinterpret_cast<void*>(begin), end - begin,
+                MADV_POPULATE_WRITE) == 0) {
+      covered += end - begin;
+    }
+  }
+  std::fclose(maps);
+  return covered;
 }
 
 }  // namespace
@@ -106,6 +133,7 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
     return PortError(c, "start", rc);
   }
   port.started_ = true;
+  port.memif_ = std::string_view(info.driver_name) == "net_memif";
   // Frames for other MACs are counted by the net stack, and IPv6 needs
   // the solicited-node multicast groups.
   rte_eth_promiscuous_enable(port.port_id_);
@@ -131,10 +159,27 @@ DpdkPort::DpdkPort(DpdkPort&& o) noexcept
       pool_(o.pool_),
       max_frame_(o.max_frame_),
       dpdk_mtu_(o.dpdk_mtu_),
-      started_(o.started_) {
+      started_(o.started_),
+      memif_(o.memif_),
+      shared_faulted_in_(o.shared_faulted_in_) {
   o.pool_ = nullptr;
   o.started_ = false;
   o.port_id_ = RTE_MAX_ETHPORTS;
+}
+
+void DpdkPort::FaultInSharedMemory() {
+  if (!memif_) return;
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(port_id_, &link) != 0 ||
+      link.link_status == RTE_ETH_LINK_DOWN) {
+    shared_faulted_in_ = false;  // a reconnection maps new regions
+    return;
+  }
+  if (shared_faulted_in_) return;
+  shared_faulted_in_ = true;
+  const size_t bytes = FaultInMappings("memfd:memif_region");
+  ROCEMU_LOG_INFO("port %u: memif link up; %zu KiB of shared rings faulted in",
+                  port_id_, bytes >> 10);
 }
 
 void DpdkPort::Stop() {

@@ -37,6 +37,14 @@ class DpdkPort {
   // Largest frame the port sends (Ethernet header, VLAN tag, MTU bytes).
   uint32_t max_frame() const { return max_frame_; }
   uint32_t dpdk_mtu() const { return dpdk_mtu_; }
+  // memif's shared region (its rings and frame buffers, a memfd each side
+  // maps) is faulted in by the first frames through each page: ~4 K page
+  // faults per process on every new connection, which held a program's
+  // first ~100 ms of traffic (the embedded mode connects with each
+  // program) to a third of the steady rate. Hugepage memory comes
+  // faulted in; this does the same for memif once the link is up, off the
+  // data path. Called every millisecond; a check of the link otherwise.
+  void FaultInSharedMemory();
   void Stop();
 
  private:
@@ -47,6 +55,8 @@ class DpdkPort {
   uint32_t max_frame_ = 0;
   uint32_t dpdk_mtu_ = 0;
   bool started_ = false;
+  bool memif_ = false;
+  bool shared_faulted_in_ = false;
 };
 
 }  // namespace rocemu::emulator

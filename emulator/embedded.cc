@@ -86,9 +86,13 @@ std::optional<bool> Embedded::Pump() {
   // allocated or freed is an operation on the shared ring).
   thread_local const bool registered = RegisterThread();
   (void)registered;
+  // Stamped before the attempt: a poll that finds the progress thread
+  // holding the loop must still send it back to sleep. Stamped only on
+  // success, the progress thread (which re-takes the loop right after
+  // every busy pass) kept it for ~100 ms at the start of each bulk run
+  // while the application's polls yielded, at a third of the rate.
+  last_pump_.store(daemon_.clock().Now(), std::memory_order_relaxed);
   if (running_.test_and_set(std::memory_order_acquire)) return std::nullopt;
-  const nic::TimeNs now = daemon_.clock().Now();
-  last_pump_.store(now, std::memory_order_relaxed);
   const bool busy = daemon_.Pass();
   running_.clear(std::memory_order_release);
   return busy;
