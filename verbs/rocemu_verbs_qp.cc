@@ -16,9 +16,6 @@
 
 namespace wire = rocemu::verbs::wire;
 using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
-using rocemu::verbs::AsyncEventSlot;
-using rocemu::verbs::CqeSlot;
-using rocemu::verbs::RingResult;
 using rocemu::verbs::RqSlot;
 using rocemu::verbs::ShmRing;
 using rocemu::verbs::SqSlot;
