@@ -18,8 +18,7 @@ namespace rocemu::nic {
 const pfc_ecn::DcqcnParams& DefaultDcqcnParams();
 
 struct QpCongestion {
-  QpCongestion()
-      : rp(&DefaultDcqcnParams()), pacer(0) {}
+  QpCongestion() : rp(&DefaultDcqcnParams()), pacer(0) {}
 
   // The reaction point drives the pacer only once it has seen a CNP: before
   // that the QP sends at whatever the link allows.

@@ -67,8 +67,8 @@ struct DeviceAttr {
   // given (SYS_IMAGE_GUID 1<<11), RC responders send RNR NAKs
   // (RC_RNR_NAK_GEN 1<<12), memory windows (MEM_WINDOW 1<<17) of type 1
   // and type 2B (MEM_WINDOW_TYPE_2B 1<<24: bound to a QP, as rxe).
-  uint32_t device_cap_flags = (1u << 1) | (1u << 2) | (1u << 11) |
-                              (1u << 12) | (1u << 17) | (1u << 24);
+  uint32_t device_cap_flags =
+      (1u << 1) | (1u << 2) | (1u << 11) | (1u << 12) | (1u << 17) | (1u << 24);
   uint32_t max_sge = kMaxSge;
   uint32_t max_sge_rd = kMaxSge;
   uint32_t max_cq = 1u << 17;

@@ -30,7 +30,11 @@ MemoryRegion::MemoryRegion(PdHandle pd, pid_t pid, uint64_t iova,
       pid_(pid) {}
 
 MemoryRegion::MemoryRegion(PdHandle pd, uint8_t mw_type)
-    : pd_(pd), iova_(0), length_(0), access_(0), valid_(false),
+    : pd_(pd),
+      iova_(0),
+      length_(0),
+      access_(0),
+      valid_(false),
       mw_type_(mw_type) {}
 
 size_t MemoryRegion::ChunkAt(uint64_t off) const {

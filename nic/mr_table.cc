@@ -148,10 +148,12 @@ absl::Status MrTable::Deregister(ClientId client, uint32_t key) {
   return s;
 }
 
-absl::StatusOr<uint32_t> MrTable::Reregister(
-    ClientId client, uint32_t key, uint32_t flags, PdHandle pd, uint64_t iova,
-    uint64_t length, AccessFlags access, std::span<const HostChunk> chunks,
-    bool keep_key) {
+absl::StatusOr<uint32_t> MrTable::Reregister(ClientId client, uint32_t key,
+                                             uint32_t flags, PdHandle pd,
+                                             uint64_t iova, uint64_t length,
+                                             AccessFlags access,
+                                             std::span<const HostChunk> chunks,
+                                             bool keep_key) {
   MemoryRegion* mr = mrs_.Get(key, client);
   if (mr == nullptr || mr->mw_type() != 0) {
     return absl::NotFoundError(absl::StrFormat("no MR with key 0x%08x", key));

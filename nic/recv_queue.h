@@ -72,7 +72,8 @@ class RecvQueue {
   void Store(uint32_t slot, uint64_t wr_id, std::span<const Sge> sges) {
     Sge* dst = sges_.data() + static_cast<size_t>(slot) * max_sge_;
     std::copy(sges.begin(), sges.end(), dst);
-    ring_[slot] = PostedRecvWr{wr_id, SgView(dst, static_cast<uint32_t>(sges.size()))};
+    ring_[slot] =
+        PostedRecvWr{wr_id, SgView(dst, static_cast<uint32_t>(sges.size()))};
   }
 
   std::vector<PostedRecvWr> ring_;

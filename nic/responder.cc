@@ -250,7 +250,8 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       }
       r.recv_offset += pkt.payload.size();
       if (op.HasInvalidate() &&
-          nic.mrs().Invalidate(pkt.hdr.ieth_rkey, qp.pd(), qp.qpn()) != MrStatus::kOk) {
+          nic.mrs().Invalidate(pkt.hdr.ieth_rkey, qp.pd(), qp.qpn()) !=
+              MrStatus::kOk) {
         // IBTA class J (rxe: RESPST_ERR_INVALIDATE_RKEY): an R_Key that is
         // unknown, of another PD or not invalidatable fails the receive WQE
         // with an invalid-request status and takes the QP to ERR; the NAK
@@ -314,7 +315,9 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       if (len > 0) {
         // Re-checked per packet: the region may be deregistered mid-message.
         const MemoryRegion* mr = nullptr;
-        const MrStatus ms = nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va, len, access::kRemoteWrite, &mr);
+        const MrStatus ms =
+            nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va,
+                                  len, access::kRemoteWrite, &mr);
         if (ms != MrStatus::kOk) {
           if (!reliable) {
             drop_uc();
@@ -352,7 +355,9 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case Operation::kReadRequest: {
       const protocol::Reth& reth = pkt.hdr.reth;
       const MemoryRegion* mr = nullptr;
-      const MrStatus ms = nic.mrs().CheckRemote(reth.rkey, qp.pd(), qp.qpn(), reth.va, reth.dma_len, access::kRemoteRead, &mr);
+      const MrStatus ms =
+          nic.mrs().CheckRemote(reth.rkey, qp.pd(), qp.qpn(), reth.va,
+                                reth.dma_len, access::kRemoteRead, &mr);
       if (ms != MrStatus::kOk) {
         FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
         return;
@@ -385,8 +390,8 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case Operation::kFetchAdd: {
       const protocol::AtomicEth& a = pkt.hdr.atomic;
       const MemoryRegion* mr = nullptr;
-      const MrStatus ms = nic.mrs().CheckRemote(a.rkey, qp.pd(), qp.qpn(), a.va, 8,
-                                                access::kRemoteAtomic, &mr);
+      const MrStatus ms = nic.mrs().CheckRemote(a.rkey, qp.pd(), qp.qpn(), a.va,
+                                                8, access::kRemoteAtomic, &mr);
       if (ms != MrStatus::kOk) {
         FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
         return;
@@ -469,8 +474,9 @@ void Duplicate(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
         // for the tail of the original READ only).
         const protocol::Reth& reth = pkt.hdr.reth;
         const MemoryRegion* mr = nullptr;
-        if (nic.mrs().CheckRemote(reth.rkey, qp.pd(), qp.qpn(), reth.va, reth.dma_len,
-                                  access::kRemoteRead, &mr) != MrStatus::kOk) {
+        if (nic.mrs().CheckRemote(reth.rkey, qp.pd(), qp.qpn(), reth.va,
+                                  reth.dma_len, access::kRemoteRead,
+                                  &mr) != MrStatus::kOk) {
           ++qp.counters_.rx_dropped;
           return;
         }
@@ -666,8 +672,9 @@ bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
       h.bth.psn = PsnAdd(it.psn, it.next_pkt);
       if (payload_len > 0) {
         // The region may have gone since the request was checked.
-        if (nic.mrs().CheckRemote(it.rkey, qp.pd(), qp.qpn(), it.va + offset, payload_len,
-                                  access::kRemoteRead, &mr) != MrStatus::kOk) {
+        if (nic.mrs().CheckRemote(it.rkey, qp.pd(), qp.qpn(), it.va + offset,
+                                  payload_len, access::kRemoteRead,
+                                  &mr) != MrStatus::kOk) {
           ++r.resp_head;
           ++nic.engine_counters().resp_remote_access_errors;
           QueueNak(nic, qp, Aeth::Nak(NakCode::kRemoteAccessError), h.bth.psn);

@@ -13,9 +13,7 @@ absl::Status NpParams::Validate() const {
 }
 
 NotificationPoint::NotificationPoint(const NpParams& params, uint32_t num_flows)
-    : params_(params),
-      min_gap_ns_(NpMinGapNs(params)),
-      flows_(num_flows) {}
+    : params_(params), min_gap_ns_(NpMinGapNs(params)), flows_(num_flows) {}
 
 void NotificationPoint::Resize(uint32_t num_flows) { flows_.resize(num_flows); }
 

@@ -94,7 +94,7 @@ static_assert(sizeof(AsyncEventSlot) == 8);
 // A CM event (nic/cm/cm_types.h CmEvent) as the daemon hands it to the
 // client that owns the id.
 struct CmEventSlot {
-  uint8_t type;  // nic::CmEventType
+  uint8_t type;     // nic::CmEventType
   uint8_t qp_type;  // IBV_QPT_*
   uint8_t responder_resources;
   uint8_t initiator_depth;

@@ -272,9 +272,8 @@ int rocemu_destroy_srq(rocemu_srq* srq) {
 
 int rocemu_post_srq_recv(rocemu_srq* srq, rocemu_recv_wr* wr,
                          rocemu_recv_wr** bad_wr) {
-  return PostRecvChain(srq->ctx, rocemu::verbs::DoorbellKind::kSrq,
-                       srq->handle, srq->ring, srq->lock, srq->max_sge,
-                       srq->max_wr, wr,
+  return PostRecvChain(srq->ctx, rocemu::verbs::DoorbellKind::kSrq, srq->handle,
+                       srq->ring, srq->lock, srq->max_sge, srq->max_wr, wr,
                        bad_wr);
 }
 

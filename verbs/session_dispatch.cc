@@ -194,9 +194,9 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       wire::OpenDoorbellsResp r{};
       int out_fds[3] = {-1, -1, -1};
       st = OnOpenDoorbells(c, &r, out_fds);
-      Reply(c, type, seq, st, &r, sizeof(r),
-            st.ok() ? std::span<const int>(out_fds, 3)
-                    : std::span<const int>());
+      Reply(
+          c, type, seq, st, &r, sizeof(r),
+          st.ok() ? std::span<const int>(out_fds, 3) : std::span<const int>());
       if (st.ok()) c.doorbells.CloseFd();
       break;
     }

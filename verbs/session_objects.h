@@ -81,7 +81,7 @@ struct SessionServer::Srq {
   nic::SrqHandle handle = 0;
   nic::PdHandle pd = 0;
   ShmRing ring;
-  uint32_t users = 0;  // QPs bound to it
+  uint32_t users = 0;   // QPs bound to it
   bool active = false;  // in active_ (its doorbell was taken)
 };
 

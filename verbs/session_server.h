@@ -46,8 +46,8 @@
 #include "nic/recv_wqe_fetcher.h"
 #include "nic/rnic.h"
 #include "protocol/ethernet.h"
-#include "verbs/ring_slots.h"
 #include "verbs/doorbell.h"
+#include "verbs/ring_slots.h"
 #include "verbs/shm_ring.h"
 #include "verbs/wire_protocol.h"
 
@@ -84,12 +84,12 @@ struct SessionCounters {
   uint64_t clients_refused = 0;  // uid not allowed, too many clients
   uint64_t clients_closed = 0;
   uint64_t requests = 0;
-  uint64_t bad_requests = 0;          // malformed: error reply sent
-  uint64_t failed_requests = 0;       // well-formed, refused by the RNIC or
-                                      // by ownership checks
-  uint64_t sq_wqes = 0;               // taken from send rings
-  uint64_t rq_wqes = 0;               // taken from receive rings
-  uint64_t srq_wqes = 0;              // taken from shared receive rings
+  uint64_t bad_requests = 0;     // malformed: error reply sent
+  uint64_t failed_requests = 0;  // well-formed, refused by the RNIC or
+                                 // by ownership checks
+  uint64_t sq_wqes = 0;          // taken from send rings
+  uint64_t rq_wqes = 0;          // taken from receive rings
+  uint64_t srq_wqes = 0;         // taken from shared receive rings
   // Times a message found its receive queue empty in the RNIC and the
   // ring held WQEs the loop had not drained yet (RecvWqeFetcher).
   uint64_t rq_fetches = 0;
@@ -296,8 +296,7 @@ class SessionServer final : private nic::RecvWqeFetcher {
   // their elements (port events to every client).
   void DeliverAsyncEvents();
   // --- the Communication Manager (session_cm.cc) ---
-  absl::Status OnCmOpen(Client& c, int fd, wire::CmOpenResp* out,
-                        int* ring_fd);
+  absl::Status OnCmOpen(Client& c, int fd, wire::CmOpenResp* out, int* ring_fd);
   // The id exists and belongs to `c`.
   absl::Status CheckCmId(const Client& c, uint32_t id) const;
   // QP `qpn` belongs to a client of `c`'s process (its libibverbs session
@@ -365,7 +364,7 @@ class SessionServer final : private nic::RecvWqeFetcher {
     nic::ClientId owner = 0;
     nic::PdHandle pd = 0;
   };
-  absl::flat_hash_map<uint32_t, AhRec> ahs_;                  // by handle
+  absl::flat_hash_map<uint32_t, AhRec> ahs_;  // by handle
   struct MwRec {
     nic::ClientId owner = 0;
     nic::PdHandle pd = 0;

@@ -227,9 +227,7 @@ class ShmRing {
     return hdr_->doorbell.exchange(1, std::memory_order_seq_cst) == 0;
   }
   // Consumer: clears the flag before draining the ring.
-  void ClearDoorbell() {
-    hdr_->doorbell.store(0, std::memory_order_seq_cst);
-  }
+  void ClearDoorbell() { hdr_->doorbell.store(0, std::memory_order_seq_cst); }
   bool doorbell_rung() const {
     return hdr_->doorbell.load(std::memory_order_acquire) != 0;
   }

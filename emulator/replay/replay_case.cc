@@ -304,9 +304,9 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
   Map top(errors, root, "");
   RETURN_IF_ERROR(top.Check());
   // A misspelt top-level key is reported before what it leaves missing.
-  for (const char* k : {"name", "description", "rnic", "pds", "mrs", "cqs",
-                        "qps", "cm", "input", "settle_ns",
-                        "max_output_frames"}) {
+  for (const char* k :
+       {"name", "description", "rnic", "pds", "mrs", "cqs", "qps", "cm",
+        "input", "settle_ns", "max_output_frames"}) {
     (void)top.Get(k);
   }
   RETURN_IF_ERROR(top.Finish());
@@ -503,12 +503,11 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
     RETURN_IF_ERROR(m.Access("access", &q.access));
     RETURN_IF_ERROR(m.UintAs("pkey_index", &q.pkey_index, false, 63));
     RETURN_IF_ERROR(m.UintAs("qkey", &q.qkey));
-    RETURN_IF_ERROR(m.Enum<nic::QpState>(
-        "state",
-        {{"init", nic::QpState::kInit},
-         {"rtr", nic::QpState::kRtr},
-         {"rts", nic::QpState::kRts}},
-        &q.state));
+    RETURN_IF_ERROR(m.Enum<nic::QpState>("state",
+                                         {{"init", nic::QpState::kInit},
+                                          {"rtr", nic::QpState::kRtr},
+                                          {"rts", nic::QpState::kRts}},
+                                         &q.state));
     RETURN_IF_ERROR(m.Enum<nic::PathMtu>("path_mtu",
                                          {{"256", nic::PathMtu::kMtu256},
                                           {"512", nic::PathMtu::kMtu512},
@@ -564,8 +563,8 @@ absl::Status ParseTop(const Errors& errors, YAML::Node root,
       RETURN_IF_ERROR(r.UintAs("rkey", &wr.rkey));
       RETURN_IF_ERROR(r.UintAs("compare_add", &wr.compare_add));
       RETURN_IF_ERROR(r.UintAs("swap", &wr.swap));
-      RETURN_IF_ERROR(
-          r.UintAs("after_completions", &wr.after_completions, false, 1u << 20));
+      RETURN_IF_ERROR(r.UintAs("after_completions", &wr.after_completions,
+                               false, 1u << 20));
       RETURN_IF_ERROR(ParseSges(r, mr_by_name, &wr.sges));
       q.sends.push_back(wr);
       return absl::OkStatus();

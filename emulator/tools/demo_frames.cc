@@ -115,8 +115,8 @@ class DemoBuilder {
     const size_t len = protocol::BuildRoceFrame(spec, mad, out, &err);
     protocol::MadHeader h;
     protocol::ParseMadHeader(mad, &h);
-    std::string label = absl::StrFormat("%s CM %s", where,
-                                        protocol::CmAttrName(h.attr_id));
+    std::string label =
+        absl::StrFormat("%s CM %s", where, protocol::CmAttrName(h.attr_id));
     if (len == 0) {
       Fail(absl::StrFormat("%s: %s", label, protocol::BuildErrorName(err)));
       return;

@@ -33,9 +33,9 @@ class Footprint {
         t0_(std::chrono::steady_clock::now()) {}
   template <typename State>
   void Report(State& state, const char* unit, double n) const {
-    const double s = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - t0_)
-                         .count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_)
+            .count();
     const std::string per = std::string("_per_") + unit;
     state.counters["create_ns" + per] = s * 1e9 / n;
     state.counters["heap_bytes" + per] =

@@ -113,8 +113,8 @@ TEST(CmRxe, EveryMessageOfAnRpingDecodesAndRewrites) {
   const protocol::CmRtu rtu = Decode<protocol::CmRtu>(mads[2]);
   const protocol::CmDreq dreq = Decode<protocol::CmDreq>(mads[3]);
   const protocol::CmDrep drep = Decode<protocol::CmDrep>(mads[4]);
-  EXPECT_EQ(req.service_id, protocol::IpServiceId(protocol::RdmaPortSpace::kTcp,
-                                                   7174));
+  EXPECT_EQ(req.service_id,
+            protocol::IpServiceId(protocol::RdmaPortSpace::kTcp, 7174));
   EXPECT_EQ(req.transport, protocol::cm_transport::kRc);
   EXPECT_EQ(req.path_mtu, 3);
   EXPECT_EQ(req.remote_cm_response_timeout, 20);
@@ -159,9 +159,9 @@ TEST(CmRxe, RocemuAnswersRxesReq) {
   init.send_cq = init.recv_cq = cq;
   init.cap = {16, 16, 1, 1, 0};
   const uint32_t qpn = *nic.CreateQp(pd, init);
-  const CmId listener = *nic.cm().Listen(
-      {.service_id = protocol::IpServiceId(protocol::RdmaPortSpace::kTcp,
-                                           7174)});
+  const CmId listener =
+      *nic.cm().Listen({.service_id = protocol::IpServiceId(
+                            protocol::RdmaPortSpace::kTcp, 7174)});
 
   const RxFrame rx{mads[0].frame.data(),
                    static_cast<uint32_t>(mads[0].frame.size())};
@@ -174,8 +174,8 @@ TEST(CmRxe, RocemuAnswersRxesReq) {
   EXPECT_EQ(ev.responder_resources, 1);  // rping's initiator depth
   ASSERT_TRUE(ev.ip.has_value());
   EXPECT_EQ(ev.ip->src_addr, GidFromIpv4(10, 99, 0, 2));
-  EXPECT_EQ(ev.path.dmac, (protocol::MacAddr{0x52, 0x54, 0x00, 0x12, 0x34,
-                                             0x02}));
+  EXPECT_EQ(ev.path.dmac,
+            (protocol::MacAddr{0x52, 0x54, 0x00, 0x12, 0x34, 0x02}));
   CmAcceptParams acc;
   acc.qpn = qpn;
   acc.responder_resources = 1;
@@ -204,8 +204,8 @@ TEST(CmRxe, RocemuAnswersRxesReq) {
   ASSERT_TRUE(protocol::ParseMadHeader(out.payload, &h));
   EXPECT_EQ(h, mads[1].hdr);  // same class, method, TID, attribute
   protocol::CmRep ours;
-  ASSERT_TRUE(protocol::ParseCm(
-      out.payload.subspan(protocol::kMadHeaderSize), &ours));
+  ASSERT_TRUE(
+      protocol::ParseCm(out.payload.subspan(protocol::kMadHeaderSize), &ours));
   const protocol::CmRep theirs = Decode<protocol::CmRep>(mads[1]);
   EXPECT_EQ(ours.remote_comm_id, theirs.remote_comm_id);
   EXPECT_EQ(ours.local_qpn, qpn);
@@ -230,8 +230,8 @@ TEST(CmRxe, RocemuAnswersRxesReq) {
   ASSERT_TRUE(nic.cm().PollEvent(&ev));
   EXPECT_EQ(ev.type, CmEventType::kEstablished);
   EXPECT_EQ(nic.QueryQp(qpn)->qp_state, QpState::kRts);
-  EXPECT_EQ(nic.QueryQp(qpn)->sq_psn, Decode<protocol::CmReq>(mads[0])
-                                          .starting_psn);
+  EXPECT_EQ(nic.QueryQp(qpn)->sq_psn,
+            Decode<protocol::CmReq>(mads[0]).starting_psn);
 }
 
 }  // namespace

@@ -30,8 +30,8 @@ class MemoryWindowTest : public ::testing::Test {
     return o;
   }
   // A bind of B's window to [offset, offset + len) of B's buffer.
-  SendWr Bind(uint64_t wr_id, uint64_t offset, uint64_t len,
-              AccessFlags rights, uint8_t type = 2) const {
+  SendWr Bind(uint64_t wr_id, uint64_t offset, uint64_t len, AccessFlags rights,
+              uint8_t type = 2) const {
     SendWr wr;
     wr.wr_id = wr_id;
     wr.opcode = WrOpcode::kBindMw;
@@ -139,8 +139,8 @@ TEST_F(MemoryWindowTest, LocalInvalidateEndsAccess) {
 
 TEST_F(MemoryWindowTest, SendWithInvalidateUnbindsTheWindow) {
   const uint32_t key = BindOk(0, 8192, access::kRemoteWrite);
-  ASSERT_TRUE(net_.b().PostRecv(p_.eb.qpn, {3, {SgeOf(p_.eb, 60000, 256)}})
-                  .ok());
+  ASSERT_TRUE(
+      net_.b().PostRecv(p_.eb.qpn, {3, {SgeOf(p_.eb, 60000, 256)}}).ok());
   SendWr send;
   send.wr_id = 8;
   send.opcode = WrOpcode::kSendWithInv;
@@ -161,9 +161,9 @@ TEST_F(MemoryWindowTest, SendWithInvalidateUnbindsTheWindow) {
 
 TEST_F(MemoryWindowTest, ABoundType2WindowIsNotBoundAgain) {
   BindOk(0, 4096, access::kRemoteWrite);
-  ASSERT_TRUE(
-      net_.b().PostSend(p_.eb.qpn, Bind(51, 0, 4096, access::kRemoteWrite))
-          .ok());
+  ASSERT_TRUE(net_.b()
+                  .PostSend(p_.eb.qpn, Bind(51, 0, 4096, access::kRemoteWrite))
+                  .ok());
   net_.Run();
   auto wc = Poll(net_.b(), p_.eb.cq);
   ASSERT_EQ(wc.size(), 1u);

@@ -55,8 +55,8 @@ constexpr QpType kType[kTypes] = {QpType::kRc, QpType::kUc, QpType::kUd};
 
 struct Side {
   Endpoint ep[kTypes];
-  uint32_t ro_key = 0;     // a second region: local read only
-  AhHandle ah = 0;         // UD: to the peer
+  uint32_t ro_key = 0;  // a second region: local read only
+  AhHandle ah = 0;      // UD: to the peer
   std::vector<uint8_t> ro_buf;
 };
 
@@ -80,8 +80,8 @@ bool Setup(World& w) {
     for (int t = 0; t < kTypes; ++t) {
       ConnectOptions o;
       o.type = kType[t];
-      o.timeout = 8;      // 1 ms: retries happen within an input
-      o.rnr_retry = 2;    // finite: an RC send to no receive ends
+      o.timeout = 8;    // 1 ms: retries happen within an input
+      o.rnr_retry = 2;  // finite: an RC send to no receive ends
       o.retry_cnt = 2;
       o.max_send_wr = 16;
       o.max_recv_wr = 16;
@@ -143,8 +143,8 @@ Sge PickSge(Input& in, const Side& s, int t) {
     case 1:
       return Sge{reinterpret_cast<uint64_t>(e.buf.data()) + off, len, e.key};
     case 2:
-      return Sge{reinterpret_cast<uint64_t>(s.ro_buf.data()) + off % 4096,
-                 len, s.ro_key};
+      return Sge{reinterpret_cast<uint64_t>(s.ro_buf.data()) + off % 4096, len,
+                 s.ro_key};
     default:
       return Sge{in.U32(), len, in.U32()};
   }
@@ -305,8 +305,9 @@ void Check(World& w) {
   for (int side = 0; side < 2; ++side) {
     for (const auto& [id, n] : w.seen[side]) {
       if (w.posted[side].find(id) == w.posted[side].end()) {
-        std::fprintf(stderr, "side %d: completion for wr_id %llu never posted\n",
-                     side, static_cast<unsigned long long>(id));
+        std::fprintf(stderr,
+                     "side %d: completion for wr_id %llu never posted\n", side,
+                     static_cast<unsigned long long>(id));
         std::abort();
       }
     }
@@ -314,7 +315,8 @@ void Check(World& w) {
       auto it = w.seen[side].find(id);
       const int got = it == w.seen[side].end() ? 0 : it->second;
       if (got != n) {
-        std::fprintf(stderr, "side %d: wr_id %llu posted %d, completed %d times\n",
+        std::fprintf(stderr,
+                     "side %d: wr_id %llu posted %d, completed %d times\n",
                      side, static_cast<unsigned long long>(id), n, got);
         std::abort();
       }

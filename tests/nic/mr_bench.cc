@@ -78,7 +78,8 @@ void BM_Register1MMrs(benchmark::State& state) {
     HostChunk c{buf.data(), buf.size()};
     for (int i = 0; i < kMrs; ++i) {
       if (!mrs.Register(1, pd, 0x10000, buf.size(), access::kLocalWrite,
-                        std::span(&c, 1)).ok()) {
+                        std::span(&c, 1))
+               .ok()) {
         state.SkipWithError("Register");
         return;
       }

@@ -324,25 +324,29 @@ TEST_F(MrTableTest, Type2WindowServesOnlyItsQpAndIsNeverAnLKey) {
   ASSERT_TRUE(mw.ok());
   EXPECT_EQ(Remote(*mw, 0x10000, 8, access::kRemoteRead),
             MrStatus::kInvalidated);  // unbound
-  MwBind b{.mw_rkey = *mw, .new_rkey = *mw + 1, .mr_lkey = mr,
-           .addr = 0x10100, .length = 256, .access = access::kRemoteRead,
+  MwBind b{.mw_rkey = *mw,
+           .new_rkey = *mw + 1,
+           .mr_lkey = mr,
+           .addr = 0x10100,
+           .length = 256,
+           .access = access::kRemoteRead,
            .type = 2};
   ASSERT_EQ(mrs_.BindMw(b, pd_, /*qpn=*/17), MrStatus::kOk);
   const uint32_t key = *mw + 1;
   const MemoryRegion* out = nullptr;
-  EXPECT_EQ(mrs_.CheckRemote(key, pd_, 17, 0x10100, 256, access::kRemoteRead,
-                             &out),
-            MrStatus::kOk);
+  EXPECT_EQ(
+      mrs_.CheckRemote(key, pd_, 17, 0x10100, 256, access::kRemoteRead, &out),
+      MrStatus::kOk);
   EXPECT_EQ(out, mrs_.Find(mr));  // the region translates
-  EXPECT_EQ(mrs_.CheckRemote(key, pd_, 18, 0x10100, 8, access::kRemoteRead,
-                             &out),
-            MrStatus::kAccessDenied);
+  EXPECT_EQ(
+      mrs_.CheckRemote(key, pd_, 18, 0x10100, 8, access::kRemoteRead, &out),
+      MrStatus::kAccessDenied);
   EXPECT_EQ(mrs_.CheckRemote(key, other_pd_, 17, 0x10100, 8,
                              access::kRemoteRead, &out),
             MrStatus::kPdMismatch);
-  EXPECT_EQ(mrs_.CheckRemote(key, pd_, 17, 0x100F8, 16, access::kRemoteRead,
-                             &out),
-            MrStatus::kOutOfBounds);
+  EXPECT_EQ(
+      mrs_.CheckRemote(key, pd_, 17, 0x100F8, 16, access::kRemoteRead, &out),
+      MrStatus::kOutOfBounds);
   EXPECT_EQ(mrs_.CheckLocal(key, pd_, 0x10100, 8, access::kNone, &out),
             MrStatus::kInvalidKey);
   // Invalidation from another QP is refused; from its own, it frees it.
@@ -357,9 +361,13 @@ TEST_F(MrTableTest, Type1WindowRebindsAndUnbindsWithZeroLength) {
   const uint32_t mr = Reg(0x10000, 4096, kAllRights | access::kMwBind);
   absl::StatusOr<uint32_t> mw = mrs_.AllocMw(kClient, pd_, 1);
   ASSERT_TRUE(mw.ok());
-  MwBind b{.mw_rkey = *mw, .new_rkey = *mw + 1, .mr_lkey = mr,
-           .addr = 0x10000, .length = 4096,
-           .access = access::kRemoteWrite | access::kRemoteRead, .type = 1};
+  MwBind b{.mw_rkey = *mw,
+           .new_rkey = *mw + 1,
+           .mr_lkey = mr,
+           .addr = 0x10000,
+           .length = 4096,
+           .access = access::kRemoteWrite | access::kRemoteRead,
+           .type = 1};
   ASSERT_EQ(mrs_.BindMw(b, pd_, 5), MrStatus::kOk);
   // Any QP of the PD may use a type 1 window.
   EXPECT_EQ(Remote(*mw + 1, 0x10000, 64, access::kRemoteWrite), MrStatus::kOk);
@@ -393,8 +401,13 @@ TEST_F(MrTableTest, WindowsHoldTheirPdAndRegion) {
   EXPECT_FALSE(mrs_.AllocMw(kClient, pd_, 3).ok());
   EXPECT_FALSE(mrs_.AllocMw(kClient + 1, pd_, 2).ok());  // not its PD
   EXPECT_FALSE(mrs_.Deregister(kClient, *mw).ok());      // not an MR
-  MwBind b{.mw_rkey = *mw, .new_rkey = *mw, .mr_lkey = mr, .addr = 0x10000,
-           .length = 64, .access = access::kRemoteRead, .type = 2};
+  MwBind b{.mw_rkey = *mw,
+           .new_rkey = *mw,
+           .mr_lkey = mr,
+           .addr = 0x10000,
+           .length = 64,
+           .access = access::kRemoteRead,
+           .type = 2};
   ASSERT_EQ(mrs_.BindMw(b, pd_, 1), MrStatus::kOk);
   EXPECT_EQ(mrs_.Deregister(kClient, mr).code(),
             absl::StatusCode::kFailedPrecondition);

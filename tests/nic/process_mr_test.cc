@@ -253,12 +253,14 @@ TEST_F(ProcessMrTableTest, InvalidateProcessFencesOnlyThatPidsRegions) {
   EXPECT_EQ(mrs_.InvalidateProcess(getpid() + 1), 0u);
   EXPECT_EQ(mrs_.InvalidateProcess(getpid()), 2u);
   const MemoryRegion* mr = nullptr;
-  EXPECT_EQ(mrs_.CheckRemote(kp, pd_, 0, pages.va(), 8, access::kRemoteRead, &mr),
-            MrStatus::kInvalidated);
+  EXPECT_EQ(
+      mrs_.CheckRemote(kp, pd_, 0, pages.va(), 8, access::kRemoteRead, &mr),
+      MrStatus::kInvalidated);
   EXPECT_EQ(mrs_.CheckLocal(kp2, pd_, pages.va(), 8, access::kNone, &mr),
             MrStatus::kInvalidated);
-  EXPECT_EQ(mrs_.CheckRemote(kh, pd_, 0, pages.va(), 8, access::kRemoteRead, &mr),
-            MrStatus::kOk);
+  EXPECT_EQ(
+      mrs_.CheckRemote(kh, pd_, 0, pages.va(), 8, access::kRemoteRead, &mr),
+      MrStatus::kOk);
   EXPECT_TRUE(mrs_.Deregister(kKernelClient, kp).ok());
   EXPECT_TRUE(mrs_.Deregister(kKernelClient, kp2).ok());
 }

@@ -34,7 +34,8 @@ TEST(SgList, CapacityAndTotalLength) {
 // Copies carry exactly the entries and bytes in use (only those are
 // copied; the rest of the in-place storage is never read).
 TEST(SgList, CopiesCarryTheEntriesInUse) {
-  SgList a{{.addr = 1, .length = 2, .lkey = 3}, {.addr = 4, .length = 5, .lkey = 6}};
+  SgList a{{.addr = 1, .length = 2, .lkey = 3},
+           {.addr = 4, .length = 5, .lkey = 6}};
   SgList b(a);
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b[1].addr, 4u);

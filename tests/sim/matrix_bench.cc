@@ -130,7 +130,8 @@ void Engine(benchmark::State& state, nic::WrOpcode op) {
         tx[i] = nic::TxFrame{bufs[i].data(), 9216, 0, 0};
       }
       const size_t n = from.Transmit(0, tx, now);
-      for (size_t i = 0; i < n; ++i) rx[i] = nic::RxFrame{tx[i].data, tx[i].len};
+      for (size_t i = 0; i < n; ++i)
+        rx[i] = nic::RxFrame{tx[i].data, tx[i].len};
       if (n > 0) to.Receive(0, std::span(rx.data(), n), now);
       return n;
     }
@@ -233,9 +234,7 @@ void BM_CodecSend64B(benchmark::State& s) {
 void BM_CodecWrite64B(benchmark::State& s) {
   Codec(s, protocol::kRcRdmaWriteOnly, 64);
 }
-void BM_CodecAck(benchmark::State& s) {
-  Codec(s, protocol::kRcAcknowledge, 0);
-}
+void BM_CodecAck(benchmark::State& s) { Codec(s, protocol::kRcAcknowledge, 0); }
 BENCHMARK(BM_CodecSend64B);
 BENCHMARK(BM_CodecWrite64B);
 BENCHMARK(BM_CodecAck);

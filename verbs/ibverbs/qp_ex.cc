@@ -63,8 +63,8 @@ int WrComplete(ibv_qp_ex* qpx) {
   const int err = q->wr_err;
   if (err == 0) q->rq->sq.PublishN(q->wr_count);
   if (err == 0 && q->wr_count > 0) {
-    verbs::client::RingDoorbell(q->rq->ctx, q->rq->sq,
-                                verbs::DoorbellKind::kSq, q->rq->qpn);
+    verbs::client::RingDoorbell(q->rq->ctx, q->rq->sq, verbs::DoorbellKind::kSq,
+                                q->rq->qpn);
   }
   q->wr_count = 0;
   q->wr_cur = nullptr;

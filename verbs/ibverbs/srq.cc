@@ -14,10 +14,9 @@ int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     *bad_wr = wr;
     return EIO;
   }
-  return verbs::client::PostRecvChain(s->rs->ctx, verbs::DoorbellKind::kSrq,
-                                      s->rs->handle, s->rs->ring, s->rs->lock,
-                                      s->rs->max_sge,
-                                      s->rs->max_wr, wr, bad_wr);
+  return verbs::client::PostRecvChain(
+      s->rs->ctx, verbs::DoorbellKind::kSrq, s->rs->handle, s->rs->ring,
+      s->rs->lock, s->rs->max_sge, s->rs->max_wr, wr, bad_wr);
 }
 
 ibv_srq* CreateSrq(ibv_pd* pd, void* srq_context, ibv_srq_attr* attr) {
