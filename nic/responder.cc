@@ -160,17 +160,35 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     r.uc_drop = true;
     r.recv_offset = 0;
   };
+  // A request that cannot be executed: UC drops the rest of the message
+  // (counted), RC NAKs it and takes the QP to ERR with `status`.
+  auto reject = [&](NakCode nak, WcStatus status) {
+    if (reliable) {
+      FatalNak(nic, qp, nak, psn, status);
+    } else {
+      drop_uc();
+    }
+  };
+  // No receive WQE for a SEND or a WRITE with immediate: RC answers
+  // receiver-not-ready with our RNR timer (the requester resends this PSN
+  // later; silence until then, as after a sequence NAK); UC drops.
+  auto not_ready = [&] {
+    if (!reliable) {
+      ++qp.counters_.out_of_buffer;
+      drop_uc();
+      return;
+    }
+    ++qp.counters_.send_rnr_err;
+    QueueNak(nic, qp, Aeth::RnrNak(qp.attr().min_rnr_timer), psn);
+    r.nak_sent = true;
+  };
 
   // Opcode sequence (IBTA 9.7.5.1.2 / C9-30): a FIRST/ONLY may not arrive
   // inside a message, nor MIDDLE/LAST (or another operation) outside one.
   const bool in_msg = r.in_progress != Operation::kNone;
   if ((in_msg && (op.IsFirst() || op.operation != r.in_progress)) ||
       (!in_msg && !op.IsFirst())) {
-    if (!reliable) {
-      drop_uc();
-      return;
-    }
-    FatalNak(nic, qp, NakCode::kInvalidRequest, psn, WcStatus::kRemInvReqErr);
+    reject(NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
     return;
   }
   // QP-level rights (ibv_qp_attr.qp_access_flags).
@@ -190,35 +208,18 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       break;
   }
   if (need != 0 && (qp.attr().qp_access_flags & need) == 0) {
-    if (!reliable) {
-      drop_uc();
-      return;
-    }
-    FatalNak(nic, qp, NakCode::kInvalidRequest, psn, WcStatus::kRemInvReqErr);
+    reject(NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
     return;
   }
   if (op.payload && !PayloadSizeOk(op, pkt.payload.size(), mtu)) {
-    if (!reliable) {
-      drop_uc();
-      return;
-    }
-    FatalNak(nic, qp, NakCode::kInvalidRequest, psn, WcStatus::kLocLenErr);
+    reject(NakCode::kInvalidRequest, WcStatus::kLocLenErr);
     return;
   }
 
   switch (op.operation) {
     case Operation::kSend: {
       if (!AcquireRwqe(nic, qp)) {
-        if (!reliable) {
-          ++qp.counters_.out_of_buffer;
-          drop_uc();
-          return;
-        }
-        // Receiver not ready: NAK with our RNR timer; the requester resends
-        // this PSN later. Silence until then, as after a sequence NAK.
-        ++qp.counters_.send_rnr_err;
-        QueueNak(nic, qp, Aeth::RnrNak(qp.attr().min_rnr_timer), psn);
-        r.nak_sent = true;
+        not_ready();
         return;
       }
       SgCursor cur;
@@ -235,16 +236,10 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
       if (ms != MrStatus::kOk) {
         nic.CountMrFault(ms);
-        if (!reliable) {
-          drop_uc();
-          return;
-        }
         if (ms == MrStatus::kLengthExceeded) {
-          FatalNak(nic, qp, NakCode::kInvalidRequest, psn,
-                   WcStatus::kLocLenErr);
+          reject(NakCode::kInvalidRequest, WcStatus::kLocLenErr);
         } else {
-          FatalNak(nic, qp, NakCode::kRemoteOperationalError, psn,
-                   WcStatus::kLocProtErr);
+          reject(NakCode::kRemoteOperationalError, WcStatus::kLocProtErr);
         }
         return;
       }
@@ -282,34 +277,18 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
             nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va,
                                   r.write_remaining, access::kRemoteWrite, &mr);
         if (ms != MrStatus::kOk) {
-          if (!reliable) {
-            drop_uc();
-            return;
-          }
-          FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
+          reject(RemoteNakCode(ms), WcStatus::kRemAccessErr);
           return;
         }
       }
       const size_t len = pkt.payload.size();
       if (len > r.write_remaining ||
           (op.IsLast() && len != r.write_remaining)) {
-        if (!reliable) {
-          drop_uc();
-          return;
-        }
-        FatalNak(nic, qp, NakCode::kInvalidRequest, psn,
-                 WcStatus::kRemInvReqErr);
+        reject(NakCode::kInvalidRequest, WcStatus::kRemInvReqErr);
         return;
       }
       if (op.HasImmediate() && !AcquireRwqe(nic, qp)) {
-        if (!reliable) {
-          ++qp.counters_.out_of_buffer;
-          drop_uc();
-          return;
-        }
-        ++qp.counters_.send_rnr_err;
-        QueueNak(nic, qp, Aeth::RnrNak(qp.attr().min_rnr_timer), psn);
-        r.nak_sent = true;
+        not_ready();
         return;
       }
       if (len > 0) {
@@ -319,22 +298,13 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
             nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va,
                                   len, access::kRemoteWrite, &mr);
         if (ms != MrStatus::kOk) {
-          if (!reliable) {
-            drop_uc();
-            return;
-          }
-          FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
+          reject(RemoteNakCode(ms), WcStatus::kRemAccessErr);
           return;
         }
         const MrStatus copied = mr->CopyIn(r.write_va, pkt.payload);
         if (copied != MrStatus::kOk) {
           nic.CountMrFault(copied);
-          if (!reliable) {
-            drop_uc();
-            return;
-          }
-          FatalNak(nic, qp, RemoteNakCode(copied), psn,
-                   WcStatus::kRemAccessErr);
+          reject(RemoteNakCode(copied), WcStatus::kRemAccessErr);
           return;
         }
       }

@@ -263,6 +263,63 @@ TEST(UcTest, LossDropsOnlyTheMessageItHit) {
   EXPECT_EQ(Poll(net.a(), p.ea.cq).size(), 2u);  // sends complete locally
 }
 
+// UC has no NAK: a request the responder cannot execute is dropped and
+// counted, nothing is written, and both QPs stay in RTS for what follows.
+TEST(UcTest, RefusedWriteIsDroppedAndTheQpCarriesOn) {
+  BackToBack net;
+  ConnectOptions o;
+  o.type = QpType::kUc;
+  Pair p = Connect(net, o);
+  Fill(p.ea.buf, 0, 64, 7);
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = send_flags::kSignaled;
+  wr.sg_list = {SgeOf(p.ea, 0, 64)};
+  wr.rdma.remote_addr = Va(p.eb, 0);
+  wr.rdma.rkey = p.eb.key ^ 0x55;
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
+  net.Run();
+  EXPECT_TRUE(net.Frames(1).empty());  // no NAK
+  EXPECT_EQ(net.b().GetQp(p.eb.qpn)->counters().rx_dropped, 1u);
+  EXPECT_EQ(p.eb.buf[0], 0);
+  EXPECT_EQ(net.b().QueryQp(p.eb.qpn)->qp_state, QpState::kRts);
+  ASSERT_EQ(Poll(net.a(), p.ea.cq).size(), 1u);  // completes locally
+
+  wr.wr_id = 2;
+  wr.rdma.rkey = p.eb.key;
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
+  net.Run();
+  EXPECT_EQ(0, std::memcmp(p.eb.buf.data(), p.ea.buf.data(), 64));
+  EXPECT_EQ(net.b().GetQp(p.eb.qpn)->counters().rx_dropped, 1u);
+}
+
+TEST(UcTest, SendWithoutReceiveWqeIsLostAndCounted) {
+  BackToBack net;
+  ConnectOptions o;
+  o.type = QpType::kUc;
+  Pair p = Connect(net, o);
+  Fill(p.ea.buf, 0, 64, 9);
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kSend;
+  wr.sg_list = {SgeOf(p.ea, 0, 64)};
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
+  net.Run();
+  EXPECT_TRUE(net.Frames(1).empty());  // no RNR NAK on UC
+  EXPECT_EQ(net.b().GetQp(p.eb.qpn)->counters().out_of_buffer, 1u);
+  EXPECT_EQ(net.b().GetQp(p.eb.qpn)->counters().send_rnr_err, 0u);
+  EXPECT_EQ(net.b().QueryQp(p.eb.qpn)->qp_state, QpState::kRts);
+
+  ASSERT_TRUE(net.b().PostRecv(p.eb.qpn, {5, {SgeOf(p.eb, 0, 64)}}).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
+  net.Run();
+  auto rc = Poll(net.b(), p.eb.cq);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].wr_id, 5u);
+  EXPECT_EQ(0, std::memcmp(p.eb.buf.data(), p.ea.buf.data(), 64));
+}
+
 TEST(QpTest, ErrorFlushesOutstandingWork) {
   BackToBack net;
   Pair p = Connect(net);
