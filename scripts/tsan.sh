@@ -5,10 +5,15 @@
 # against a release rocemud (the daemon is one polling thread; the threads
 # are the application's): several threads posting WRITEs to one QP while
 # another polls its CQ (each thread's spin lock and the shared rings), the
-# completion channel and async event fds, refusals, fork.
+# completion channel and async event fds, refusals, fork. Then the embedded
+# mode (docs/embedded.md): rocemu-perf and librocemu_embedded.so built under
+# TSan, pairs of programs each running its RNIC in-process, where the
+# program's polling threads and the progress thread share the RNIC's loop
+# (tests/ibverbs/embedded_test.py --perf-only; DPDK itself is not
+# instrumented).
 #
 # A report fails the run (TSAN_OPTIONS halt_on_error=1, exit code 66). Not in
-# the default CI: configuring and building the targets takes ~1.5 minutes on
+# the default CI: configuring and building the targets takes ~10 minutes on
 # two cores, on top of a default suite near its 30-minute budget.
 #
 #   scripts/tsan.sh [--release-build DIR]   (default: build)
@@ -28,6 +33,13 @@ if [[ ! -f build-tsan/build.ninja ]]; then
 fi
 ninja -C build-tsan verbs/ibverbs/libibverbs.so.1.14.44 tests/ibverbs/ibv_probe ||
   exit 1
+ninja -C build-tsan emulator/librocemu_embedded.so verbs/tools/rocemu-perf ||
+  exit 1
 ninja -C "$release" emulator/rocemud || exit 1
-exec python3 tests/ibverbs/dropin_probe_test.py "$release/emulator/rocemud" \
-  build-tsan/verbs/ibverbs build-tsan/tests/ibverbs/ibv_probe
+fail=0
+python3 tests/ibverbs/dropin_probe_test.py "$release/emulator/rocemud" \
+  build-tsan/verbs/ibverbs build-tsan/tests/ibverbs/ibv_probe || fail=1
+python3 tests/ibverbs/embedded_test.py --perf-only "$release/emulator/rocemud" \
+  build-tsan/verbs/tools/rocemu-perf build-tsan/verbs/ibverbs \
+  build-tsan/emulator/librocemu_embedded.so || fail=1
+exit $fail

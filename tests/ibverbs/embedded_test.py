@@ -15,7 +15,11 @@ the two RNICs talk RoCEv2 over a memif link between the two programs.
   module that is not there. The program finds no device and says why; it
   does not crash.
 
-Usage: embedded_test.py ROCEMUD ROCEMU_PERF DROPIN_DIR EMBEDDED_MODULE
+Usage: embedded_test.py [--perf-only] ROCEMUD ROCEMU_PERF DROPIN_DIR
+                        EMBEDDED_MODULE
+--perf-only: the rocemu-perf pairs and the control socket only (no perftest,
+no daemon, no bad input); scripts/tsan.sh runs them with rocemu-perf and the
+module built under ThreadSanitizer.
 """
 import json
 import os
@@ -133,8 +137,11 @@ def perf_json(out):
 
 
 def main():
-    rocemud, perf, dropin, module = (os.path.abspath(p)
-                                     for p in sys.argv[1:5])
+    args = sys.argv[1:]
+    perf_only = args[:1] == ["--perf-only"]
+    if perf_only:
+        args = args[1:]
+    rocemud, perf, dropin, module = (os.path.abspath(p) for p in args[:4])
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -146,21 +153,25 @@ def main():
 
         # rocemu-perf: the verbs library's own API, data verified.
         common = ["--json", "--verify", "--memory=malloc", "--timeout", "60"]
-        for test, args in (("write_lat", ["-s", "64", "-n", "2000"]),
-                           ("send_lat", ["-s", "4096", "-n", "2000"]),
-                           ("write_bw", ["-s", "65536", "-q", "4",
-                                         "-n", "2000"]),
-                           ("read_lat", ["-s", "64", "-n", "1000"]),
-                           ("atomic_lat", ["-n", "1000"])):
+        for test, args, progress in (
+                ("write_lat", ["-s", "64", "-n", "2000"], None),
+                ("send_lat", ["-s", "4096", "-n", "2000"], None),
+                ("write_bw", ["-s", "65536", "-q", "4", "-n", "2000"], None),
+                ("read_lat", ["-s", "64", "-n", "1000"], None),
+                ("atomic_lat", ["-n", "1000"], None),
+                ("send_lat", ["-s", "64", "-n", "2000"], "thread")):
             argv = [perf, test] + args + common
             src, sout, crc, cout = r.pair(ns, a, b, argv + ["-d", DEV],
-                                          argv + ["-d", DEV])
+                                          argv + ["-d", DEV],
+                                          progress=progress)
             res = perf_json(cout)
             ok = (src == 0 and crc == 0 and res is not None and
                   res.get("verified") is True and
                   res.get("peer_iterations", res.get("iterations")) ==
                   res.get("iterations_asked"))
-            r.check(ok, f"rocemu-perf {test} {' '.join(args)}: server {src}, "
+            r.check(ok, f"rocemu-perf {test} {' '.join(args)}"
+                    f"{' (progress ' + progress + ')' if progress else ''}: "
+                    f"server {src}, "
                     f"client {crc}, "
                     f"{'verified' if res and res.get('verified') else res}")
             if not ok:
@@ -193,6 +204,9 @@ def main():
                     f"{rnic['sent_pkts']}, received {rnic['rcvd_pkts']}, "
                     f"errors {bad})")
         r.check(len(seen) == 2, "both embedded RNICs answered rocemu-ctl")
+        if perf_only:
+            print(f"{time.monotonic() - start:.0f} s")
+            return netns_util.verdict(r.failures)
 
         # Debian's perftest, unmodified, over the drop-in.
         for tool, args, progress in (
