@@ -31,7 +31,7 @@ constexpr uint64_t kT0 = 1'700'000'000'000'000'000;  // 2023-11-14, in ns
 
 class Gen {
  public:
-  explicit Gen(PcapNsWriter* out) : out_(out) {}
+  explicit Gen(PcapFileWriter* out) : out_(out) {}
 
   // One frame `us` microseconds after t0. `payload_len` bytes of a pattern
   // seeded by the PSN, so each packet's payload is recognisable.
@@ -77,13 +77,13 @@ class Gen {
   }
 
  private:
-  PcapNsWriter* out_;
+  PcapFileWriter* out_;
   uint32_t ip_id_ = 1;
 };
 
 int Main(const std::string& path) {
-  PcapNsWriter out;
-  if (absl::Status s = out.Open(path); !s.ok()) {
+  PcapFileWriter out;
+  if (absl::Status s = out.Open(path, PcapPrecision::kNano); !s.ok()) {
     std::fprintf(stderr, "replay-make-lossy: %s\n",
                  std::string(s.message()).c_str());
     return 1;

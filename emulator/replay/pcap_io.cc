@@ -4,10 +4,6 @@
 
 namespace rocemu::replay {
 
-namespace {
-constexpr int kSnapLen = 65535;
-}  // namespace
-
 PcapReader::~PcapReader() {
   if (pcap_ != nullptr) pcap_close(pcap_);
 }
@@ -44,49 +40,6 @@ bool PcapReader::Next(PcapFrame* out, absl::Status* error) {
     *error = absl::DataLossError(absl::StrCat(path_, ": ", pcap_geterr(pcap_)));
   }
   return false;
-}
-
-PcapNsWriter::~PcapNsWriter() { (void)Close(); }
-
-absl::Status PcapNsWriter::Open(const std::string& path) {
-  pcap_ = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kSnapLen,
-                                               PCAP_TSTAMP_PRECISION_NANO);
-  if (pcap_ == nullptr) return absl::InternalError("pcap_open_dead failed");
-  dumper_ = pcap_dump_open(pcap_, path.c_str());
-  if (dumper_ == nullptr) {
-    absl::Status s = absl::PermissionDeniedError(
-        absl::StrCat(path, ": ", pcap_geterr(pcap_)));
-    pcap_close(pcap_);
-    pcap_ = nullptr;
-    return s;
-  }
-  path_ = path;
-  return absl::OkStatus();
-}
-
-void PcapNsWriter::Write(std::span<const uint8_t> frame, uint64_t time_ns) {
-  pcap_pkthdr hdr = {};
-  hdr.ts.tv_sec = static_cast<time_t>(time_ns / 1'000'000'000);
-  hdr.ts.tv_usec = static_cast<suseconds_t>(time_ns % 1'000'000'000);
-  hdr.caplen = static_cast<uint32_t>(frame.size());
-  hdr.len = hdr.caplen;
-  pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, frame.data());
-}
-
-absl::Status PcapNsWriter::Close() {
-  absl::Status s;
-  if (dumper_ != nullptr) {
-    if (pcap_dump_flush(dumper_) != 0) {
-      s = absl::DataLossError(absl::StrCat(path_, ": write failed"));
-    }
-    pcap_dump_close(dumper_);
-    dumper_ = nullptr;
-  }
-  if (pcap_ != nullptr) {
-    pcap_close(pcap_);
-    pcap_ = nullptr;
-  }
-  return s;
 }
 
 }  // namespace rocemu::replay

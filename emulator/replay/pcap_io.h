@@ -1,6 +1,7 @@
 // Nanosecond pcap files through libpcap: a reader that hands out each frame
 // with its capture time in nanoseconds (microsecond files are scaled by
-// libpcap), and a writer whose timestamps are the virtual clock's.
+// libpcap); the writer is tools::PcapFileWriter opened with
+// PcapPrecision::kNano, whose timestamps are the virtual clock's.
 #ifndef ROCEMU_EMULATOR_REPLAY_PCAP_IO_H_
 #define ROCEMU_EMULATOR_REPLAY_PCAP_IO_H_
 
@@ -12,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "emulator/tools/pcap_file_writer.h"
 
 namespace rocemu::replay {
 
@@ -38,22 +40,9 @@ class PcapReader {
   std::string path_;
 };
 
-class PcapNsWriter {
- public:
-  PcapNsWriter() = default;
-  PcapNsWriter(const PcapNsWriter&) = delete;
-  PcapNsWriter& operator=(const PcapNsWriter&) = delete;
-  ~PcapNsWriter();
-
-  absl::Status Open(const std::string& path);
-  void Write(std::span<const uint8_t> frame, uint64_t time_ns);
-  absl::Status Close();
-
- private:
-  pcap_t* pcap_ = nullptr;
-  pcap_dumper_t* dumper_ = nullptr;
-  std::string path_;
-};
+// The replay's captures are nanosecond pcap files, one writer for every tool.
+using tools::PcapFileWriter;
+using tools::PcapPrecision;
 
 }  // namespace rocemu::replay
 

@@ -137,7 +137,7 @@ class Runner {
     nic::CmId id;
   };
   std::vector<CmEventSeen> cm_events_;
-  PcapNsWriter out_;
+  PcapFileWriter out_;
   uint32_t out_frames_ = 0;
   TimeNs last_out_ns_ = 0;
   std::array<std::array<uint8_t, 9216>, 16> tx_bufs_{};
@@ -448,7 +448,7 @@ bool Runner::PollCqs() {
 absl::StatusOr<std::string> Runner::Run(const std::vector<InputFrame>& frames,
                                         size_t total_read,
                                         const std::string& out) {
-  RETURN_IF_ERROR(out_.Open(out));
+  RETURN_IF_ERROR(out_.Open(out, PcapPrecision::kNano));
   // Work posted at set-up starts at the capture's first timestamp.
   now_ = frames.empty() ? 0 : frames.front().time_ns;
   for (const InputFrame& f : frames) {

@@ -38,7 +38,7 @@ int Run(const std::string& out_path) {
     return 2;
   }
   for (size_t i = 0; i < frames->size(); ++i) {
-    pcap.Write((*frames)[i].bytes, kEpochUsec + i * kGapUsec);
+    pcap.Write((*frames)[i].bytes, (kEpochUsec + i * kGapUsec) * 1000);
   }
   if (absl::Status s = pcap.Close(); !s.ok()) {
     std::fprintf(stderr, "rocemu-codec-demo: %s\n", s.ToString().c_str());
