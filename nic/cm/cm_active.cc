@@ -32,6 +32,19 @@ absl::Status CmAgent::CheckPath(const CmPath& path,
   return absl::OkStatus();
 }
 
+MadAddress CmAgent::PeerOnPath(const CmPath& path, uint16_t pkey_index) {
+  MadAddress peer;
+  peer.mac = path.dmac;
+  peer.gid = path.dgid;
+  peer.sgid_index = path.sgid_index;
+  peer.pkey = path.pkey;
+  peer.pkey_index = pkey_index;
+  peer.traffic_class = path.traffic_class;
+  peer.flow_label = path.flow_label;
+  peer.hop_limit = path.hop_limit;
+  return peer;
+}
+
 absl::StatusOr<CmId> CmAgent::Connect(const CmConnectParams& p, TimeNs now) {
   const size_t room = protocol::CmConsumerRoom(protocol::kCmReqPrivateDataSize,
                                                p.ip.has_value());
@@ -82,14 +95,7 @@ absl::StatusOr<CmId> CmAgent::Connect(const CmConnectParams& p, TimeNs now) {
   c.response_timeout_ns = 2 * IbTimeNs(p.path.packet_life_time) +
                           IbTimeNs(p.remote_cm_response_timeout);
   c.tid = OwnTid(c);
-  c.peer.mac = p.path.dmac;
-  c.peer.gid = p.path.dgid;
-  c.peer.sgid_index = p.path.sgid_index;
-  c.peer.pkey = p.path.pkey;
-  c.peer.pkey_index = pkey_index;
-  c.peer.traffic_class = p.path.traffic_class;
-  c.peer.flow_label = p.path.flow_label;
-  c.peer.hop_limit = p.path.hop_limit;
+  c.peer = PeerOnPath(p.path, pkey_index);
   BindQp(c, p.qpn, p.manage_qp);
   // The REQ is as good as sent: the QP takes the connection's INIT
   // attributes first, so that it can post receives before the REP.

@@ -205,6 +205,9 @@ class CmAgent {
   absl::Status CheckQp(uint32_t qpn, QpType* type) const;
   // The path's GID index and P_Key exist here; *pkey_index is the P_Key's.
   absl::Status CheckPath(const CmPath& path, uint16_t* pkey_index) const;
+  // The peer's QP1 as an active id (REQ, SIDR_REQ) addresses it: along
+  // `path`, whose P_Key is at `pkey_index` here.
+  static MadAddress PeerOnPath(const CmPath& path, uint16_t pkey_index);
 
   void Emit(CmEvent ev, const CmConnection& c);
   uint32_t NewCommId();

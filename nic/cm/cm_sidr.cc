@@ -33,14 +33,7 @@ absl::StatusOr<CmId> CmAgent::SidrQuery(const CmSidrQueryParams& p,
   c.pkey_index = pkey_index;
   c.max_cm_retries = p.max_cm_retries;
   c.tid = OwnTid(c);
-  c.peer.mac = p.path.dmac;
-  c.peer.gid = p.path.dgid;
-  c.peer.sgid_index = p.path.sgid_index;
-  c.peer.pkey = p.path.pkey;
-  c.peer.pkey_index = pkey_index;
-  c.peer.traffic_class = p.path.traffic_class;
-  c.peer.flow_label = p.path.flow_label;
-  c.peer.hop_limit = p.path.hop_limit;
+  c.peer = PeerOnPath(p.path, pkey_index);
   protocol::CmSidrReq m;
   m.request_id = c.local_comm_id;
   m.pkey = p.path.pkey;
