@@ -4,9 +4,11 @@
 # ASan+UBSan in build-asan, and the tests of our own programs run there:
 # the daemon suite's C++ tests (session server, hostile client, object
 # model, process memory, rings, daemon loop and faults, control socket,
-# test hooks, config, net stack ...). The default CI's sanitizer tree
-# (build-san) holds only the DPDK-free core and the fuzzers; this is the
-# heavier run, about 15 minutes of building on two cores.
+# test hooks, config, net stack ...), then the embedded mode's rocemu-perf
+# pairs (tests/ibverbs/embedded_test.py --perf-only; leaks checked too, as
+# the in-process RNIC leaves DPDK to the program's exit). The default CI's
+# sanitizer tree (build-san) holds only the DPDK-free core and the fuzzers;
+# this is the heavier run, about 15 minutes of building on two cores.
 #
 #   scripts/sanitize.sh [meson test args...]   (default: the tests below)
 #
@@ -23,11 +25,27 @@ if [[ ! -f build-asan/build.ninja ]]; then
     -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null || exit 1
 fi
 ninja -C build-asan || exit 1
+embedded=0
 if [[ $# -eq 0 ]]; then
+  embedded=1
   # Every C++ test executable of the daemon suite (python drivers excluded).
   mapfile -t tests < <(meson test -C build-asan --list --suite daemon 2>/dev/null |
     sed -n 's/^rocemu:daemon \/ //p' |
     grep -v -E '^(ibverbs_.*|check_configs)$')
   set -- "${tests[@]}"
 fi
-meson test -C build-asan --no-rebuild --num-processes "$(nproc)" --print-errorlogs "$@"
+fail=0
+meson test -C build-asan --no-rebuild --num-processes "$(nproc)" --print-errorlogs "$@" || fail=1
+# The embedded mode (docs/embedded.md): rocemu-perf and the in-process RNIC
+# module built here, in pairs over memif inside a network namespace (root).
+if ((embedded)); then
+  if [[ $(id -u) -eq 0 ]]; then
+    python3 tests/ibverbs/embedded_test.py --perf-only build-asan/emulator/rocemud \
+      build-asan/verbs/tools/rocemu-perf build-asan/verbs/ibverbs \
+      build-asan/emulator/librocemu_embedded.so || fail=1
+  else
+    echo "sanitize.sh: the embedded mode's pairs need root (network namespaces): not run" >&2
+    fail=1
+  fi
+fi
+exit $fail
