@@ -16,11 +16,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-[[ -f $build/build.ninja ]] || meson setup "$build" >/dev/null
-ninja -C "$build" tests/sim/matrix_bench tests/nic/mr_bench >/dev/null
+. scripts/bench_lib.sh
+bench_prepare bench_engine "$build" tests/sim/matrix_bench tests/nic/mr_bench
 out=$(mktemp)
 trap 'rm -f "$out" "$out".*' EXIT
-echo "bench_engine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/tests/sim/matrix_bench" --benchmark_filter='Engine|Codec|IdleQp|QpLookup' \
   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_out="$out" --benchmark_out_format=json >/dev/null 2>&1

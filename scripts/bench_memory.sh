@@ -11,11 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-[[ -f $build/build.ninja ]] || meson setup "$build" >/dev/null
-ninja -C "$build" tests/bench/memory_bench >/dev/null
+. scripts/bench_lib.sh
+bench_prepare bench_memory "$build" tests/bench/memory_bench
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-echo "bench_memory: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/tests/bench/memory_bench" --benchmark_repetitions=3 \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
   --benchmark_out="$out" --benchmark_out_format=json >/dev/null
