@@ -11,6 +11,7 @@
 #include "verbs/client_control.h"
 #include "verbs/client_datapath.h"
 #include "verbs/client_objects.h"
+#include "verbs/qp_attr_copy.h"
 #include "verbs/ring_slots.h"
 #include "verbs/rocemu_verbs.h"
 
@@ -36,18 +37,14 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
     req.flags = wire::kCreateQpWithSrq;
     req.srq = attr->srq->handle;
   }
-  req.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr,
-             attr->cap.max_send_sge, attr->cap.max_recv_sge,
-             attr->cap.max_inline_data};
+  rocemu::verbs::CopyQpCap(attr->cap, &req.cap);
   wire::CreateQpResp resp{};
   int fds[2] = {-1, -1};
   const int err =
       Call(pd->ctx, wire::MsgType::kCreateQp, req, &resp, {}, {fds, 2});
   if (err != 0) return Fail<rocemu_qp>(err);
   // The capabilities granted (ibv_create_qp writes them back).
-  attr->cap = {resp.cap.max_send_wr, resp.cap.max_recv_wr,
-               resp.cap.max_send_sge, resp.cap.max_recv_sge,
-               resp.cap.max_inline_data};
+  rocemu::verbs::CopyQpCap(resp.cap, &attr->cap);
   absl::StatusOr<ShmRing> sq = ShmRing::Attach(
       fds[0], sizeof(SqSlot), std::bit_ceil(attr->cap.max_send_wr));
   absl::StatusOr<ShmRing> rq =
@@ -81,25 +78,10 @@ int rocemu_modify_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
   req.qpn = qp->qpn;
   req.attr_mask = static_cast<uint32_t>(attr_mask);
   wire::WireQpAttr& w = req.attr;
-  w.qp_state = static_cast<uint8_t>(attr->qp_state);
-  w.cur_qp_state = static_cast<uint8_t>(attr->cur_qp_state);
+  rocemu::verbs::CopyQpAttrScalars(*attr, &w);
   w.path_mtu = static_cast<uint8_t>(attr->path_mtu);
-  w.qkey = attr->qkey;
-  w.rq_psn = attr->rq_psn;
-  w.sq_psn = attr->sq_psn;
-  w.dest_qp_num = attr->dest_qp_num;
-  w.qp_access_flags = attr->qp_access_flags;
-  w.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge,
-           attr->cap.max_recv_sge, attr->cap.max_inline_data};
+  rocemu::verbs::CopyQpCap(attr->cap, &w.cap);
   ToWireAh(attr->ah_attr, &w.ah_attr);
-  w.pkey_index = attr->pkey_index;
-  w.max_rd_atomic = attr->max_rd_atomic;
-  w.max_dest_rd_atomic = attr->max_dest_rd_atomic;
-  w.min_rnr_timer = attr->min_rnr_timer;
-  w.port_num = attr->port_num;
-  w.timeout = attr->timeout;
-  w.retry_cnt = attr->retry_cnt;
-  w.rnr_retry = attr->rnr_retry;
   const int err = RetryWhileResolving([&] {
     return Call<wire::ModifyQpReq, wire::Empty>(
         qp->ctx, wire::MsgType::kModifyQp, req, nullptr);
@@ -126,25 +108,10 @@ int rocemu_query_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
   if (err != 0) return err;
   const wire::WireQpAttr& w = resp.attr;
   *attr = rocemu_qp_attr{};
-  attr->qp_state = w.qp_state;
-  attr->cur_qp_state = w.cur_qp_state;
+  rocemu::verbs::CopyQpAttrScalars(w, attr);
   attr->path_mtu = w.path_mtu;
-  attr->qkey = w.qkey;
-  attr->rq_psn = w.rq_psn;
-  attr->sq_psn = w.sq_psn;
-  attr->dest_qp_num = w.dest_qp_num;
-  attr->qp_access_flags = w.qp_access_flags;
-  attr->cap = {w.cap.max_send_wr, w.cap.max_recv_wr, w.cap.max_send_sge,
-               w.cap.max_recv_sge, w.cap.max_inline_data};
+  rocemu::verbs::CopyQpCap(w.cap, &attr->cap);
   FromWireAh(w.ah_attr, &attr->ah_attr);
-  attr->pkey_index = w.pkey_index;
-  attr->max_rd_atomic = w.max_rd_atomic;
-  attr->max_dest_rd_atomic = w.max_dest_rd_atomic;
-  attr->min_rnr_timer = w.min_rnr_timer;
-  attr->port_num = w.port_num;
-  attr->timeout = w.timeout;
-  attr->retry_cnt = w.retry_cnt;
-  attr->rnr_retry = w.rnr_retry;
   return 0;
 }
 

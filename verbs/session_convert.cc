@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "verbs/qp_attr_copy.h"
 
 namespace rocemu::verbs {
 
@@ -102,53 +103,25 @@ absl::Status QpAttrFromWire(const wire::WireQpAttr& w, uint32_t mask,
   if ((mask & ~nic::qp_attr::kAll) != 0) {
     return absl::InvalidArgumentError("unknown attribute mask bits");
   }
-  a->qp_state = static_cast<nic::QpState>(w.qp_state);
-  a->cur_qp_state = static_cast<nic::QpState>(w.cur_qp_state);
+  rocemu::verbs::CopyQpAttrScalars(w, a);
   if ((mask & nic::qp_attr::kPathMtu) != 0) {
     a->path_mtu = static_cast<nic::PathMtu>(w.path_mtu);
   }
-  a->qkey = w.qkey;
-  a->rq_psn = w.rq_psn;
-  a->sq_psn = w.sq_psn;
-  a->dest_qp_num = w.dest_qp_num;
-  a->qp_access_flags = w.qp_access_flags;
   a->cap = CapFromWire(w.cap);
   PathFromWire(w.ah_attr, &a->ah_attr);
-  a->pkey_index = w.pkey_index;
   a->en_sqd_async_notify = w.en_sqd_async_notify;
   a->sq_draining = w.sq_draining;
-  a->max_rd_atomic = w.max_rd_atomic;
-  a->max_dest_rd_atomic = w.max_dest_rd_atomic;
-  a->min_rnr_timer = w.min_rnr_timer;
-  a->port_num = w.port_num;
-  a->timeout = w.timeout;
-  a->retry_cnt = w.retry_cnt;
-  a->rnr_retry = w.rnr_retry;
   return absl::OkStatus();
 }
 
 void QpAttrToWire(const nic::QpAttr& a, wire::WireQpAttr* w) {
   *w = wire::WireQpAttr{};
-  w->qp_state = static_cast<uint8_t>(a.qp_state);
-  w->cur_qp_state = static_cast<uint8_t>(a.cur_qp_state);
+  rocemu::verbs::CopyQpAttrScalars(a, w);
   w->path_mtu = static_cast<uint8_t>(a.path_mtu);
   w->en_sqd_async_notify = a.en_sqd_async_notify;
-  w->qkey = a.qkey;
-  w->rq_psn = a.rq_psn;
-  w->sq_psn = a.sq_psn;
-  w->dest_qp_num = a.dest_qp_num;
-  w->qp_access_flags = a.qp_access_flags;
   w->cap = CapToWire(a.cap);
   PathToWire(a.ah_attr, &w->ah_attr);
-  w->pkey_index = a.pkey_index;
   w->sq_draining = a.sq_draining;
-  w->max_rd_atomic = a.max_rd_atomic;
-  w->max_dest_rd_atomic = a.max_dest_rd_atomic;
-  w->min_rnr_timer = a.min_rnr_timer;
-  w->port_num = a.port_num;
-  w->timeout = a.timeout;
-  w->retry_cnt = a.retry_cnt;
-  w->rnr_retry = a.rnr_retry;
 }
 
 // A completion-channel fd must be an eventfd: anything else (a pipe, a

@@ -11,6 +11,7 @@
 #include "verbs/ibverbs/dropin.h"
 #include "verbs/ibverbs/qp_ex.h"
 #include "verbs/ibverbs/send_traits.h"
+#include "verbs/qp_attr_copy.h"
 
 namespace rocemu::ibverbs {
 namespace {
@@ -55,9 +56,7 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   ra.send_cq = Cq(attr->send_cq)->rc;
   ra.recv_cq = Cq(attr->recv_cq)->rc;
   ra.srq = attr->srq != nullptr ? Srq(attr->srq)->rs : nullptr;
-  ra.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr,
-            attr->cap.max_send_sge, attr->cap.max_recv_sge,
-            attr->cap.max_inline_data};
+  rocemu::verbs::CopyQpCap(attr->cap, &ra.cap);
   ra.qp_type = attr->qp_type;
   ra.sq_sig_all = attr->sq_sig_all;
   rocemu_qp* r = rocemu_create_qp(Pd(pd)->rp, &ra);
@@ -67,8 +66,7 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   q->ctx = ctx;
   r->owner = q;
   q->sq_sig_all = attr->sq_sig_all != 0;
-  attr->cap = {ra.cap.max_send_wr, ra.cap.max_recv_wr, ra.cap.max_send_sge,
-               ra.cap.max_recv_sge, ra.cap.max_inline_data};
+  rocemu::verbs::CopyQpCap(ra.cap, &attr->cap);
   ibv_qp& b = q->qpx.qp_base;
   b.context = context;
   b.qp_context = attr->qp_context;
@@ -185,29 +183,14 @@ int rocemu_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   }
   if ((attr_mask & ~kKnown) != 0) return EINVAL;
   rocemu_qp_attr r{};
-  r.qp_state = attr->qp_state;
-  r.cur_qp_state = attr->cur_qp_state;
+  rocemu::verbs::CopyQpAttrScalars(*attr, &r);
   r.path_mtu = attr->path_mtu;
-  r.qkey = attr->qkey;
-  r.rq_psn = attr->rq_psn;
-  r.sq_psn = attr->sq_psn;
-  r.dest_qp_num = attr->dest_qp_num;
-  r.qp_access_flags = attr->qp_access_flags;
-  r.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge,
-           attr->cap.max_recv_sge, attr->cap.max_inline_data};
+  rocemu::verbs::CopyQpCap(attr->cap, &r.cap);
   if ((attr_mask & IBV_QP_AV) != 0) {
     if (const int err = ToRocemuAh(attr->ah_attr, &r.ah_attr); err != 0) {
       return err;
     }
   }
-  r.pkey_index = attr->pkey_index;
-  r.max_rd_atomic = attr->max_rd_atomic;
-  r.max_dest_rd_atomic = attr->max_dest_rd_atomic;
-  r.min_rnr_timer = attr->min_rnr_timer;
-  r.port_num = attr->port_num;
-  r.timeout = attr->timeout;
-  r.retry_cnt = attr->retry_cnt;
-  r.rnr_retry = attr->rnr_retry;
   const int err = rocemu_modify_qp(q->rq, &r, attr_mask);
   if (err == 0 && (attr_mask & IBV_QP_STATE) != 0) qp->state = attr->qp_state;
   return err;
@@ -221,25 +204,10 @@ int rocemu_ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask,
   const int err = rocemu_query_qp(q->rq, &r, attr_mask);
   if (err != 0) return err;
   *attr = ibv_qp_attr{};
-  attr->qp_state = static_cast<ibv_qp_state>(r.qp_state);
-  attr->cur_qp_state = static_cast<ibv_qp_state>(r.cur_qp_state);
+  rocemu::verbs::CopyQpAttrScalars(r, attr);
   attr->path_mtu = static_cast<ibv_mtu>(r.path_mtu);
-  attr->qkey = r.qkey;
-  attr->rq_psn = r.rq_psn;
-  attr->sq_psn = r.sq_psn;
-  attr->dest_qp_num = r.dest_qp_num;
-  attr->qp_access_flags = r.qp_access_flags;
-  attr->cap = {r.cap.max_send_wr, r.cap.max_recv_wr, r.cap.max_send_sge,
-               r.cap.max_recv_sge, r.cap.max_inline_data};
+  rocemu::verbs::CopyQpCap(r.cap, &attr->cap);
   FromRocemuAh(r.ah_attr, &attr->ah_attr);
-  attr->pkey_index = r.pkey_index;
-  attr->max_rd_atomic = r.max_rd_atomic;
-  attr->max_dest_rd_atomic = r.max_dest_rd_atomic;
-  attr->min_rnr_timer = r.min_rnr_timer;
-  attr->port_num = r.port_num;
-  attr->timeout = r.timeout;
-  attr->retry_cnt = r.retry_cnt;
-  attr->rnr_retry = r.rnr_retry;
   qp->state = attr->qp_state;
   if (init_attr != nullptr) {
     *init_attr = ibv_qp_init_attr{};

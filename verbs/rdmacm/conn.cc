@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "verbs/client_control.h"
+#include "verbs/qp_attr_copy.h"
 #include "verbs/rdmacm/cma.h"
 
 namespace rocemu::rdmacm {
@@ -19,22 +20,8 @@ using verbs::wire::MsgType;
 
 void FromWire(const verbs::wire::WireQpAttr& w, ibv_qp_attr* a) {
   *a = ibv_qp_attr{};
-  a->qp_state = static_cast<ibv_qp_state>(w.qp_state);
-  a->cur_qp_state = static_cast<ibv_qp_state>(w.cur_qp_state);
+  rocemu::verbs::CopyQpAttrScalars(w, a);
   a->path_mtu = static_cast<ibv_mtu>(w.path_mtu);
-  a->qkey = w.qkey;
-  a->rq_psn = w.rq_psn;
-  a->sq_psn = w.sq_psn;
-  a->dest_qp_num = w.dest_qp_num;
-  a->qp_access_flags = w.qp_access_flags;
-  a->pkey_index = w.pkey_index;
-  a->max_rd_atomic = w.max_rd_atomic;
-  a->max_dest_rd_atomic = w.max_dest_rd_atomic;
-  a->min_rnr_timer = w.min_rnr_timer;
-  a->port_num = w.port_num;
-  a->timeout = w.timeout;
-  a->retry_cnt = w.retry_cnt;
-  a->rnr_retry = w.rnr_retry;
   ibv_ah_attr& ah = a->ah_attr;
   ah.is_global = 1;
   std::memcpy(&ah.grh.dgid, w.ah_attr.dgid, 16);
