@@ -11,8 +11,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "verbs/attr_copy.h"
 #include "verbs/client_control.h"
 #include "verbs/client_embedded.h"
 #include "verbs/client_objects.h"
@@ -156,37 +158,16 @@ int rocemu_query_device(rocemu_context* ctx, rocemu_device_attr* attr) {
   attr->fw_ver[sizeof(attr->fw_ver) - 1] = '\0';
   attr->node_guid = r.node_guid;
   attr->sys_image_guid = r.sys_image_guid;
-  attr->max_mr_size = r.max_mr_size;
-  attr->page_size_cap = r.page_size_cap;
-  attr->vendor_id = r.vendor_id;
-  attr->vendor_part_id = r.vendor_part_id;
-  attr->hw_ver = r.hw_ver;
   // ibv_device_attr's int fields: the daemon's limits fit (checked by
   // DeviceAttr::Validate), clamped anyway.
-  auto i = [](uint32_t v) {
-    return static_cast<int>(std::min<uint32_t>(v, INT32_MAX));
-  };
-  attr->max_qp = i(r.max_qp);
-  attr->max_qp_wr = i(r.max_qp_wr);
-  attr->device_cap_flags = r.device_cap_flags;
-  attr->max_sge = i(r.max_sge);
-  attr->max_sge_rd = i(r.max_sge_rd);
-  attr->max_cq = i(r.max_cq);
-  attr->max_cqe = i(r.max_cqe);
-  attr->max_mr = i(r.max_mr);
-  attr->max_mw = i(r.max_mw);
-  attr->max_pd = i(r.max_pd);
-  attr->max_qp_rd_atom = i(r.max_qp_rd_atom);
-  attr->max_res_rd_atom = i(r.max_res_rd_atom);
-  attr->max_qp_init_rd_atom = i(r.max_qp_init_rd_atom);
-  attr->atomic_cap = i(r.atomic_cap);
-  attr->max_ah = i(r.max_ah);
-  attr->max_srq = i(r.max_srq);
-  attr->max_srq_wr = i(r.max_srq_wr);
-  attr->max_srq_sge = i(r.max_srq_sge);
-  attr->max_pkeys = r.max_pkeys;
-  attr->local_ca_ack_delay = r.local_ca_ack_delay;
-  attr->phys_port_cnt = r.phys_port_cnt;
+  rocemu::verbs::CopyDeviceLimits(r, attr, [](auto& to, const auto& from) {
+    using To = std::remove_reference_t<decltype(to)>;
+    if constexpr (std::is_same_v<To, int>) {
+      to = static_cast<int>(std::min<uint64_t>(from, INT32_MAX));
+    } else {
+      to = static_cast<To>(from);
+    }
+  });
   attr->max_inline_data = r.max_inline_data;
   attr->max_msg_sz = r.max_msg_sz;
   return 0;

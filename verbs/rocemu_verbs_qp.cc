@@ -11,7 +11,7 @@
 #include "verbs/client_control.h"
 #include "verbs/client_datapath.h"
 #include "verbs/client_objects.h"
-#include "verbs/qp_attr_copy.h"
+#include "verbs/attr_copy.h"
 #include "verbs/ring_slots.h"
 #include "verbs/rocemu_verbs.h"
 

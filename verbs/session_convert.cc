@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
-#include "verbs/qp_attr_copy.h"
+#include "verbs/attr_copy.h"
 
 namespace rocemu::verbs {
 

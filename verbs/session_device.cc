@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "nic/access.h"
 #include "nic/qp_attr.h"
+#include "verbs/attr_copy.h"
 #include "verbs/session_convert.h"
 #include "verbs/session_objects.h"
 #include "verbs/session_server.h"
@@ -51,34 +52,9 @@ absl::Status SessionServer::OnQueryDevice(wire::QueryDeviceResp* out) {
   std::strncpy(out->fw_ver, a.fw_ver.c_str(), sizeof(out->fw_ver) - 1);
   out->node_guid = a.node_guid;
   out->sys_image_guid = a.sys_image_guid;
-  out->max_mr_size = a.max_mr_size;
-  out->page_size_cap = a.page_size_cap;
-  out->vendor_id = a.vendor_id;
-  out->vendor_part_id = a.vendor_part_id;
-  out->hw_ver = a.hw_ver;
-  out->max_qp = a.max_qp;
-  out->max_qp_wr = a.max_qp_wr;
-  out->device_cap_flags = a.device_cap_flags;
-  out->max_sge = a.max_sge;
-  out->max_sge_rd = a.max_sge_rd;
-  out->max_cq = a.max_cq;
-  out->max_cqe = a.max_cqe;
-  out->max_mr = a.max_mr;
-  out->max_mw = a.max_mw;
-  out->max_pd = a.max_pd;
-  out->max_qp_rd_atom = a.max_qp_rd_atom;
-  out->max_res_rd_atom = a.max_res_rd_atom;
-  out->max_qp_init_rd_atom = a.max_qp_init_rd_atom;
-  out->atomic_cap = static_cast<uint32_t>(a.atomic_cap);
-  out->max_ah = a.max_ah;
-  out->max_srq = a.max_srq;
-  out->max_srq_wr = a.max_srq_wr;
-  out->max_srq_sge = a.max_srq_sge;
+  rocemu::verbs::CopyDeviceLimits(a, out);
   out->max_inline_data = a.max_inline_data;
   out->max_msg_sz = a.max_msg_sz;
-  out->max_pkeys = static_cast<uint16_t>(a.max_pkeys);
-  out->local_ca_ack_delay = a.local_ca_ack_delay;
-  out->phys_port_cnt = a.phys_port_cnt;
   return absl::OkStatus();
 }
 

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <vector>
 
+#include "verbs/attr_copy.h"
 #include "verbs/client_control.h"
 #include "verbs/ibverbs/dropin.h"
 
@@ -121,32 +122,7 @@ void FillDeviceAttr(const rocemu_device_attr& r, ibv_device_attr* a) {
   std::snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", r.fw_ver);
   a->node_guid = htobe64(r.node_guid);
   a->sys_image_guid = htobe64(r.sys_image_guid);
-  a->max_mr_size = r.max_mr_size;
-  a->page_size_cap = r.page_size_cap;
-  a->vendor_id = r.vendor_id;
-  a->vendor_part_id = r.vendor_part_id;
-  a->hw_ver = r.hw_ver;
-  a->max_qp = r.max_qp;
-  a->max_qp_wr = r.max_qp_wr;
-  a->device_cap_flags = r.device_cap_flags;
-  a->max_sge = r.max_sge;
-  a->max_sge_rd = r.max_sge_rd;
-  a->max_cq = r.max_cq;
-  a->max_cqe = r.max_cqe;
-  a->max_mr = r.max_mr;
-  a->max_mw = static_cast<int>(r.max_mw);
-  a->max_pd = r.max_pd;
-  a->max_qp_rd_atom = r.max_qp_rd_atom;
-  a->max_res_rd_atom = r.max_res_rd_atom;
-  a->max_qp_init_rd_atom = r.max_qp_init_rd_atom;
-  a->atomic_cap = static_cast<ibv_atomic_cap>(r.atomic_cap);
-  a->max_ah = r.max_ah;
-  a->max_srq = r.max_srq;
-  a->max_srq_wr = r.max_srq_wr;
-  a->max_srq_sge = r.max_srq_sge;
-  a->max_pkeys = r.max_pkeys;
-  a->local_ca_ack_delay = r.local_ca_ack_delay;
-  a->phys_port_cnt = r.phys_port_cnt;
+  rocemu::verbs::CopyDeviceLimits(r, a);
 }
 
 int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "verbs/client_control.h"
-#include "verbs/qp_attr_copy.h"
+#include "verbs/attr_copy.h"
 #include "verbs/rdmacm/cma.h"
 
 namespace rocemu::rdmacm {
