@@ -8,10 +8,10 @@
 #include <mutex>
 #include <span>
 
+#include "verbs/attr_copy.h"
 #include "verbs/client_control.h"
 #include "verbs/client_datapath.h"
 #include "verbs/client_objects.h"
-#include "verbs/attr_copy.h"
 #include "verbs/ring_slots.h"
 #include "verbs/rocemu_verbs.h"
 

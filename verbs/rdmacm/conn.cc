@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "verbs/client_control.h"
 #include "verbs/attr_copy.h"
+#include "verbs/client_control.h"
 #include "verbs/rdmacm/cma.h"
 
 namespace rocemu::rdmacm {
