@@ -165,7 +165,7 @@ def write_bw(r, ns, a, b):
     r.check(ok, f"ib_write_bw through the congestion point: server {src}, "
             f"client {crc}" + (f", {rows[65536][2]} Gb/s" if ok else ""))
     if not ok:
-        print(sout[-1500:], cout[-1500:])
+        netns_util.print_pair_output(sout, cout)
     return rows.get(65536)
 
 

@@ -154,7 +154,7 @@ def main():
         r.check(src == 0 and crc == 0,
                 f"ib_write_bw ran through it all: server {src}, client {crc}")
         if src or crc:
-            print(sout[-1000:], cout[-1000:])
+            netns_util.print_pair_output(sout, cout)
         res = json.loads(out)
         frames, ev = sorted(res["frames"]), res["events"]
         print(f"     {len(frames)} RoCE frames from A recorded")

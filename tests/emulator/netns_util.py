@@ -184,6 +184,19 @@ def failures_reported(run, errors=TEST_ERRORS):
         run.cleanup()
 
 
+def print_pair_output(server_out, client_out, tail=2000):
+    """A failed server/client pair's output, each side labelled: the two
+    tails printed side by side were misread once (a client's errors taken
+    for the server's)."""
+    for side, out in (("server", server_out), ("client", client_out)):
+        out = out or ""
+        cut = len(out) > tail
+        print(f"--- {side} output{' (last %d chars)' % tail if cut else ''}"
+              " ---")
+        print(out[-tail:].rstrip("\n"))
+    print("--- end of pair output ---")
+
+
 def verdict(failures):
     """Prints the closing PASSED/FAILED line; the script's exit status."""
     print(f"{'FAILED' if failures else 'PASSED'}: "

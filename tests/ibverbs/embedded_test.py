@@ -175,7 +175,7 @@ def main():
                     f"client {crc}, "
                     f"{'verified' if res and res.get('verified') else res}")
             if not ok:
-                print(sout[-1500:], cout[-1500:])
+                netns_util.print_pair_output(sout, cout)
 
         # While a pair runs, the embedded RNIC serves its control socket;
         # its counters show the traffic and no errors.
@@ -224,7 +224,7 @@ def main():
                     f"{' (progress ' + progress + ')' if progress else ''}: "
                     f"server {src}, client {crc}, row {rows.get(size)}")
             if not ok:
-                print(sout[-1500:], cout[-1500:])
+                netns_util.print_pair_output(sout, cout)
 
         # One end embedded, the other a daemon: the same wire.
         daemon = netns_util.start_rocemud(ns, rocemud, a["config"],
@@ -239,7 +239,7 @@ def main():
                 f"embedded client -> rocemud server: write_bw 4096 "
                 f"verified: server {src}, client {crc}")
         if not (src == 0 and crc == 0):
-            print(sout[-1500:], cout[-1500:])
+            netns_util.print_pair_output(sout, cout)
         daemon.send_signal(signal.SIGTERM)
         r.check(daemon.wait(timeout=15) == 0, "rocemud: clean exit")
         r.procs.remove(daemon)

@@ -207,7 +207,7 @@ def main():
                 r.check(ok, f"{tool} {' '.join(events)}: server {src}, "
                         f"client {crc} ({time.monotonic() - t0:.1f} s)")
                 if not ok:
-                    print(sout[-800:], cout[-800:])
+                    netns_util.print_pair_output(sout, cout)
         cases = QUICK if quick else PERFTEST
         if only:
             cases = [c for c in cases
@@ -227,7 +227,7 @@ def main():
                     f"{crc}, {len(rows)} sizes ({time.monotonic() - t0:.1f} s)"
                     + (f", missing {missing[:4]}" if missing else ""))
             if not ok:
-                print(sout[-1200:], cout[-1200:])
+                netns_util.print_pair_output(sout, cout)
                 # Where the frames went: both daemons' non-zero port and
                 # RNIC counters (a lost UC/UD message leaves a waiting
                 # receiver; issue 14: every loss must show somewhere).

@@ -131,7 +131,7 @@ def main():
             r.check(ok, f"{what} -C {n}: server {src}, client {crc}, "
                     f"{pings}/{n} pings echoed and validated")
             if not ok:
-                print(sout[-1500:], cout[-1500:])
+                netns_util.print_pair_output(sout, cout)
 
         # A port nobody listens on: the peer's CM rejects (reason 8).
         r.port += 1
@@ -152,7 +152,7 @@ def main():
                 client_says in cout
             r.check(ok, f"{what}: server {src}, client {crc}")
             if not ok:
-                print(sout[-1500:], cout[-1500:])
+                netns_util.print_pair_output(sout, cout)
 
         # ucmatose: 4 RC connections, 20 messages each way on each.
         both_finish(
@@ -205,7 +205,7 @@ def main():
             ok = src == 0 and crc == 0 and int(size) in rows
             r.check(ok, f"{tool} -R -s {size}: server {src}, client {crc}")
             if not ok:
-                print(sout[-1500:], cout[-1500:])
+                netns_util.print_pair_output(sout, cout)
 
         # Every connection is gone: no id left in either CM but in TimeWait
         # (whose exit is a few seconds away), and no listener. A DREQ the
