@@ -94,11 +94,10 @@ std::optional<bool> Embedded::Pump() {
   // time and must stay at it: stamping failed polls there idled it for
   // the grace period after each (perftest's ib_write_lat: 16 us -> 2 ms).
   const nic::TimeNs now = daemon_.clock().Now();
-  if (progress_ == Progress::kApp) {
-    last_pump_.store(now, std::memory_order_relaxed);
-  }
+  const bool stamp_first = progress_ == Progress::kApp;
+  if (stamp_first) last_pump_.store(now, std::memory_order_relaxed);
   if (running_.test_and_set(std::memory_order_acquire)) return std::nullopt;
-  last_pump_.store(now, std::memory_order_relaxed);
+  if (!stamp_first) last_pump_.store(now, std::memory_order_relaxed);
   const bool busy = daemon_.Pass();
   running_.clear(std::memory_order_release);
   return busy;

@@ -35,6 +35,19 @@ uint64_t MonotonicNs() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// The queue's interrupt fd, asked quietly: for a PMD without one (memif,
+// af_packet) ethdev logs "Rx Intr handle unset" at error level, which in
+// the embedded mode lands in the program's own output. The caller says it
+// in its words.
+int QuietRxInterruptFd(uint16_t port_id) {
+  const int type = rte_log_register("lib.ethdev");
+  const int level = type >= 0 ? rte_log_get_level(type) : -1;
+  if (level >= 0) rte_log_set_level(type, RTE_LOG_CRIT);
+  const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id, 0);
+  if (level >= 0) rte_log_set_level(type, static_cast<uint32_t>(level));
+  return fd;
+}
+
 }  // namespace
 
 IdleWait::~IdleWait() {
@@ -59,19 +72,6 @@ absl::Status IdleWait::Watch(int fd) {
         absl::StrCat("epoll_ctl(", fd, "): ", std::strerror(errno)));
   }
   return absl::OkStatus();
-}
-
-// The queue's interrupt fd, asked quietly: for a PMD without one (memif,
-// af_packet) ethdev logs "Rx Intr handle unset" at error level, which in
-// the embedded mode lands in the program's own output. The caller says it
-// in its words.
-static int QuietRxInterruptFd(uint16_t port_id) {
-  const int type = rte_log_register("lib.ethdev");
-  const int level = type >= 0 ? rte_log_get_level(type) : -1;
-  if (level >= 0) rte_log_set_level(type, RTE_LOG_CRIT);
-  const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id, 0);
-  if (level >= 0) rte_log_set_level(type, static_cast<uint32_t>(level));
-  return fd;
 }
 
 bool IdleWait::WatchRxQueue(uint16_t port_id) {
