@@ -8,27 +8,35 @@
 #ifndef ROCEMU_VERBS_ATTR_COPY_H_
 #define ROCEMU_VERBS_ATTR_COPY_H_
 
-#include <type_traits>
-
 namespace rocemu::verbs {
 
+// Assigns with a static_cast to the member's type (enums included).
+struct CastTo {
+  template <typename To, typename From>
+  void operator()(To& to, const From& from) const {
+    to = static_cast<To>(from);
+  }
+};
+
+// The QP attributes' scalar members, state through retry counts.
 template <typename Dst, typename Src>
 void CopyQpAttrScalars(const Src& s, Dst* d) {
-  d->qp_state = static_cast<decltype(d->qp_state)>(s.qp_state);
-  d->cur_qp_state = static_cast<decltype(d->cur_qp_state)>(s.cur_qp_state);
-  d->qkey = s.qkey;
-  d->rq_psn = s.rq_psn;
-  d->sq_psn = s.sq_psn;
-  d->dest_qp_num = s.dest_qp_num;
-  d->qp_access_flags = s.qp_access_flags;
-  d->pkey_index = s.pkey_index;
-  d->max_rd_atomic = s.max_rd_atomic;
-  d->max_dest_rd_atomic = s.max_dest_rd_atomic;
-  d->min_rnr_timer = s.min_rnr_timer;
-  d->port_num = s.port_num;
-  d->timeout = s.timeout;
-  d->retry_cnt = s.retry_cnt;
-  d->rnr_retry = s.rnr_retry;
+  const CastTo set;
+  set(d->qp_state, s.qp_state);
+  set(d->cur_qp_state, s.cur_qp_state);
+  set(d->qkey, s.qkey);
+  set(d->rq_psn, s.rq_psn);
+  set(d->sq_psn, s.sq_psn);
+  set(d->dest_qp_num, s.dest_qp_num);
+  set(d->qp_access_flags, s.qp_access_flags);
+  set(d->pkey_index, s.pkey_index);
+  set(d->max_rd_atomic, s.max_rd_atomic);
+  set(d->max_dest_rd_atomic, s.max_dest_rd_atomic);
+  set(d->min_rnr_timer, s.min_rnr_timer);
+  set(d->port_num, s.port_num);
+  set(d->timeout, s.timeout);
+  set(d->retry_cnt, s.retry_cnt);
+  set(d->rnr_retry, s.rnr_retry);
 }
 
 // The capabilities, where both name them as ibv_qp_cap does.
@@ -40,14 +48,6 @@ void CopyQpCap(const Src& s, Dst* d) {
   d->max_recv_sge = s.max_recv_sge;
   d->max_inline_data = s.max_inline_data;
 }
-
-// Assigns with a static_cast to the member's type (enums included).
-struct CastTo {
-  template <typename To, typename From>
-  void operator()(To& to, const From& from) const {
-    to = static_cast<To>(from);
-  }
-};
 
 // The device's identity and limits, each assigned by `set(member, value)`
 // (CastTo, or a conversion that clamps into ibv_device_attr's ints).

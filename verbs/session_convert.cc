@@ -61,12 +61,14 @@ bool QpTypeFromWire(uint8_t t, nic::QpType* out) {
 }
 
 nic::QpCap CapFromWire(const wire::WireQpCap& c) {
-  return {c.max_send_wr, c.max_recv_wr, c.max_send_sge, c.max_recv_sge,
-          c.max_inline_data};
+  nic::QpCap out;
+  CopyQpCap(c, &out);
+  return out;
 }
 wire::WireQpCap CapToWire(const nic::QpCap& c) {
-  return {c.max_send_wr, c.max_recv_wr, c.max_send_sge, c.max_recv_sge,
-          c.max_inline_data};
+  wire::WireQpCap out{};
+  CopyQpCap(c, &out);
+  return out;
 }
 
 void PathFromWire(const wire::WireAhAttr& w, nic::QpPath* p) {
