@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
 # Installs every Debian package rocemu needs (idempotent), then configures and
-# builds the release tree in build/.  Usage: scripts/setup.sh [--no-build]
+# builds the release tree in build/.
+# Usage: scripts/setup.sh [--no-build] [-Doption=value ...]
+#   -D...: meson options for build/ (scripts/test.sh turns off
+#          sanitized_tests_by_default there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+no_build=0
+meson_opts=()
+for a in "$@"; do
+  case $a in
+    --no-build) no_build=1 ;;
+    -D*) meson_opts+=("$a") ;;
+    *) echo "setup.sh: unknown argument $a" >&2; exit 2 ;;
+  esac
+done
 
 mapfile -t pkgs < <(grep -v '^\s*#' scripts/packages.txt | sed '/^\s*$/d')
 missing=()
@@ -26,12 +38,12 @@ if [[ -x $peer/build-guest.sh && $(id -u) -eq 0 ]]; then
   "$peer/build-guest.sh" >/dev/null || echo "setup: the rxe peer image did not build (interop tests will say so)" >&2
 fi
 
-[[ "${1:-}" == "--no-build" ]] && exit 0
+((no_build)) && exit 0
 
 if [[ -f build/build.ninja ]]; then
-  meson setup --reconfigure build >/dev/null
+  meson setup --reconfigure build "${meson_opts[@]}" >/dev/null
 else
-  meson setup build >/dev/null
+  meson setup build "${meson_opts[@]}" >/dev/null
 fi
 ninja -C build
 # rocemu-run: unmodified RDMA programs over rocemu (the drop-in
