@@ -3,7 +3,7 @@
 # builds the release tree in build/.
 # Usage: scripts/setup.sh [--no-build] [-Doption=value ...]
 #   -D...: meson options for build/ (scripts/test.sh turns off
-#          sanitized_tests_by_default there).
+#          sanitizer_suites there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 no_build=0

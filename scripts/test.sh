@@ -6,9 +6,9 @@
 #   build-san/  clang + ASan/UBSan, the whole tree (daemon, session server,
 #               verbs library and drop-ins included) with the libFuzzer
 #               targets: the core, daemon and fuzz suites
-# The release tree does not build the test programs it does not run
-# (-Dsanitized_tests_by_default=false), which pays for most of the
-# sanitizer tree's extra build time.
+# The release tree does not define (so does not build) the C++ tests it does
+# not run (-Dsanitizer_suites=false), which pays for most of the sanitizer
+# tree's extra build time.
 # Usage: scripts/test.sh [meson test args...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fail=0
 
-scripts/setup.sh -Dsanitized_tests_by_default=false || { echo "0 passed, 1 failed"; exit 1; }
+scripts/setup.sh -Dsanitizer_suites=false || { echo "0 passed, 1 failed"; exit 1; }
 
 scripts/san_tree.sh || { echo "0 passed, 1 failed"; exit 1; }
 
