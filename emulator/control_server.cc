@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "emulator/socket_path.h"
 #include "verbs/json_writer.h"
 
 namespace rocemu::emulator {
@@ -99,29 +100,7 @@ absl::Status ControlServer::Listen(const std::string& path, unsigned mode,
     return absl::InvalidArgumentError("control socket path too long");
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    std::string dir = path.substr(0, slash);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Errno(absl::StrCat("cannot create ", dir));
-    }
-  }
-  struct stat st;
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(path, " exists and is not a socket"));
-    }
-    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr),
-                                      sizeof(addr)) == 0;
-    if (probe >= 0) close(probe);
-    if (live) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("another daemon is listening on ", path));
-    }
-    unlink(path.c_str());  // stale socket of a daemon that died
-  }
+  if (absl::Status s = ClaimSocketPath(path, SOCK_STREAM); !s.ok()) return s;
   fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd_ < 0) return Errno("socket");
   if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "emulator/eal_args.h"
 #include "emulator/logging.h"
+#include "emulator/socket_path.h"
 #include "protocol/pfc.h"
 
 namespace rocemu::emulator {
@@ -37,37 +38,6 @@ uint64_t WallNs() {
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 +
          static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Readies a verbs socket path: its directory exists (0755 when created),
-// and no live daemon listens there (a stale socket is left for the session
-// server to replace).
-absl::Status PrepareSessionSocket(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    std::string dir = path.substr(0, slash);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
-    }
-  }
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    return absl::OkStatus();
-  }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(),
-              std::min(path.size(), sizeof(addr.sun_path) - 1));
-  int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr),
-                                    sizeof(addr)) == 0;
-  if (probe >= 0) close(probe);
-  if (live) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("another daemon is listening on ", path));
-  }
-  return absl::OkStatus();
 }
 
 // Everything the session server has moved so far; a change means the rings
@@ -193,7 +163,7 @@ absl::Status Daemon::StartSessions() {
   for (unsigned i = 0; i < ports_.size() && i < rnics_.size(); ++i) {
     const std::string path = config_.VerbsSocketPath(i);
     if (path.empty()) continue;
-    if (absl::Status s = PrepareSessionSocket(path); !s.ok()) {
+    if (absl::Status s = ClaimSocketPath(path, SOCK_SEQPACKET); !s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat("verbs socket of port ",
                                  ports_[i]->config.name, ": ", s.message()));
