@@ -209,14 +209,8 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       return;
     }
     if (expect > 0) {
-      SgCursor cur;
-      uint64_t skip = offset;
       const auto sges = w.wr.sg_list.span();
-      while (cur.sge < sges.size() && skip >= sges[cur.sge].length) {
-        skip -= sges[cur.sge].length;
-        ++cur.sge;
-      }
-      cur.offset = static_cast<uint32_t>(skip);
+      SgCursor cur = SeekSg(sges, offset);
       const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
       if (ms != MrStatus::kOk) {
         nic.CountMrFault(ms);

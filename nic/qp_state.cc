@@ -71,6 +71,10 @@ QpTransitionMasks GetQpTransitionMasks(QpType t, QpState cur, QpState next) {
     m.optional = Pick(opt, t);
   };
   const PerType none{0, 0, 0};
+  // RTR->RTS, RTS->RTS and SQD->RTS take the same optional attributes.
+  const PerType to_rts_optional{
+      kCurState | kAccessFlags | kAltPath | kPathMigState | kMinRnrTimer,
+      kCurState | kAccessFlags | kAltPath | kPathMigState, kCurState | kQkey};
   switch (cur) {
     case QpState::kReset:
       if (next == QpState::kInit) {
@@ -96,27 +100,19 @@ QpTransitionMasks GetQpTransitionMasks(QpType t, QpState cur, QpState next) {
       if (next == QpState::kRts) {
         set({kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic, kSqPsn,
              kSqPsn},
-            {kCurState | kAltPath | kAccessFlags | kMinRnrTimer | kPathMigState,
-             kCurState | kAltPath | kAccessFlags | kPathMigState,
-             kCurState | kQkey});
+            to_rts_optional);
       }
       break;
     case QpState::kRts:
       if (next == QpState::kRts) {
-        set(none,
-            {kCurState | kAccessFlags | kAltPath | kPathMigState | kMinRnrTimer,
-             kCurState | kAccessFlags | kAltPath | kPathMigState,
-             kCurState | kQkey});
+        set(none, to_rts_optional);
       } else if (next == QpState::kSqd) {
         set(none, {kEnSqdAsyncNotify, kEnSqdAsyncNotify, kEnSqdAsyncNotify});
       }
       break;
     case QpState::kSqd:
       if (next == QpState::kRts) {
-        set(none,
-            {kCurState | kAccessFlags | kAltPath | kPathMigState | kMinRnrTimer,
-             kCurState | kAccessFlags | kAltPath | kPathMigState,
-             kCurState | kQkey});
+        set(none, to_rts_optional);
       } else if (next == QpState::kSqd) {
         set(none, {kPort | kAv | kTimeout | kRetryCnt | kRnrRetry |
                        kMaxQpRdAtomic | kMaxDestRdAtomic | kAltPath |

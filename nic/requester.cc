@@ -14,19 +14,6 @@ namespace {
 
 using protocol::Opcode;
 
-// Cursor at byte `offset` of an SG list (retransmissions start mid-list).
-SgCursor SeekSg(std::span<const Sge> sges, uint64_t offset) {
-  SgCursor c;
-  while (c.sge < sges.size() && offset >= sges[c.sge].length &&
-         sges[c.sge].length != 0) {
-    offset -= sges[c.sge].length;
-    ++c.sge;
-  }
-  while (c.sge < sges.size() && sges[c.sge].length == 0) ++c.sge;
-  c.offset = static_cast<uint32_t>(offset);
-  return c;
-}
-
 // RC and UC share the layout of the SEND/WRITE opcodes; UC is RC + 0x20.
 uint8_t SendWriteOpcode(QpType type, WrOpcode wr, bool first, bool last) {
   uint8_t op;
@@ -162,6 +149,24 @@ void Requester::ExecuteLocal(Rnic& nic, Qp& qp, SendWqe& w) {
   }
 }
 
+void Requester::FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err) {
+  // Everything before this WQE must still complete; UC/UD finished them
+  // already, RC ends here in ERR and flushes the rest.
+  if (qp.type() == QpType::kRc) {
+    w.status = err;
+    nic.MoveToError(qp);
+    return;
+  }
+  WorkCompletion wc;
+  wc.wr_id = w.wr.wr_id;
+  wc.status = err;
+  wc.qp_num = qp.qpn_;
+  ++qp.req_.req_idx;
+  ++qp.comp_.comp_idx;
+  nic.CompleteSend(qp, wc);
+  nic.MoveToSqe(qp);
+}
+
 void Requester::RewindTo(Qp& qp, uint32_t psn) {
   RequesterState& r = qp.req_;
   uint64_t idx = qp.comp_.comp_idx;
@@ -227,22 +232,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
       }
     }
     if (err != WcStatus::kSuccess) {
-      WorkCompletion wc;
-      wc.wr_id = w.wr.wr_id;
-      wc.status = err;
-      wc.qp_num = qp.qpn_;
-      // Everything before this WQE must still complete; UC/UD finished them
-      // already, RC ends here in ERR and flushes the rest.
-      if (qp.type() == QpType::kRc) {
-        w.status = err;
-        nic.MoveToError(qp);
-      } else {
-        ++r.req_idx;
-        ++qp.comp_.comp_idx;
-        nic.CompleteSend(qp, wc);
-        nic.MoveToSqe(qp);
-        return false;
-      }
+      FailLocally(nic, qp, w, err);
       return false;
     }
   }
@@ -359,19 +349,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
         // The region went away between the check and this packet, or its
         // process's pages did.
         nic.CountMrFault(ms);
-        WorkCompletion wc;
-        wc.wr_id = w.wr.wr_id;
-        wc.status = WcStatus::kLocProtErr;
-        wc.qp_num = qp.qpn_;
-        if (qp.type() == QpType::kRc) {
-          w.status = WcStatus::kLocProtErr;
-          nic.MoveToError(qp);
-        } else {
-          ++r.req_idx;
-          ++qp.comp_.comp_idx;
-          nic.CompleteSend(qp, wc);
-          nic.MoveToSqe(qp);
-        }
+        FailLocally(nic, qp, w, WcStatus::kLocProtErr);
         return false;
       }
     }

@@ -31,6 +31,9 @@ class Requester {
  private:
   // IBV_WR_BIND_MW and IBV_WR_LOCAL_INV at the head of the send queue.
   static void ExecuteLocal(Rnic& nic, Qp& qp, SendWqe& w);
+  // The WQE at the head failed locally with `err` (checks left to
+  // processing time, a region gone before a packet's gather).
+  static void FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err);
 };
 
 }  // namespace rocemu::nic

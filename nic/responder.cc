@@ -93,6 +93,35 @@ void FatalNak(Rnic& nic, Qp& qp, NakCode code, uint32_t psn,
                                                 : AsyncEventType::kQpFatal);
 }
 
+// A READ or atomic request: its R_Key must cover [va, va + len) with `need`
+// and the QP must have responder resources (max_dest_rd_atomic > 0), else a
+// fatal NAK. *mr is the region (none for a zero-length READ).
+bool AdmitReadOrAtomic(Rnic& nic, Qp& qp, uint32_t psn, uint32_t rkey,
+                       uint64_t va, uint64_t len, AccessFlags need,
+                       const MemoryRegion** mr) {
+  const MrStatus ms =
+      nic.mrs().CheckRemote(rkey, qp.pd(), qp.qpn(), va, len, need, mr);
+  if (ms != MrStatus::kOk) {
+    FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
+    return false;
+  }
+  if (qp.resources_.empty()) {
+    FatalNak(nic, qp, NakCode::kInvalidRequest, psn, WcStatus::kRemInvReqErr);
+    return false;
+  }
+  return true;
+}
+
+// The responder resource a new READ or atomic takes (the oldest is reused:
+// the ring holds the last max_dest_rd_atomic of them for duplicates).
+ResponderResource& TakeResource(Qp& qp) {
+  ResponderState& r = qp.resp_;
+  ResponderResource& res = qp.resources_[r.res_next];
+  r.res_next = (r.res_next + 1) % qp.resources_.size();
+  r.msn = PsnAdd(r.msn, 1);
+  return res;
+}
+
 uint32_t Npkts(uint64_t len, uint32_t mtu) {
   return len == 0 ? 1 : static_cast<uint32_t>((len + mtu - 1) / mtu);
 }
@@ -222,17 +251,8 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
         not_ready();
         return;
       }
-      SgCursor cur;
       const auto sges = r.rwqe.sg_list.span();
-      {
-        uint64_t skip = r.recv_offset;
-        while (cur.sge < sges.size() && skip >= sges[cur.sge].length &&
-               sges[cur.sge].length != 0) {
-          skip -= sges[cur.sge].length;
-          ++cur.sge;
-        }
-        cur.offset = static_cast<uint32_t>(skip);
-      }
+      SgCursor cur = SeekSg(sges, r.recv_offset);
       const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
       if (ms != MrStatus::kOk) {
         nic.CountMrFault(ms);
@@ -325,22 +345,13 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case Operation::kReadRequest: {
       const protocol::Reth& reth = pkt.hdr.reth;
       const MemoryRegion* mr = nullptr;
-      const MrStatus ms =
-          nic.mrs().CheckRemote(reth.rkey, qp.pd(), qp.qpn(), reth.va,
-                                reth.dma_len, access::kRemoteRead, &mr);
-      if (ms != MrStatus::kOk) {
-        FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
-        return;
-      }
-      if (qp.resources_.empty()) {
-        FatalNak(nic, qp, NakCode::kInvalidRequest, psn,
-                 WcStatus::kRemInvReqErr);
+      if (!AdmitReadOrAtomic(nic, qp, psn, reth.rkey, reth.va, reth.dma_len,
+                             access::kRemoteRead, &mr)) {
         return;
       }
       const uint32_t n = Npkts(reth.dma_len, mtu);
-      ResponderResource& res = qp.resources_[r.res_next];
-      r.res_next = (r.res_next + 1) % qp.resources_.size();
-      r.msn = PsnAdd(r.msn, 1);
+      // Taking the resource advances the MSN the resource records.
+      ResponderResource& res = TakeResource(qp);
       res = ResponderResource{true, false, psn, PsnAdd(psn, n - 1), 0, r.msn};
       ResponseItem& it = PushItem(qp);
       it.kind = Kind::kReadResponse;
@@ -360,15 +371,8 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case Operation::kFetchAdd: {
       const protocol::AtomicEth& a = pkt.hdr.atomic;
       const MemoryRegion* mr = nullptr;
-      const MrStatus ms = nic.mrs().CheckRemote(a.rkey, qp.pd(), qp.qpn(), a.va,
-                                                8, access::kRemoteAtomic, &mr);
-      if (ms != MrStatus::kOk) {
-        FatalNak(nic, qp, RemoteNakCode(ms), psn, WcStatus::kRemAccessErr);
-        return;
-      }
-      if (qp.resources_.empty()) {
-        FatalNak(nic, qp, NakCode::kInvalidRequest, psn,
-                 WcStatus::kRemInvReqErr);
+      if (!AdmitReadOrAtomic(nic, qp, psn, a.rkey, a.va, 8,
+                             access::kRemoteAtomic, &mr)) {
         return;
       }
       // Read-modify-write. One polling thread executes every atomic of this
@@ -390,9 +394,7 @@ void Execute(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
         FatalNak(nic, qp, RemoteNakCode(am), psn, WcStatus::kRemAccessErr);
         return;
       }
-      ResponderResource& res = qp.resources_[r.res_next];
-      r.res_next = (r.res_next + 1) % qp.resources_.size();
-      r.msn = PsnAdd(r.msn, 1);
+      ResponderResource& res = TakeResource(qp);
       res = ResponderResource{true, true, psn, psn, orig, r.msn};
       ResponseItem& it = PushItem(qp);
       it.kind = Kind::kAtomicAck;

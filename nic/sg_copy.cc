@@ -86,6 +86,18 @@ MrStatus Scatter(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
   return st == MrStatus::kOk ? flushed : st;
 }
 
+SgCursor SeekSg(std::span<const Sge> sges, uint64_t offset) {
+  SgCursor c;
+  while (c.sge < sges.size() && offset >= sges[c.sge].length &&
+         sges[c.sge].length != 0) {
+    offset -= sges[c.sge].length;
+    ++c.sge;
+  }
+  while (c.sge < sges.size() && sges[c.sge].length == 0) ++c.sge;
+  c.offset = static_cast<uint32_t>(offset);
+  return c;
+}
+
 uint64_t SgRemaining(std::span<const Sge> sges, const SgCursor& cursor) {
   uint64_t n = 0;
   for (size_t i = cursor.sge; i < sges.size(); ++i) {

@@ -46,6 +46,11 @@ MrStatus Gather(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
 MrStatus Scatter(const MrTable& mrs, PdHandle pd, std::span<const Sge> sges,
                  SgCursor& cursor, std::span<const uint8_t> src);
 
+// The cursor `offset` bytes into the list, on a non-empty entry: where a
+// message's packet after the first resumes (send payload, receive buffer,
+// READ response destination).
+SgCursor SeekSg(std::span<const Sge> sges, uint64_t offset);
+
 // Bytes left in the list from the cursor on.
 uint64_t SgRemaining(std::span<const Sge> sges, const SgCursor& cursor);
 

@@ -17,17 +17,14 @@ void CountReported(pthread_mutex_t* mu, T* counter) {
   pthread_mutex_unlock(mu);
 }
 
-// Maps an event about a rocemu object onto the application's object;
-// false when the object was destroyed meanwhile (the event is dropped).
-bool Translate(const rocemu_async_event& r, ibv_async_event* event) {
-  event->event_type = static_cast<ibv_event_type>(r.event_type);
-  switch (r.event_type) {
-    case IBV_EVENT_CQ_ERR: {
-      auto* c = static_cast<CqImpl*>(r.element.cq->cq_context);
-      CountReported(&c->cqx.mutex, &c->async_events_reported);
-      event->element.cq = ibv_cq_ex_to_cq(&c->cqx);
-      return true;
-    }
+// Which object an event type is about (IBTA 11.6.3: affiliated events name
+// a CQ, QP or SRQ; the rest a port or the device).
+enum class Element { kCq, kQp, kSrq, kPortOrDevice };
+
+Element ElementOf(int event_type) {
+  switch (event_type) {
+    case IBV_EVENT_CQ_ERR:
+      return Element::kCq;
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
     case IBV_EVENT_QP_ACCESS_ERR:
@@ -35,24 +32,45 @@ bool Translate(const rocemu_async_event& r, ibv_async_event* event) {
     case IBV_EVENT_SQ_DRAINED:
     case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      return Element::kQp;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      return Element::kSrq;
+    default:
+      return Element::kPortOrDevice;
+  }
+}
+
+// Maps an event about a rocemu object onto the application's object;
+// false when the object was destroyed meanwhile (the event is dropped).
+bool Translate(const rocemu_async_event& r, ibv_async_event* event) {
+  event->event_type = static_cast<ibv_event_type>(r.event_type);
+  switch (ElementOf(r.event_type)) {
+    case Element::kCq: {
+      auto* c = static_cast<CqImpl*>(r.element.cq->cq_context);
+      CountReported(&c->cqx.mutex, &c->async_events_reported);
+      event->element.cq = ibv_cq_ex_to_cq(&c->cqx);
+      return true;
+    }
+    case Element::kQp: {
       auto* q = static_cast<QpImpl*>(r.element.qp->owner);
       if (q == nullptr) return false;
       CountReported(&q->qpx.qp_base.mutex, &q->events_reported);
       event->element.qp = &q->qpx.qp_base;
       return true;
     }
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+    case Element::kSrq: {
       auto* s = static_cast<SrqImpl*>(r.element.srq->srq_context);
       CountReported(&s->srq.mutex, &s->events_reported);
       event->element.srq = &s->srq;
       return true;
     }
-    default:
+    case Element::kPortOrDevice:
       event->element.port_num = r.element.port_num;
       return true;
   }
+  return false;
 }
 
 // The destroy verbs wait until every event handed out for the object was
@@ -103,25 +121,17 @@ int rocemu_ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
 }
 
 void rocemu_ibv_ack_async_event(ibv_async_event* event) {
-  switch (event->event_type) {
-    case IBV_EVENT_CQ_ERR:
+  switch (ElementOf(event->event_type)) {
+    case Element::kCq:
       CountAck(event->element.cq, &ibv_cq::async_events_completed);
       return;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
+    case Element::kQp:
       CountAck(event->element.qp, &ibv_qp::events_completed);
       return;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
+    case Element::kSrq:
       CountAck(event->element.srq, &ibv_srq::events_completed);
       return;
-    default:
+    case Element::kPortOrDevice:
       return;
   }
 }

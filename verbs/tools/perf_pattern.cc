@@ -2,15 +2,10 @@
 
 #include <cstring>
 
+#include "verbs/tools/splitmix64.h"
+
 namespace rocemu::verbs::perf {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // A per-message key, then one splitmix64 word per 8 bytes of offset.
 uint64_t MessageKey(uint64_t seed, uint64_t msg) {

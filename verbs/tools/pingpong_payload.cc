@@ -3,17 +3,9 @@
 #include <algorithm>
 #include <array>
 
+#include "verbs/tools/splitmix64.h"
+
 namespace rocemu::pingpong {
-namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 void FillPattern(std::span<uint8_t> buf, uint64_t seed) {
   for (size_t i = 0; i < buf.size(); ++i) {
