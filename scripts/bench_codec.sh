@@ -8,11 +8,9 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 . scripts/bench_lib.sh
 bench_prepare bench_codec "$build" tests/bench/codec_bench
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-"$build/tests/bench/codec_bench" --benchmark_repetitions=5 \
-  --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 \
-  --benchmark_out="$out" --benchmark_out_format=json >/dev/null
+bench_out
+bench_json "$out" "$build/tests/bench/codec_bench" --benchmark_repetitions=5 \
+  --benchmark_report_aggregates_only=true --benchmark_min_time=0.2
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 rows = {}

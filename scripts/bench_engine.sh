@@ -18,20 +18,18 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 . scripts/bench_lib.sh
 bench_prepare bench_engine "$build" tests/sim/matrix_bench tests/nic/mr_bench
-out=$(mktemp)
-trap 'rm -f "$out" "$out".*' EXIT
-"$build/tests/sim/matrix_bench" --benchmark_filter='Engine|Codec|IdleQp|QpLookup' \
-  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_out="$out" --benchmark_out_format=json >/dev/null 2>&1
+bench_out
+bench_json "$out" "$build/tests/sim/matrix_bench" \
+  --benchmark_filter='Engine|Codec|IdleQp|QpLookup' \
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null
 # One-shot scale runs, each in a fresh process so that resident bytes are
 # what the objects touch.
-"$build/tests/sim/matrix_bench" --benchmark_filter='Create64KQps' \
-  --benchmark_out="$out.qps" --benchmark_out_format=json >/dev/null 2>&1
-"$build/tests/nic/mr_bench" --benchmark_filter='Register1MMrs' \
-  --benchmark_out="$out.mrs" --benchmark_out_format=json >/dev/null 2>&1
-"$build/tests/nic/mr_bench" --benchmark_filter='/16$|/1048576$' \
-  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_out="$out.mrl" --benchmark_out_format=json >/dev/null 2>&1
+bench_json "$out.qps" "$build/tests/sim/matrix_bench" \
+  --benchmark_filter='Create64KQps' 2>/dev/null
+bench_json "$out.mrs" "$build/tests/nic/mr_bench" \
+  --benchmark_filter='Register1MMrs' 2>/dev/null
+bench_json "$out.mrl" "$build/tests/nic/mr_bench" --benchmark_filter='/16$|/1048576$' \
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 def load(path):  # {name without BM_: the median row (or the only row)}

@@ -10,3 +10,20 @@ bench_prepare() {
   ninja -C "$build" "$@" >/dev/null
   echo "$name: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
+
+#   bench_out
+# sets $out to a temporary file for JSON results (files "$out".* beside it
+# too), removed when the script exits.
+bench_out() {
+  out=$(mktemp)
+  trap 'rm -f "$out" "$out".*' EXIT
+}
+
+#   bench_json FILE BINARY [ARGS...]
+# runs one Google Benchmark binary with its results written to FILE as JSON
+# (the console table is dropped).
+bench_json() {
+  local file=$1
+  shift
+  "$@" --benchmark_out="$file" --benchmark_out_format=json >/dev/null
+}

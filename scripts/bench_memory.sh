@@ -13,11 +13,9 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 . scripts/bench_lib.sh
 bench_prepare bench_memory "$build" tests/bench/memory_bench
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-"$build/tests/bench/memory_bench" --benchmark_repetitions=3 \
-  --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
-  --benchmark_out="$out" --benchmark_out_format=json >/dev/null
+bench_out
+bench_json "$out" "$build/tests/bench/memory_bench" --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true --benchmark_min_time=0.1
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 rows = {}
