@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/temp_dir.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -51,14 +52,9 @@ TEST(JsonFieldsTest, ALineThatIsNotAJsonObjectHasNoFields) {
 class ControlServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/rocemu-ctl-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.Make("ctl"));
+    dir_ = tmp_.path();
     path_ = dir_ + "/sub/ctl.sock";
-  }
-  void TearDown() override {
-    std::string cmd = "rm -rf " + dir_;
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
   int Connect() {
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -68,6 +64,7 @@ class ControlServerTest : public ::testing::Test {
     EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
     return fd;
   }
+  test_support::TempDir tmp_;
   std::string dir_, path_;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/temp_dir.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -40,14 +41,10 @@ std::vector<Frame> ReadAll(const std::string& path) {
 class PcapWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/rocemu-pcap-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.Make("pcap"));
+    dir_ = tmp_.path();
   }
-  void TearDown() override {
-    std::string cmd = "rm -rf " + dir_;
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-  }
+  test_support::TempDir tmp_;
   std::string dir_;
 };
 

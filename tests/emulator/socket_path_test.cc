@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/temp_dir.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -18,17 +19,8 @@ namespace {
 class SocketPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/rocemu-sockpath-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    // Best effort: the tests leave at most a socket and a subdirectory.
-    unlink((dir_ + "/s.sock").c_str());
-    unlink((dir_ + "/file").c_str());
-    unlink((dir_ + "/sub/s.sock").c_str());
-    rmdir((dir_ + "/sub").c_str());
-    rmdir(dir_.c_str());
+    ASSERT_TRUE(tmp_.Make("sockpath"));
+    dir_ = tmp_.path();
   }
   // A socket of `type` bound at `path`; listening if `listen_too`.
   static int Bind(const std::string& path, int type, bool listen_too) {
@@ -44,6 +36,7 @@ class SocketPathTest : public ::testing::Test {
     struct stat st;
     return lstat(path.c_str(), &st) == 0;
   }
+  test_support::TempDir tmp_;
   std::string dir_;
 };
 

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "nic/rnic.h"
+#include "tests/temp_dir.h"
 #include "tests/verbs/raw_verbs_client.h"
 #include "tests/verbs/session_fixture.h"
 #include "verbs/client_objects.h"
@@ -216,9 +217,8 @@ class HostileClientTest : public ::testing::Test {
     // A good client that died fails its round; writing to its pipe
     // afterwards must not kill the test.
     signal(SIGPIPE, SIG_IGN);
-    char tmpl[] = "/tmp/rocemu-hostile-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.Make("hostile"));
+    dir_ = tmp_.path();
     path_ = dir_ + "/verbs.sock";
     cfg_.mac = {0x02, 0, 0, 0, 0, 0x01};
     cfg_.gid = nic::GidFromIpv4(10, 0, 0, 1);
@@ -230,10 +230,7 @@ class HostileClientTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
   }
-  void TearDown() override {
-    server_.reset();
-    rmdir(dir_.c_str());
-  }
+  void TearDown() override { server_.reset(); }
 
   // One pass of a daemon, the RNIC's frames looped back, 100 us later.
   void Pump() {
@@ -256,6 +253,7 @@ class HostileClientTest : public ::testing::Test {
     return false;
   }
 
+  test_support::TempDir tmp_;
   std::string dir_, path_;
   nic::RnicConfig cfg_;
   std::unique_ptr<nic::Rnic> rnic_;

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "tests/engine/back_to_back.h"
+#include "tests/temp_dir.h"
 #include "verbs/rocemu_verbs.h"
 #include "verbs/rocemu_verbs.hpp"
 #include "verbs/session_server.h"
@@ -270,15 +271,11 @@ int PumpUntilExitWith(Pump&& pump, pid_t pid) {
 class VerbsSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/rocemu-verbs-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.Make("verbs"));
+    dir_ = tmp_.path();
     path_ = dir_ + "/verbs.sock";
   }
-  void TearDown() override {
-    server_.reset();
-    rmdir(dir_.c_str());
-  }
+  void TearDown() override { server_.reset(); }
 
   void StartServer(mode_t mode = 0660) {
     SessionServerOptions opts;
@@ -440,6 +437,7 @@ class VerbsSessionTest : public ::testing::Test {
     EXPECT_EQ(h.pds + h.mrs + h.cqs + h.qps, 0u);
   }
 
+  test_support::TempDir tmp_;
   std::string dir_;
   std::string path_;
   BackToBack net_;

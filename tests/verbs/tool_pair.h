@@ -25,6 +25,7 @@
 
 #include "gtest/gtest.h"
 #include "nic/rnic.h"
+#include "tests/temp_dir.h"
 #include "verbs/session_server.h"
 
 namespace rocemu::verbs::testing {
@@ -60,9 +61,8 @@ class ToolPair {
     ASSERT_NE(bin, nullptr) << bin_env << " must name the tool's binary";
     bin_ = bin;
     what_ = tag;
-    std::string tmpl = "/tmp/rocemu-" + what_ + "-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.Make(what_ + "-test"));
+    dir_ = tmp_.path();
     a_ = std::make_unique<nic::Rnic>(ca);
     b_ = std::make_unique<nic::Rnic>(cb);
     SessionServerOptions oa, ob;
@@ -90,11 +90,8 @@ class ToolPair {
   void TearDown() {
     sa_.reset();
     sb_.reset();
-    if (!dir_.empty()) {
-      const std::string cmd = "rm -rf " + dir_;
-      EXPECT_EQ(std::system(cmd.c_str()), 0);
-      dir_.clear();
-    }
+    tmp_.Remove();
+    dir_.clear();
   }
 
   const std::string& dir() const { return dir_; }
@@ -192,6 +189,7 @@ class ToolPair {
   }
 
  private:
+  test_support::TempDir tmp_;
   std::string bin_, dir_, what_;
   std::unique_ptr<nic::Rnic> a_, b_;
   std::unique_ptr<SessionServer> sa_, sb_;
