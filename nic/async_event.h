@@ -38,6 +38,32 @@ enum class AsyncEventType : uint8_t {
 };
 const char* AsyncEventName(AsyncEventType t);  // "IBV_EVENT_CQ_ERR"
 
+// What an event is about, which says what its element names (IBTA 11.6.3):
+// a CQ, an SRQ, a port or the device (the unaffiliated events), else a QP.
+// The session server routes by it, the client library and the drop-in
+// translate the element by it.
+enum class AsyncEventElement : uint8_t { kCq, kSrq, kPortOrDevice, kQp };
+constexpr AsyncEventElement ElementOf(AsyncEventType t) {
+  switch (t) {
+    case AsyncEventType::kCqErr:
+      return AsyncEventElement::kCq;
+    case AsyncEventType::kSrqErr:
+    case AsyncEventType::kSrqLimitReached:
+      return AsyncEventElement::kSrq;
+    case AsyncEventType::kDeviceFatal:
+    case AsyncEventType::kPortActive:
+    case AsyncEventType::kPortErr:
+    case AsyncEventType::kLidChange:
+    case AsyncEventType::kPkeyChange:
+    case AsyncEventType::kSmChange:
+    case AsyncEventType::kClientReregister:
+    case AsyncEventType::kGidChange:
+      return AsyncEventElement::kPortOrDevice;
+    default:
+      return AsyncEventElement::kQp;
+  }
+}
+
 struct AsyncEvent {
   AsyncEventType type = AsyncEventType::kCqErr;
   // What the event is about: a CQ or SRQ handle, a QP number, or a port

@@ -12,6 +12,8 @@
 #include "verbs/rocemu_verbs.h"
 
 using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
+using rocemu::nic::AsyncEventElement;
+using rocemu::nic::AsyncEventType;
 using rocemu::verbs::AsyncEventSlot;
 using rocemu::verbs::RingResult;
 
@@ -35,31 +37,24 @@ int rocemu_get_async_event(rocemu_context* ctx, rocemu_async_event* event,
         bool known = true;
         {
           std::lock_guard<std::mutex> lock(ctx->mu);
-          switch (e.event_type) {
-            case ROCEMU_EVENT_CQ_ERR: {
+          switch (rocemu::nic::ElementOf(
+              static_cast<AsyncEventType>(e.event_type))) {
+            case AsyncEventElement::kCq: {
               auto it = ctx->cqs.find(e.element);
               known = it != ctx->cqs.end();
               if (known) out.element.cq = it->second;
               break;
             }
-            case ROCEMU_EVENT_SRQ_ERR:
-            case ROCEMU_EVENT_SRQ_LIMIT_REACHED: {
+            case AsyncEventElement::kSrq: {
               auto it = ctx->srqs.find(e.element);
               known = it != ctx->srqs.end();
               if (known) out.element.srq = it->second;
               break;
             }
-            case ROCEMU_EVENT_DEVICE_FATAL:
-            case ROCEMU_EVENT_PORT_ACTIVE:
-            case ROCEMU_EVENT_PORT_ERR:
-            case ROCEMU_EVENT_LID_CHANGE:
-            case ROCEMU_EVENT_PKEY_CHANGE:
-            case ROCEMU_EVENT_SM_CHANGE:
-            case ROCEMU_EVENT_CLIENT_REREGISTER:
-            case ROCEMU_EVENT_GID_CHANGE:
+            case AsyncEventElement::kPortOrDevice:
               out.element.port_num = static_cast<int>(e.element);
               break;
-            default: {
+            case AsyncEventElement::kQp: {
               auto it = ctx->qps.find(e.element);
               known = it != ctx->qps.end();
               if (known) out.element.qp = it->second;

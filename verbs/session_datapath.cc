@@ -211,30 +211,22 @@ void SessionServer::DeliverAsyncEvents() {
   nic::AsyncEvent e;
   while (rnic_.async_events().Pop(&e)) {
     nic::ClientId owner = 0;
-    switch (e.type) {
-      case nic::AsyncEventType::kCqErr: {
+    switch (nic::ElementOf(e.type)) {
+      case nic::AsyncEventElement::kCq: {
         auto it = cqs_.find(e.element);
         if (it != cqs_.end()) owner = it->second->owner;
         break;
       }
-      case nic::AsyncEventType::kSrqErr:
-      case nic::AsyncEventType::kSrqLimitReached: {
+      case nic::AsyncEventElement::kSrq: {
         auto it = srqs_.find(e.element);
         if (it != srqs_.end()) owner = it->second->owner;
         break;
       }
-      case nic::AsyncEventType::kDeviceFatal:
-      case nic::AsyncEventType::kPortActive:
-      case nic::AsyncEventType::kPortErr:
-      case nic::AsyncEventType::kLidChange:
-      case nic::AsyncEventType::kPkeyChange:
-      case nic::AsyncEventType::kSmChange:
-      case nic::AsyncEventType::kClientReregister:
-      case nic::AsyncEventType::kGidChange:
+      case nic::AsyncEventElement::kPortOrDevice:
         // Unaffiliated: every client hears it.
         for (auto& [id, c] : clients_) PushAsyncEvent(*c, e);
         continue;
-      default: {  // QP events
+      case nic::AsyncEventElement::kQp: {
         auto it = qps_.find(e.element);
         if (it != qps_.end()) owner = it->second->owner;
         break;

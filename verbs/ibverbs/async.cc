@@ -3,12 +3,17 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include "nic/async_event.h"
 #include "verbs/client_control.h"
 #include "verbs/ibverbs/dropin.h"
 
 using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
 
 namespace {
+
+using rocemu::nic::AsyncEventElement;
+using rocemu::nic::AsyncEventType;
+using rocemu::nic::ElementOf;
 
 template <typename T>
 void CountReported(pthread_mutex_t* mu, T* counter) {
@@ -17,56 +22,31 @@ void CountReported(pthread_mutex_t* mu, T* counter) {
   pthread_mutex_unlock(mu);
 }
 
-// Which object an event type is about (IBTA 11.6.3: affiliated events name
-// a CQ, QP or SRQ; the rest a port or the device).
-enum class Element { kCq, kQp, kSrq, kPortOrDevice };
-
-Element ElementOf(int event_type) {
-  switch (event_type) {
-    case IBV_EVENT_CQ_ERR:
-      return Element::kCq;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
-      return Element::kQp;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
-      return Element::kSrq;
-    default:
-      return Element::kPortOrDevice;
-  }
-}
-
 // Maps an event about a rocemu object onto the application's object;
 // false when the object was destroyed meanwhile (the event is dropped).
 bool Translate(const rocemu_async_event& r, ibv_async_event* event) {
   event->event_type = static_cast<ibv_event_type>(r.event_type);
-  switch (ElementOf(r.event_type)) {
-    case Element::kCq: {
+  switch (ElementOf(static_cast<AsyncEventType>(r.event_type))) {
+    case AsyncEventElement::kCq: {
       auto* c = static_cast<CqImpl*>(r.element.cq->cq_context);
       CountReported(&c->cqx.mutex, &c->async_events_reported);
       event->element.cq = ibv_cq_ex_to_cq(&c->cqx);
       return true;
     }
-    case Element::kQp: {
+    case AsyncEventElement::kQp: {
       auto* q = static_cast<QpImpl*>(r.element.qp->owner);
       if (q == nullptr) return false;
       CountReported(&q->qpx.qp_base.mutex, &q->events_reported);
       event->element.qp = &q->qpx.qp_base;
       return true;
     }
-    case Element::kSrq: {
+    case AsyncEventElement::kSrq: {
       auto* s = static_cast<SrqImpl*>(r.element.srq->srq_context);
       CountReported(&s->srq.mutex, &s->events_reported);
       event->element.srq = &s->srq;
       return true;
     }
-    case Element::kPortOrDevice:
+    case AsyncEventElement::kPortOrDevice:
       event->element.port_num = r.element.port_num;
       return true;
   }
@@ -121,17 +101,17 @@ int rocemu_ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
 }
 
 void rocemu_ibv_ack_async_event(ibv_async_event* event) {
-  switch (ElementOf(event->event_type)) {
-    case Element::kCq:
+  switch (ElementOf(static_cast<AsyncEventType>(event->event_type))) {
+    case AsyncEventElement::kCq:
       CountAck(event->element.cq, &ibv_cq::async_events_completed);
       return;
-    case Element::kQp:
+    case AsyncEventElement::kQp:
       CountAck(event->element.qp, &ibv_qp::events_completed);
       return;
-    case Element::kSrq:
+    case AsyncEventElement::kSrq:
       CountAck(event->element.srq, &ibv_srq::events_completed);
       return;
-    case Element::kPortOrDevice:
+    case AsyncEventElement::kPortOrDevice:
       return;
   }
 }
