@@ -5,8 +5,6 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>

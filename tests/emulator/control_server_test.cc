@@ -53,8 +53,7 @@ class ControlServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(tmp_.Make("ctl"));
-    dir_ = tmp_.path();
-    path_ = dir_ + "/sub/ctl.sock";
+    path_ = tmp_.path() + "/sub/ctl.sock";
   }
   int Connect() {
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -65,7 +64,7 @@ class ControlServerTest : public ::testing::Test {
     return fd;
   }
   test_support::TempDir tmp_;
-  std::string dir_, path_;
+  std::string path_;
 };
 
 TEST_F(ControlServerTest, RepliesLargerThanTheSocketBufferArriveWhole) {

@@ -40,16 +40,12 @@ std::vector<Frame> ReadAll(const std::string& path) {
 
 class PcapWriterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(tmp_.Make("pcap"));
-    dir_ = tmp_.path();
-  }
+  void SetUp() override { ASSERT_TRUE(tmp_.Make("pcap")); }
   test_support::TempDir tmp_;
-  std::string dir_;
 };
 
 TEST_F(PcapWriterTest, WritesFramesWithNanosecondTimestamps) {
-  std::string path = dir_ + "/a.pcap";
+  std::string path = tmp_.path() + "/a.pcap";
   {
     PcapWriter w;
     ASSERT_TRUE(w.Open(path, 65535, 0).ok());
@@ -67,7 +63,7 @@ TEST_F(PcapWriterTest, WritesFramesWithNanosecondTimestamps) {
 }
 
 TEST_F(PcapWriterTest, RotatesBySizeWithoutLosingFrames) {
-  std::string path = dir_ + "/r.pcap";
+  std::string path = tmp_.path() + "/r.pcap";
   PcapWriter w;
   ASSERT_TRUE(w.Open(path, 65535, 4096).ok());
   std::vector<uint8_t> f(1000, 0);
@@ -93,7 +89,7 @@ TEST_F(PcapWriterTest, RotatesBySizeWithoutLosingFrames) {
 }
 
 TEST_F(PcapWriterTest, ReopenNeverTruncatesACapture) {
-  std::string path = dir_ + "/h.pcap";
+  std::string path = tmp_.path() + "/h.pcap";
   PcapWriter w;
   ASSERT_TRUE(w.Open(path, 65535, 0).ok());
   std::vector<uint8_t> f(64, 1);
@@ -101,21 +97,22 @@ TEST_F(PcapWriterTest, ReopenNeverTruncatesACapture) {
   ASSERT_TRUE(w.Reopen().ok());  // file still in place: kept as h.pcap.1
   w.Write(f, 2);
   // Moved away by logrotate: a fresh file, nothing renamed.
-  ASSERT_EQ(std::rename(path.c_str(), (dir_ + "/moved.pcap").c_str()), 0);
+  ASSERT_EQ(std::rename(path.c_str(), (tmp_.path() + "/moved.pcap").c_str()),
+            0);
   ASSERT_TRUE(w.Reopen().ok());
   w.Write(f, 3);
   w.Close();
   ASSERT_EQ(ReadAll(path + ".1").size(), 1u);
   EXPECT_EQ(ReadAll(path + ".1")[0].ns, 1u);
-  ASSERT_EQ(ReadAll(dir_ + "/moved.pcap").size(), 1u);
-  EXPECT_EQ(ReadAll(dir_ + "/moved.pcap")[0].ns, 2u);
+  ASSERT_EQ(ReadAll(tmp_.path() + "/moved.pcap").size(), 1u);
+  EXPECT_EQ(ReadAll(tmp_.path() + "/moved.pcap")[0].ns, 2u);
   ASSERT_EQ(ReadAll(path).size(), 1u);
   EXPECT_EQ(ReadAll(path)[0].ns, 3u);
 }
 
 TEST_F(PcapWriterTest, UnwritablePathIsAnError) {
   PcapWriter w;
-  EXPECT_FALSE(w.Open(dir_ + "/no/such/dir/x.pcap", 65535, 0).ok());
+  EXPECT_FALSE(w.Open(tmp_.path() + "/no/such/dir/x.pcap", 65535, 0).ok());
   EXPECT_FALSE(w.is_open());
   std::vector<uint8_t> f(60, 0);
   w.Write(f, 1);  // harmless when closed

@@ -218,8 +218,7 @@ class HostileClientTest : public ::testing::Test {
     // afterwards must not kill the test.
     signal(SIGPIPE, SIG_IGN);
     ASSERT_TRUE(tmp_.Make("hostile"));
-    dir_ = tmp_.path();
-    path_ = dir_ + "/verbs.sock";
+    path_ = tmp_.path() + "/verbs.sock";
     cfg_.mac = {0x02, 0, 0, 0, 0, 0x01};
     cfg_.gid = nic::GidFromIpv4(10, 0, 0, 1);
     rnic_ = std::make_unique<nic::Rnic>(cfg_);
@@ -254,7 +253,7 @@ class HostileClientTest : public ::testing::Test {
   }
 
   test_support::TempDir tmp_;
-  std::string dir_, path_;
+  std::string path_;
   nic::RnicConfig cfg_;
   std::unique_ptr<nic::Rnic> rnic_;
   std::unique_ptr<SessionServer> server_;

@@ -203,7 +203,7 @@ TEST_F(VerbsSessionTest, DeviceDiscoveryAndQueries) {
   StartServer(opts);
   // A socket no daemon answers on any more, and a file that is no socket:
   // neither is a device.
-  const std::string stale = dir_ + "/stale.sock";
+  const std::string stale = tmp_.path() + "/stale.sock";
   {
     const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
     sockaddr_un a{};
@@ -212,11 +212,11 @@ TEST_F(VerbsSessionTest, DeviceDiscoveryAndQueries) {
     ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
     close(fd);
   }
-  const std::string plain = dir_ + "/notes.txt";
+  const std::string plain = tmp_.path() + "/notes.txt";
   FILE* f = fopen(plain.c_str(), "w");
   ASSERT_NE(f, nullptr);
   fclose(f);
-  const std::string path = path_, dir = dir_;
+  const std::string path = path_, dir = tmp_.path();
   const nic::DeviceAttr dev = net_.a().device_attr();
   const nic::PortAttr port = net_.a().port_attr();
   const nic::RnicConfig cfg = net_.a().config();

@@ -272,8 +272,7 @@ class VerbsSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(tmp_.Make("verbs"));
-    dir_ = tmp_.path();
-    path_ = dir_ + "/verbs.sock";
+    path_ = tmp_.path() + "/verbs.sock";
   }
   void TearDown() override { server_.reset(); }
 
@@ -438,7 +437,6 @@ class VerbsSessionTest : public ::testing::Test {
   }
 
   test_support::TempDir tmp_;
-  std::string dir_;
   std::string path_;
   BackToBack net_;
   std::unique_ptr<SessionServer> server_;

@@ -112,7 +112,7 @@ TEST_F(VerbsSessionTest, SigkilledClientIsCleanedUpAndOthersCarryOn) {
 TEST_F(VerbsSessionTest, OtherClientsKeysAreRefused) {
   // Mode 0666 and a traversable directory so that the unprivileged client
   // can connect at all; isolation is then the daemon's doing.
-  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(tmp_.path().c_str(), 0755), 0);
   StartServer(0666);
   const bool root = geteuid() == 0;
   Endpoint eb = MakePeer();

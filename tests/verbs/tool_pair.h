@@ -62,12 +62,11 @@ class ToolPair {
     bin_ = bin;
     what_ = tag;
     ASSERT_TRUE(tmp_.Make(what_ + "-test"));
-    dir_ = tmp_.path();
     a_ = std::make_unique<nic::Rnic>(ca);
     b_ = std::make_unique<nic::Rnic>(cb);
     SessionServerOptions oa, ob;
-    oa.socket_path = dir_ + "/a.sock";
-    ob.socket_path = dir_ + "/b.sock";
+    oa.socket_path = tmp_.path() + "/a.sock";
+    ob.socket_path = tmp_.path() + "/b.sock";
     if (!a_name.empty()) oa.device_name = a_name;
     if (!b_name.empty()) ob.device_name = b_name;
     // The tools give an all-zero destination MAC: resolved here, as the
@@ -91,19 +90,18 @@ class ToolPair {
     sa_.reset();
     sb_.reset();
     tmp_.Remove();
-    dir_.clear();
   }
 
-  const std::string& dir() const { return dir_; }
-  std::string a_socket() const { return dir_ + "/a.sock"; }
-  std::string b_socket() const { return dir_ + "/b.sock"; }
+  const std::string& dir() const { return tmp_.path(); }
+  std::string a_socket() const { return tmp_.path() + "/a.sock"; }
+  std::string b_socket() const { return tmp_.path() + "/b.sock"; }
   // A TCP port for one run's exchange, different per process and run.
   int NextPort(int base) { return base + (getpid() * 7 + runs_++) % 20000; }
 
   // The tool with `args`, its output to <dir>/<tag>.out.
   ToolChild Spawn(std::vector<std::string> args, const std::string& tag) {
     ToolChild c;
-    c.out_path = dir_ + "/" + tag + ".out";
+    c.out_path = tmp_.path() + "/" + tag + ".out";
     args.insert(args.begin(), bin_);
     std::vector<char*> argv;
     for (std::string& s : args) argv.push_back(s.data());
@@ -190,7 +188,7 @@ class ToolPair {
 
  private:
   test_support::TempDir tmp_;
-  std::string bin_, dir_, what_;
+  std::string bin_, what_;
   std::unique_ptr<nic::Rnic> a_, b_;
   std::unique_ptr<SessionServer> sa_, sb_;
   std::vector<std::vector<uint8_t>> frames_;
