@@ -10,12 +10,44 @@
 #include "absl/strings/str_replace.h"
 #include "emulator/daemon.h"
 #include "emulator/logging.h"
+#include "protocol/headers.h"
+#include "protocol/multicast.h"
 #include "protocol/pfc.h"
 
 namespace rocemu::emulator {
 namespace {
 
 constexpr nic::TimeNs kReorderWait = 1'000'000;  // if no frame follows
+
+uint16_t Be16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+
+// A RoCEv2 frame to an IP multicast group (a UD multicast SEND).
+bool IsRoceToGroup(const uint8_t* d, uint32_t len) {
+  using namespace protocol;  // NOLINT
+  if (len < kEthHeaderLen + kIpv6HeaderLen + kUdpHeaderLen ||
+      !IsIpMulticastMac(d)) {
+    return false;
+  }
+  size_t l3 = kEthHeaderLen;
+  uint16_t type = Be16(d + 12);
+  if (type == kEtherTypeVlan) {
+    type = Be16(d + 16);
+    l3 += kVlanTagLen;
+  }
+  size_t l4;
+  if (type == kEtherTypeIpv4) {
+    if (d[l3 + 9] != kIpProtoUdp) return false;
+    l4 = l3 + static_cast<size_t>(d[l3] & 0x0F) * 4;
+  } else if (type == kEtherTypeIpv6) {
+    if (d[l3 + 6] != kIpProtoUdp) return false;
+    l4 = l3 + kIpv6HeaderLen;
+  } else {
+    return false;
+  }
+  return l4 + kUdpHeaderLen <= len && Be16(d + l4 + 2) == kRoceV2UdpPort;
+}
 
 }  // namespace
 
@@ -165,8 +197,10 @@ uint16_t Daemon::HoldPaused(Port& port, uint8_t paused) {
 
 // Frames to our own MAC (QPs of this RNIC talking to each other, or a UD
 // AH to our own GID) never reach the wire: the RNIC loops them back, as a
-// ConnectX does, after fault injection and capture saw them. Returns how
-// many of pkts[0, n) remain for the wire, compacted in order.
+// ConnectX does, after fault injection and capture saw them. A multicast
+// SEND goes both ways: to the wire, and to this RNIC's QPs in the group
+// (nic::Rnic skips the sender). Returns how many of pkts[0, n) remain for
+// the wire, compacted in order.
 uint16_t Daemon::LoopBack(Port& port, rte_mbuf** pkts, uint16_t n,
                           nic::TimeNs now) {
   const MacAddr& own = port.stack->mac();
@@ -177,12 +211,18 @@ uint16_t Daemon::LoopBack(Port& port, rte_mbuf** pkts, uint16_t n,
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    const uint32_t len = rte_pktmbuf_data_len(m);
     if (port.endpoint != nullptr && nlooped < std::size(looped) &&
-        rte_pktmbuf_data_len(m) >= own.size() &&
-        std::memcmp(d, own.data(), own.size()) == 0) {
-      looped[nlooped] = {d, rte_pktmbuf_data_len(m)};
+        len >= own.size() && std::memcmp(d, own.data(), own.size()) == 0) {
+      looped[nlooped] = {d, len};
       looped_bufs[nlooped++] = m;
     } else {
+      if (port.endpoint != nullptr && IsRoceToGroup(d, len)) {
+        // Synchronous: the frame is read before the wire gets it.
+        const nic::RxFrame copy{d, len};
+        ++port.counters.loopback_packets;
+        port.endpoint->Receive(port.index, {&copy, 1}, now);
+      }
       pkts[kept++] = m;
     }
   }

@@ -181,6 +181,8 @@ std::string Daemon::QpsJson() const {
     const unsigned port = static_cast<unsigned>(i);
     rnics_[i]->AppendQpsJson(
         [this, port](uint32_t qpn) { return QpOwnerPid(port, qpn); }, out);
+    absl::StrAppend(out, ",\"multicast_groups\":");
+    rnics_[i]->AppendMulticastJson(out);
     absl::StrAppend(out, "}");
   });
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "emulator/checksum.h"
+#include "protocol/multicast.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -162,7 +163,10 @@ RxVerdict NetStack::Receive(std::span<const uint8_t> frame, nic::TimeNs now,
   bool to_us = std::memcmp(dst, mac_.data(), 6) == 0;
   bool broadcast = std::memcmp(dst, kBroadcastMac.data(), 6) == 0;
   bool ipv6_multicast = dst[0] == 0x33 && dst[1] == 0x33;
-  if (!to_us && !broadcast && !ipv6_multicast) {
+  // RoCE to an IPv4 group (UD multicast): the RNIC keeps what its QPs
+  // joined and counts the rest (rx_mcast_no_group).
+  bool ipv4_multicast = protocol::IsIpMulticastMac(dst) && !ipv6_multicast;
+  if (!to_us && !broadcast && !ipv6_multicast && !ipv4_multicast) {
     ++counters_.rx_not_for_us;
     return RxVerdict::kDropped;
   }
@@ -170,7 +174,7 @@ RxVerdict NetStack::Receive(std::span<const uint8_t> frame, nic::TimeNs now,
     case kEtherTypeArp:
       return HandleArp(frame, l3, now, reply, reply_len);
     case kEtherTypeIpv4:
-      if (!to_us) break;
+      if (!to_us && !ipv4_multicast) break;
       return HandleIpv4(frame, l3, reply, reply_len);
     case kEtherTypeIpv6:
       return HandleIpv6(frame, l3, now, reply, reply_len);
@@ -257,7 +261,9 @@ RxVerdict NetStack::HandleIpv4(std::span<const uint8_t> frame, size_t l3,
     ++counters_.rx_bad_checksum;
     return RxVerdict::kDropped;
   }
-  if (!IsOurAddress(Ipv4Mapped(ip + 16))) {
+  const IpAddr dst_ip = Ipv4Mapped(ip + 16);
+  const bool group = protocol::IsMulticastIp(dst_ip);
+  if (!IsOurAddress(dst_ip) && !group) {
     ++counters_.rx_not_for_us;
     return RxVerdict::kDropped;
   }
@@ -271,7 +277,8 @@ RxVerdict NetStack::HandleIpv4(std::span<const uint8_t> frame, size_t l3,
     ++counters_.rx_nic;
     return RxVerdict::kNic;
   }
-  if (ip[9] != kIpProtoIcmp || l4_len < 8 || l4[0] != kIcmpEchoRequest) {
+  if (group || ip[9] != kIpProtoIcmp || l4_len < 8 ||
+      l4[0] != kIcmpEchoRequest) {
     ++counters_.rx_unhandled;
     return RxVerdict::kDropped;
   }
@@ -316,14 +323,16 @@ RxVerdict NetStack::HandleIpv6(std::span<const uint8_t> frame, size_t l3,
   }
   IpAddr src = LoadIp6(ip + 8);
   IpAddr dst = LoadIp6(ip + 24);
-  if (!AcceptsIpv6Dst(dst)) {
+  const uint8_t* l4 = ip + kIpv6HeaderLen;
+  bool unicast = dst[0] != 0xff;
+  // RoCE to an IPv6 group: UD multicast, as for IPv4.
+  const bool roce =
+      ip[6] == kIpProtoUdp && payload_len >= 8 && Load16(l4 + 2) == kRoceV2Port;
+  if (!AcceptsIpv6Dst(dst) && !(roce && !unicast)) {
     ++counters_.rx_not_for_us;
     return RxVerdict::kDropped;
   }
-  const uint8_t* l4 = ip + kIpv6HeaderLen;
-  bool unicast = dst[0] != 0xff;
-  if (ip[6] == kIpProtoUdp && unicast && payload_len >= 8 &&
-      Load16(l4 + 2) == kRoceV2Port) {
+  if (roce) {
     ++counters_.rx_nic;
     return RxVerdict::kNic;
   }

@@ -94,6 +94,9 @@ class RnicPort {
   // `rdma resource show qp` plus per-QP counters and rate-limiter state:
   // a JSON list, every QP of the RNIC (the daemon's and applications').
   void AppendQpsJson(const QpOwnerFn& owner, std::string* out) const;
+  // [{"gid":..., "qpns":[...]}]: the UD QPs attached to each multicast
+  // group.
+  void AppendMulticastJson(std::string* out) const;
   // `rdma resource show cm_id`: every id of the Communication Manager
   // (listeners, connections, SIDR exchanges) with its state; `owner` gives
   // the pid behind a session client id.

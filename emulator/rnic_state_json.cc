@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "emulator/rnic_port.h"
 #include "nic/cm/cm_agent.h"
 #include "nic/qp.h"
@@ -163,6 +164,19 @@ void RnicPort::AppendQpsJson(const QpOwnerFn& owner, std::string* out) const {
         qp.cc_.pacer.rate_bps(), qp.pace_until_, rp.rp_cnp_handled(),
         rp.rp_cnp_ignored(), rnic_->congestion().PriorityOf(qp));
   });
+  absl::StrAppend(out, "]");
+}
+
+void RnicPort::AppendMulticastJson(std::string* out) const {
+  absl::StrAppend(out, "[");
+  bool first = true;
+  rnic_->multicast_groups().ForEach(
+      [&](const nic::Gid& mgid, const std::vector<uint32_t>& qpns) {
+        absl::StrAppend(out, first ? "" : ",", "{\"gid\":\"",
+                        nic::GidToString(mgid), "\",\"qpns\":[",
+                        absl::StrJoin(qpns, ","), "]}");
+        first = false;
+      });
   absl::StrAppend(out, "]");
 }
 

@@ -16,8 +16,10 @@
 //         rx_atomic_requests rx_icrc_encapsulated np_cnp_sent
 //         np_ecn_marked_roce_packets rp_cnp_handled rp_cnp_ignored
 //   ibv_port_attr: bad_pkey_cntr qkey_viol_cntr
+//   IB PortCountersExtended (sysfs counters/): multicast_rcv_packets
 //   rocemu's own (no standard name exists; rxe drops these silently):
 //         rx_unknown_qp rx_wrong_state rx_bad_opcode rx_malformed
+//         rx_mcast_no_group (a multicast frame no local QP is attached to)
 //         mr_access_faults (a process region's pages could not be reached:
 //         the ODP page fault an RNIC could not resolve)
 #ifndef ROCEMU_NIC_COUNTERS_H_
@@ -73,8 +75,10 @@ struct DeviceCounters {
   // ibv_port_attr
   uint64_t bad_pkey_cntr = 0;
   uint64_t qkey_viol_cntr = 0;
+  uint64_t multicast_rcv_packets = 0;
   // rocemu
   uint64_t rx_unknown_qp = 0;
+  uint64_t rx_mcast_no_group = 0;
   uint64_t rx_wrong_state = 0;
   uint64_t rx_bad_opcode = 0;
   uint64_t rx_malformed = 0;
@@ -180,7 +184,9 @@ inline constexpr CounterField kCounterFields[] = {
     {"rp_cnp_ignored", &DeviceCounters::rp_cnp_ignored},
     {"bad_pkey_cntr", &DeviceCounters::bad_pkey_cntr},
     {"qkey_viol_cntr", &DeviceCounters::qkey_viol_cntr},
+    {"multicast_rcv_packets", &DeviceCounters::multicast_rcv_packets},
     {"rx_unknown_qp", &DeviceCounters::rx_unknown_qp},
+    {"rx_mcast_no_group", &DeviceCounters::rx_mcast_no_group},
     {"rx_wrong_state", &DeviceCounters::rx_wrong_state},
     {"rx_bad_opcode", &DeviceCounters::rx_bad_opcode},
     {"rx_malformed", &DeviceCounters::rx_malformed},

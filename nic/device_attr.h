@@ -86,9 +86,10 @@ struct DeviceAttr {
   uint32_t max_mw = 1u << 20;  // windows share the region table (max_mr)
   uint32_t max_raw_ipv6_qp = 0;
   uint32_t max_raw_ethy_qp = 0;
-  uint32_t max_mcast_grp = 0;
-  uint32_t max_mcast_qp_attach = 0;
-  uint32_t max_total_mcast_qp_attach = 0;
+  // rxe's limits (RXE_MAX_MCAST_GRP, _QP_ATTACH, _TOT_MCAST_QP_ATTACH).
+  uint32_t max_mcast_grp = 8192;
+  uint32_t max_mcast_qp_attach = 56;
+  uint32_t max_total_mcast_qp_attach = 0x70000;
   uint32_t max_ah = 1u << 20;
   uint32_t max_fmr = 0;
   uint32_t max_map_per_fmr = 0;

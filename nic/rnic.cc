@@ -9,6 +9,7 @@
 #include "nic/qp_state.h"
 #include "nic/requester.h"
 #include "nic/responder.h"
+#include "protocol/multicast.h"
 
 namespace rocemu::nic {
 
@@ -36,6 +37,8 @@ Rnic::Rnic(const RnicConfig& config)
       gids_(static_cast<uint32_t>(config.port.gid_tbl_len)),
       pkeys_(config.port.pkey_tbl_len),
       ahs_(pds_, gids_, config.device.max_ah),
+      mcast_(config.device.max_mcast_grp, config.device.max_mcast_qp_attach,
+             config.device.max_total_mcast_qp_attach),
       cc_(config.congestion),
       gsi_(std::make_unique<Gsi>(config_.mac, pkeys_, gids_, counters_)),
       cm_(std::make_unique<CmAgent>(*this, *gsi_, counters_, 0)) {
@@ -366,6 +369,10 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     gsi_->Receive(parsed_, now);
     return;
   }
+  if (parsed_.hdr.bth.dest_qp == protocol::kMulticastQpn) {
+    ReceiveMulticast(frame, now);
+    return;
+  }
   Qp* qp = FindQp(parsed_.hdr.bth.dest_qp);
   if (qp == nullptr) {
     ++counters_.rx_unknown_qp;
@@ -383,6 +390,29 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     cc_.OnCnp(*qp, now, counters_);
     return;
   }
+  Deliver(qp, frame, now);
+}
+
+void Rnic::ReceiveMulticast(const RxFrame& frame, TimeNs now) {
+  const std::vector<uint32_t>* members = nullptr;
+  if (protocol::IsMulticastIp(parsed_.net.dst_ip)) {
+    members = mcast_.Members(parsed_.net.dst_ip);
+  }
+  if (members == nullptr) {
+    ++counters_.rx_mcast_no_group;
+    return;
+  }
+  ++counters_.multicast_rcv_packets;
+  // The sender's own copy (looped back by the carrier) skips the sender.
+  const bool ours = parsed_.net.src_mac == config_.mac;
+  for (uint32_t qpn : *members) {
+    if (ours && parsed_.hdr.deth.src_qp == qpn) continue;
+    if (Qp* qp = FindQp(qpn)) Deliver(qp, frame, now);
+  }
+}
+
+void Rnic::Deliver(Qp* qp, const RxFrame& frame, TimeNs now) {
+  const protocol::OpcodeInfo& op = *parsed_.op;
   if (!op.supported || !ServiceMatches(op.service, qp->type())) {
     ++counters_.rx_bad_opcode;
     return;

@@ -34,6 +34,7 @@
 #include "nic/gsi.h"
 #include "nic/memory_region.h"
 #include "nic/mr_table.h"
+#include "nic/multicast_groups.h"
 #include "nic/pd_table.h"
 #include "nic/pkey_table.h"
 #include "nic/qp.h"
@@ -119,6 +120,13 @@ class Rnic final : public FrameEndpoint {
   absl::Status DestroyQp(uint32_t qpn);
   absl::Status PostSend(uint32_t qpn, const SendWr& wr);
   absl::Status PostRecv(uint32_t qpn, const RecvWr& wr);
+  // ibv_attach_mcast / ibv_detach_mcast: UD QPs only (EINVAL otherwise, as
+  // ConnectX and rxe answer). A UD SEND to BTH.DestQP 0xFFFFFF and a
+  // multicast destination GID reaches every QP attached to that GID, but
+  // not the QP that sent it (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB always on).
+  absl::Status AttachMcast(uint32_t qpn, const Gid& mgid);
+  absl::Status DetachMcast(uint32_t qpn, const Gid& mgid);
+  const MulticastGroups& multicast_groups() const { return mcast_; }
   const Qp* GetQp(uint32_t qpn) const;
   // Calls f(const Qp&) for every QP, in no particular order (control path:
   // the daemon's QP listings and per-QP counters).
@@ -211,6 +219,11 @@ class Rnic final : public FrameEndpoint {
   // (IBV_EVENT_SQ_DRAINED if the QP asked for it).
   void CheckSqDrained(Qp& qp);
   void ReceiveOne(const RxFrame& frame, TimeNs now);
+  // A RoCE frame (not QP1's, not a CNP) for `qp`: transport checks, then
+  // the responder or the completer.
+  void Deliver(Qp* qp, const RxFrame& frame, TimeNs now);
+  // BTH.DestQP 0xFFFFFF: a copy of the frame to each attached QP.
+  void ReceiveMulticast(const RxFrame& frame, TimeNs now);
   void RemoveIdle();
 
   RnicConfig config_;
@@ -222,6 +235,7 @@ class Rnic final : public FrameEndpoint {
   GidTable gids_;
   PKeyTable pkeys_;
   AhTable ahs_;
+  MulticastGroups mcast_;
 
   absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;
   uint32_t next_qpn_ = 0x11;  // rxe starts at 17; 0 and 1 are special

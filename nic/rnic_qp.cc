@@ -98,8 +98,23 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
   pds_.Release(qp->pd_);
   qp->counters_.AddTo(retired_);
   cm_->OnQpDestroyed(qpn);
+  mcast_.DetachAll(qpn);
   qps_.erase(qpn);
   return absl::OkStatus();
+}
+
+absl::Status Rnic::AttachMcast(uint32_t qpn, const Gid& mgid) {
+  const Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  if (qp->type() != QpType::kUd) {
+    return absl::InvalidArgumentError("attach_mcast: only UD QPs join groups");
+  }
+  return mcast_.Attach(mgid, qpn);
+}
+
+absl::Status Rnic::DetachMcast(uint32_t qpn, const Gid& mgid) {
+  if (FindQp(qpn) == nullptr) return absl::NotFoundError("no such QP");
+  return mcast_.Detach(mgid, qpn);
 }
 
 absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {

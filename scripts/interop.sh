@@ -15,7 +15,8 @@
 # rdma_cm programs (stock_cm_* cases): rping, ucmatose, udaddy (UD over
 # SIDR) and ib_write_bw / ib_send_lat -R, connected by the IB CM between
 # rxe's kernel rdma_cm and rocemu's drop-in librdmacm.so.1, each side as
-# client and as server; peers are addressed by their RoCE IPs.
+# client and as server; peers are addressed by their RoCE IPs. mckey (UD
+# multicast to 239.1.2.3): the "server" side receives, the "client" sends.
 # Each phase boots ONE guest that runs its cases in order. Every case's
 # bridge capture must pass ../shared/oracle/check_pcap.py --strict and show
 # the announced PSNs, opcodes, payload sizes and Q_Key
@@ -27,7 +28,7 @@
 #          ud4096_rxe_server ud4096_rxe_client            (jumbo phase)
 #          stock_<tool>_rxe_server stock_<tool>_rxe_client, tool one of
 #          rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat
-#          cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat
+#          cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat cm_mckey
 #
 # Environment: ROCEMU_BUILD_DIR (default build/; or ROCEMUD,
 # ROCEMU_PINGPONG, ROCEMU_IBVERBS and ROCEMU_RDMACM (the drop-ins'
@@ -71,7 +72,7 @@ VETH_BR=rppint-br    # bridge end
 VETH_D=rppint-d      # rocemud's end
 
 STOCK_TOOLS="rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat
-cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat"
+cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat cm_mckey"
 ALL_CASES="rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
 rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
 ud4096_rxe_server ud4096_rxe_client
@@ -170,6 +171,7 @@ case_cm() { case $1 in stock_cm_*) return 0;; *) return 1;; esac; }
 # tools runs against the netns' kernel, rdma_cm connects RoCE addresses.
 peer_of_guest() { if case_cm "$1"; then echo "$ROCEMU_IP"; else echo "$HOST_IP"; fi; }
 CM_PINGS=100
+MCAST_GROUP=239.1.2.3
 # The stock command line of a case on either side (DEV: rxe0 or rocemu_p0;
 # GID: the GID index; ROLE: server or client; the peer address is appended
 # by the caller).
@@ -181,6 +183,10 @@ stock_cmd() {  # stock_cmd CASE DEV GID ROLE
                   else echo "rping -s -v -V -C $CM_PINGS -S 64 -a 0.0.0.0"; fi;;
         cm_ucmatose) echo "ucmatose -c 2 -C 10${cm_client:+ -s}";;
         cm_udaddy) echo "udaddy -c 2 -C 10${cm_client:+ -s}";;
+        # Bound to the side's own RoCE address; the peer address the
+        # caller appends is an operand mckey ignores.
+        cm_mckey) local own=$ROCEMU_IP; [ "$2" = rxe0 ] && own=$GUEST_IP
+                  echo "mckey -m $MCAST_GROUP -b $own -C 10${cm_client:+ -s}";;
         cm_write_bw) echo "ib_write_bw -d $2 -x $3 -R -F -m 1024 -s 4096 -n 100 --report_gbits";;
         cm_send_lat) echo "ib_send_lat -d $2 -x $3 -R -F -s 64 -n 100";;
         rc_pingpong) echo "ibv_rc_pingpong -d $2 -g $3 -s 4096 -m 1024 -n $ITERS";;
@@ -196,7 +202,7 @@ stock_cmd() {  # stock_cmd CASE DEV GID ROLE
 stock_ok() {  # stock_ok CASE OUTPUT_FILE
     case $(stock_tool "$1") in
         cm_rping) grep -q "rdma-ping-$((CM_PINGS - 1)):" "$2";;
-        cm_ucmatose|cm_udaddy) grep -q "test complete" "$2";;
+        cm_ucmatose|cm_udaddy|cm_mckey) grep -q "test complete" "$2";;
         *_pingpong) grep -q "iters in" "$2";;
         # A result row: bytes, iterations, figures. perftest times with
         # the TSC and calibrates it by sampling against gettimeofday; on a
@@ -228,6 +234,11 @@ listening() { ip netns exec "$NS" ss -Hltn "sport = :18515" | grep -q 18515; }
 cm_listening_here() {
     "$CTL" --socket "$RUN/ctl.sock" cm 2>/dev/null | grep -q " LISTEN "
 }
+# A QP of rocemud's is attached to the multicast group (mckey's receiver).
+group_joined_here() {
+    "$CTL" --socket "$RUN/ctl.sock" --json qps 2>/dev/null |
+        grep -q "\"gid\":\"$MCAST_GROUP\",\"qpns\":\[[0-9]"
+}
 # The harness' cap_start without packet batching: libpcap's TPACKET_V3 ring
 # hands tcpdump a block only when it fills or after its timeout (1 s), so a
 # short case stopped 0.5 s after its last frame loses its frames.
@@ -258,6 +269,12 @@ EOF
         if case_rxe_server "$c"; then role=server; fi
         ready='tcp_listening 18515'
         if case_cm "$c"; then ready='rdma res show cm_id 2>/dev/null | grep -q LISTEN'; fi
+        # mckey's receiver is ready once its join put the group in the
+        # kernel's IGMP table (the QP is attached by then); bounded at
+        # ~10 s for a kernel that does not list it.
+        if [ "$(stock_tool "$c")" = cm_mckey ]; then
+            ready='grep -qi 030201EF /proc/net/igmp || [ $n -gt 200 ]'
+        fi
         if case_stock "$c"; then
             cmd="$(stock_cmd "$c" rxe0 '$GIDX' $role)"
         else
@@ -347,7 +364,9 @@ run_stock() {
             ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
                 timeout 120 $cmd >"$out" 2>&1 &
             SERVER_PID=$!
-            if case_cm "$c"; then
+            if [ "$(stock_tool "$c")" = cm_mckey ]; then
+                for _ in $(seq 1 100); do group_joined_here && break; sleep 0.05; done
+            elif case_cm "$c"; then
                 for _ in $(seq 1 100); do cm_listening_here && break; sleep 0.05; done
             else
                 for _ in $(seq 1 100); do listening && break; sleep 0.05; done

@@ -76,6 +76,9 @@ void CopyDeviceLimits(const Src& s, Dst* d, Set set = {}) {
   set(d->max_srq, s.max_srq);
   set(d->max_srq_wr, s.max_srq_wr);
   set(d->max_srq_sge, s.max_srq_sge);
+  set(d->max_mcast_grp, s.max_mcast_grp);
+  set(d->max_mcast_qp_attach, s.max_mcast_qp_attach);
+  set(d->max_total_mcast_qp_attach, s.max_total_mcast_qp_attach);
   set(d->max_pkeys, s.max_pkeys);
   set(d->local_ca_ack_delay, s.local_ca_ack_delay);
   set(d->phys_port_cnt, s.phys_port_cnt);

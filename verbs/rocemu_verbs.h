@@ -332,6 +332,9 @@ struct rocemu_device_attr {
   uint8_t phys_port_cnt;
   uint32_t max_inline_data; /* not in ibv_device_attr: the QP inline cap */
   uint32_t max_msg_sz;
+  int max_mcast_grp;
+  int max_mcast_qp_attach;
+  int max_total_mcast_qp_attach;
 };
 
 struct rocemu_srq_attr {
@@ -484,6 +487,13 @@ int rocemu_post_recv(struct rocemu_qp* qp, struct rocemu_recv_wr* wr,
 struct rocemu_ah* rocemu_create_ah(struct rocemu_pd* pd,
                                    struct rocemu_ah_attr* attr);
 int rocemu_destroy_ah(struct rocemu_ah* ah);
+/* A UD QP joins (leaves) the multicast group `gid` (an IPv4-mapped
+ * 224.0.0.0/4 or an ff00::/8 GID): UD SENDs to that GID with remote QPN
+ * 0xFFFFFF reach it. EINVAL for other QP types, a unicast GID, or leaving a
+ * group the QP is not in; ENOMEM past max_mcast_grp /
+ * max_mcast_qp_attach. */
+int rocemu_attach_mcast(struct rocemu_qp* qp, const uint8_t gid[16]);
+int rocemu_detach_mcast(struct rocemu_qp* qp, const uint8_t gid[16]);
 
 /* --- shared receive queues --- */
 struct rocemu_srq* rocemu_create_srq(struct rocemu_pd* pd,

@@ -130,6 +130,23 @@ int rocemu_destroy_qp(rocemu_qp* qp) {
 uint32_t rocemu_qp_num(const rocemu_qp* qp) { return qp->qpn; }
 
 namespace {
+int Mcast(rocemu_qp* qp, const uint8_t gid[16], wire::MsgType type) {
+  wire::McastReq req{};
+  req.qpn = qp->qpn;
+  std::memcpy(req.gid, gid, sizeof(req.gid));
+  return Call<wire::McastReq, wire::Empty>(qp->ctx, type, req, nullptr);
+}
+}  // namespace
+
+int rocemu_attach_mcast(rocemu_qp* qp, const uint8_t gid[16]) {
+  return Mcast(qp, gid, wire::MsgType::kAttachMcast);
+}
+
+int rocemu_detach_mcast(rocemu_qp* qp, const uint8_t gid[16]) {
+  return Mcast(qp, gid, wire::MsgType::kDetachMcast);
+}
+
+namespace {
 struct RocemuSendTraits {
   static uint32_t InvalidateRkey(const rocemu_send_wr& wr) {
     return wr.invalidate_rkey;

@@ -280,6 +280,12 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       st = OnDestroyAh(c, wire::BodyAs<wire::HandleReq>(body).handle);
       Reply(c, type, seq, st, nullptr, 0, {});
       break;
+    case wire::MsgType::kAttachMcast:
+    case wire::MsgType::kDetachMcast:
+      st = OnMcast(c, wire::BodyAs<wire::McastReq>(body),
+                   d->type == wire::MsgType::kAttachMcast);
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
     case wire::MsgType::kInvalid:
       break;
   }

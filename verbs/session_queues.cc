@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "nic/access.h"
 #include "nic/qp_attr.h"
+#include "protocol/multicast.h"
 #include "verbs/session_convert.h"
 #include "verbs/session_objects.h"
 #include "verbs/session_server.h"
@@ -223,6 +224,18 @@ absl::Status SessionServer::OnQueryQp(Client& c, uint32_t qpn,
   return absl::OkStatus();
 }
 
+absl::Status SessionServer::OnMcast(Client& c, const wire::McastReq& r,
+                                    bool attach) {
+  auto it = qps_.find(r.qpn);
+  if (it == qps_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such QP");
+  }
+  nic::Gid mgid;
+  std::memcpy(mgid.data(), r.gid, sizeof(r.gid));
+  return attach ? rnic_.AttachMcast(r.qpn, mgid)
+                : rnic_.DetachMcast(r.qpn, mgid);
+}
+
 void SessionServer::ReleaseQp(Qp& qp) {
   --qp.send_cq->users;
   --qp.recv_cq->users;
@@ -268,9 +281,12 @@ absl::Status SessionServer::OnCreateAh(Client& c, const wire::CreateAhReq& r,
 absl::Status SessionServer::ResolveDmac(const nic::Gid& dgid,
                                         protocol::MacAddr* dmac,
                                         uint8_t* hop_limit) {
-  if (*dmac != protocol::MacAddr{} || !options_.resolve_dmac) {
+  if (*dmac != protocol::MacAddr{}) return absl::OkStatus();
+  if (protocol::IsMulticastIp(dgid)) {  // no neighbour: the group's MAC
+    *dmac = protocol::MulticastMac(dgid);
     return absl::OkStatus();
   }
+  if (!options_.resolve_dmac) return absl::OkStatus();
   std::optional<protocol::MacAddr> mac = options_.resolve_dmac(dgid);
   if (!mac.has_value()) {
     ++counters_.dmac_pending;

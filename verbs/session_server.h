@@ -246,6 +246,8 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnCreateAh(Client& c, const wire::CreateAhReq& r,
                           wire::HandleResp* out);
   absl::Status OnDestroyAh(Client& c, uint32_t ah);
+  // attach_mcast (attach) or detach_mcast on one of the client's QPs.
+  absl::Status OnMcast(Client& c, const wire::McastReq& r, bool attach);
   absl::Status OnQueryDevice(wire::QueryDeviceResp* out);
   absl::Status OnQueryPort(const wire::QueryPortReq& r,
                            wire::QueryPortResp* out);

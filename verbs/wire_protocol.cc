@@ -93,6 +93,10 @@ const char* MsgTypeName(MsgType t) {
       return "cm_sidr_reply";
     case MsgType::kCmResolve:
       return "cm_resolve";
+    case MsgType::kAttachMcast:
+      return "attach_mcast";
+    case MsgType::kDetachMcast:
+      return "detach_mcast";
   }
   return "unknown";
 }
@@ -162,6 +166,9 @@ MsgLayout LayoutOf(MsgType t) {
       return {sizeof(CmSidrReplyReq), 0, 0, 0, 0};
     case MsgType::kCmResolve:
       return {sizeof(CmResolveReq), sizeof(CmResolveResp), 0, 0, 0};
+    case MsgType::kAttachMcast:
+    case MsgType::kDetachMcast:
+      return {sizeof(McastReq), 0, 0, 0, 0};
     case MsgType::kDeallocMw:
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:

@@ -25,7 +25,7 @@ namespace rocemu::verbs::wire {
 inline constexpr uint32_t kMagic = 0x52434d55;  // "RCMU"
 // 2: device name in Hello, SRQs, process-memory MRs, GID/P_Key queries,
 // async events. 3: rereg_mr, doorbells, receive-queue retirement.
-inline constexpr uint16_t kVersion = 3;
+inline constexpr uint16_t kVersion = 4;
 // Largest datagram either side sends or accepts.
 inline constexpr size_t kMaxMessage = 512;
 // Reply types are the request type with this bit set.
@@ -79,8 +79,11 @@ enum class MsgType : uint16_t {
   kCmSidrQuery = 37,
   kCmSidrReply = 38,
   kCmResolve = 39,
+  // ibv_attach_mcast / ibv_detach_mcast (librdmacm's joins use them too).
+  kAttachMcast = 40,
+  kDetachMcast = 41,
 };
-inline constexpr uint16_t kMaxMsgType = 39;
+inline constexpr uint16_t kMaxMsgType = 41;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -159,6 +162,10 @@ struct QueryDeviceResp {
   uint8_t local_ca_ack_delay;
   uint8_t phys_port_cnt;
   uint32_t max_mw;
+  uint32_t max_mcast_grp;
+  uint32_t max_mcast_qp_attach;
+  uint32_t max_total_mcast_qp_attach;
+  uint32_t reserved;
 };
 
 struct QueryPortReq {
@@ -201,6 +208,12 @@ struct QueryPkeyResp {
 struct HandleReq {  // dealloc_pd, dereg_mr, destroy_cq, destroy_qp, ...
   uint32_t handle;
   uint32_t reserved;
+};
+struct McastReq {  // attach_mcast, detach_mcast
+  uint32_t qpn;
+  uint16_t lid;  // ignored on RoCE, as by ConnectX and rxe
+  uint16_t reserved;
+  uint8_t gid[16];
 };
 struct AllocMwReq {  // reply: HandleResp with the window's R_Key
   uint32_t pd;
@@ -486,7 +499,8 @@ static_assert(sizeof(CmAcceptReq) == 212);
 static_assert(sizeof(CmSidrQueryReq) == 304);
 static_assert(sizeof(CmInitQpAttrResp) == 96);
 
-static_assert(sizeof(QueryDeviceResp) == 192);
+static_assert(sizeof(QueryDeviceResp) == 208);
+static_assert(sizeof(McastReq) == 24);
 static_assert(sizeof(QueryPortResp) == 52);
 static_assert(sizeof(TableQueryReq) == 8);
 static_assert(sizeof(CreateSrqReq) == 16);

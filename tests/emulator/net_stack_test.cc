@@ -222,6 +222,47 @@ TEST_F(NetStackTest, PassesRoceToTheNic) {
   EXPECT_EQ(stack_.counters().rx_nic, 1u);
 }
 
+// UD multicast: RoCE to an IPv4 group on its group MAC reaches the RNIC
+// (which keeps what its QPs joined); an echo request to a group does not
+// get an answer, and a group frame on another MAC than the group's is not
+// ours.
+TEST_F(NetStackTest, PassesRoceToIpv4GroupsToTheNic) {
+  const uint8_t group[4] = {239, 1, 2, 3};
+  Bytes echo = Ipv4Echo(group);
+  const MacAddr group_mac = {0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
+  std::copy(group_mac.begin(), group_mac.end(), echo.begin());
+  EXPECT_EQ(Rx(echo), RxVerdict::kDropped);
+  EXPECT_EQ(stack_.counters().tx_icmp_echo_reply, 0u);
+  Bytes f = echo;
+  f[14 + 9] = 17;  // UDP
+  f[14 + 10] = f[14 + 11] = 0;
+  uint16_t c = RefChecksum(Bytes(f.begin() + 14, f.begin() + 34));
+  f[24] = static_cast<uint8_t>(c >> 8);
+  f[25] = static_cast<uint8_t>(c);
+  f[36] = 4791 >> 8;
+  f[37] = 4791 & 0xFF;
+  EXPECT_EQ(Rx(f), RxVerdict::kNic);
+  Bytes slow = f;  // 802.1 slow-protocol MAC: not an IP group
+  slow[1] = 0x80;
+  slow[2] = 0xc2;
+  EXPECT_EQ(Rx(slow), RxVerdict::kDropped);
+  EXPECT_EQ(stack_.counters().rx_nic, 1u);
+}
+
+TEST_F(NetStackTest, PassesRoceToIpv6GroupsToTheNic) {
+  const IpAddr group = {0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2};
+  Bytes udp = {0xc0, 0x00, 4791 >> 8, 4791 & 0xFF, 0, 20, 0, 0};
+  udp.resize(20, 0);
+  Bytes f = Ipv6Icmp({0x33, 0x33, 0, 1, 0, 2}, kPeer6, group, udp, 64);
+  // Next header UDP, and the destination port Ipv6Icmp's checksum
+  // overwrote (the RNIC checks the UDP datagram itself).
+  f[14 + 6] = 17;
+  f[14 + 40 + 2] = 4791 >> 8;
+  f[14 + 40 + 3] = 4791 & 0xFF;
+  EXPECT_EQ(Rx(f), RxVerdict::kNic);
+  EXPECT_EQ(stack_.counters().rx_nic, 1u);
+}
+
 TEST_F(NetStackTest, PassesPfcToTheNic) {
   Bytes f;
   PutEth(f, {0x01, 0x80, 0xc2, 0, 0, 0x01}, kPeerMac, 0x8808);

@@ -3,7 +3,9 @@
 two rocemud daemons over memif, each side loading rocemu's drop-in
 librdmacm.so.1 and libibverbs.so.1: rping (RC, the library driving the QP,
 and -q where rping drives it itself with rdma_init_qp_attr/rdma_establish),
-ucmatose with several connections, udaddy (UD through SIDR), a connection
+ucmatose with several connections, udaddy (UD through SIDR), mckey (UD
+multicast: one receiver across the link, one on the sender's daemon), a
+connection
 to a port nobody listens on (REJECTED, reason 8), and ib_{write,send,read}_bw
 -R. Each tool's own checks decide, then both daemons' CM counters must show
 the handshakes and nothing lost or malformed.
@@ -87,6 +89,21 @@ def wait_listener(d, port, timeout=20):
     return None
 
 
+def wait_group(d, gid, members, timeout=20):
+    """Whether the daemon's multicast group `gid` reaches exactly `members`
+    attached QPs (0: the group is gone) within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = netns_util.control(d["ctl"], {"cmd": "qps"}, timeout=10)
+        n = sum(len(g["qpns"]) for g in c["ports"][0]["multicast_groups"]
+                if g["gid"] == gid)
+        if n == members:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def cm_counters(d):
     c = netns_util.control(d["ctl"], {"cmd": "counters"}, timeout=10)
     return c["ports"]["p0"]["rnic"]
@@ -166,6 +183,35 @@ def main():
             ["udaddy", "-b", A_IP, "-c", "2", "-C", "10"],
             ["udaddy", "-s", A_IP, "-c", "2", "-C", "10"],
             "test complete", "test complete", listen=7174)
+        # mckey: UD multicast. Receivers join 239.1.2.3 on A (the sender's
+        # frames cross the link) and on B (the sender's own daemon loops
+        # them back); once both QPs are attached, B's sender joins and sends
+        # 20 messages to the group's QPN 0xFFFFFF.
+        group, msgs = "239.1.2.3", 20
+        rx = [r.tool(ns, d, ["mckey", "-m", group, "-b", ip, "-C",
+                             str(msgs)], 60)
+              for d, ip in ((a, A_IP), (b, B_IP))]
+        members = wait_group(a, group, 1) and wait_group(b, group, 1)
+        r.check(members, f"both receivers' QPs attached to {group} "
+                "(rocemu-ctl qps: multicast_groups)")
+        before = [cm_counters(d).get("multicast_rcv_packets", 0)
+                  for d in (a, b)]
+        tx = r.tool(ns, b, ["mckey", "-m", group, "-b", B_IP, "-s", "-C",
+                            str(msgs)], 60)
+        outs = r.collect([tx] + rx, 60)
+        got = [cm_counters(d).get("multicast_rcv_packets", 0) - n
+               for d, n in zip((a, b), before)]
+        ok = all(rc == 0 and "test complete" in out for rc, out in outs) \
+            and got == [msgs, msgs]
+        r.check(ok, f"mckey -C {msgs}: sender and both receivers "
+                f"{[rc for rc, _ in outs]}, group frames received by A/B "
+                f"{got}")
+        if not ok:
+            for rc, out in outs:
+                print(f"     exit {rc}: {out[-600:]}")
+        r.check(wait_group(a, group, 0) and wait_group(b, group, 0),
+                f"{group} has no member left once the programs exit")
+
         # The synchronous endpoint API (rdma_create_ep, rdma_get_request,
         # rdma_reg_msgs, rdma_post_send/recv, rdma_get_*_comp).
         both_finish(

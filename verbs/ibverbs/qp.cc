@@ -94,7 +94,8 @@ ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
                               IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
                               IBV_QP_INIT_ATTR_CREATE_FLAGS;
   if ((attr->comp_mask & ~kKnown) != 0) return FailNull<ibv_qp>(EOPNOTSUPP);
-  // No multicast at all, so blocking multicast loopback is already true;
+  // A multicast SEND never reaches the QP that sent it (nic/rnic.h), so
+  // blocking multicast loopback is already true;
   // the other creation flags (FCS scatter, VLAN stripping, source QPN,
   // padding) belong to raw packet QPs or to one vendor.
   if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) != 0 &&
@@ -253,18 +254,13 @@ int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
   return EOPNOTSUPP;
 }
 
-int rocemu_ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
-  (void)qp;
-  (void)gid;
-  (void)lid;
-  return EOPNOTSUPP;  // max_mcast_grp is 0
+// The LID means nothing on RoCE (ConnectX and rxe ignore it too).
+int rocemu_ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t /*lid*/) {
+  return rocemu_attach_mcast(Qp(qp)->rq, gid->raw);
 }
 
-int rocemu_ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
-  (void)qp;
-  (void)gid;
-  (void)lid;
-  return EOPNOTSUPP;
+int rocemu_ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t /*lid*/) {
+  return rocemu_detach_mcast(Qp(qp)->rq, gid->raw);
 }
 
 ibv_ah* rocemu_ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {

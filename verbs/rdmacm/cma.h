@@ -112,6 +112,12 @@ struct IdPriv {
   ibv_sa_path_rec path{};
   ibv_qp_init_attr* ep_qp_init_attr = nullptr;  // rdma_create_ep listeners
   ibv_ece local_ece{};
+  // Multicast groups joined (multicast.cc).
+  struct Join {
+    ibv_gid mgid;
+    bool attached;  // the id's QP was attached to the group
+  };
+  std::vector<Join> joins;
 };
 
 inline IdPriv* Priv(rdma_cm_id* id) { return reinterpret_cast<IdPriv*>(id); }
@@ -149,6 +155,9 @@ uint64_t ServiceId(rdma_port_space ps, uint16_t port);
 int ReservePort(rdma_port_space ps, uint16_t port, uint16_t* out);
 void ReleasePort(rdma_port_space ps, uint16_t port);
 
+// --- multicast (multicast.cc) -----------------------------------------------
+// rdma_destroy_id: detach the id's QP from the groups it still has.
+void LeaveAll(IdPriv* id);
 // --- events (events.cc) -----------------------------------------------------
 Channel* NewChannel();
 Channel* NewChannelLocked();  // under Mu()

@@ -212,6 +212,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
   std::vector<IdPriv*> orphans;
   {
     std::lock_guard<std::mutex> lock(Mu());
+    LeaveAll(p);
     if (p->handle != 0 && p->dev != nullptr) {
       UnregisterId(p->dev, p->handle);
       (void)CmCall(p, MsgType::kCmDestroy, p->handle);

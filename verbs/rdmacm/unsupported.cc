@@ -1,6 +1,5 @@
 // What rocemu's librdmacm does not offer fails as librdmacm fails where the
-// kernel lacks it: multicast (no IB multicast on rocemu's RoCE ports) with
-// EOPNOTSUPP, and rsockets (the socket API over RDMA, a library of its own
+// kernel lacks it: rsockets (the socket API over RDMA, a library of its own
 // in rdma-core) with ENOSYS. They are exported so that every program linked
 // against Debian's librdmacm loads (all of them bind at load time).
 #include <fcntl.h>
@@ -22,16 +21,6 @@ T Fail(int err) {
 }  // namespace
 
 extern "C" {
-
-int rdma_join_multicast(rdma_cm_id*, sockaddr*, void*) {
-  return Fail<int>(EOPNOTSUPP);
-}
-int rdma_join_multicast_ex(rdma_cm_id*, rdma_cm_join_mc_attr_ex*, void*) {
-  return Fail<int>(EOPNOTSUPP);
-}
-int rdma_leave_multicast(rdma_cm_id*, sockaddr*) {
-  return Fail<int>(EADDRNOTAVAIL);  // never joined
-}
 
 int rsocket(int, int, int) { return Fail<int>(ENOSYS); }
 int rbind(int, const sockaddr*, socklen_t) { return Fail<int>(ENOSYS); }
