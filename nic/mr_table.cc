@@ -97,11 +97,12 @@ absl::StatusOr<uint32_t> MrTable::RegisterProcess(ClientId client, PdHandle pd,
     return absl::NotFoundError(absl::StrFormat("no PD 0x%08x", pd));
   }
   if (absl::Status s = ValidateRange(iova, length, access); !s.ok()) return s;
-  if (absl::Status s = ProbeProcessRange(pid, iova, length,
-                                         (access & access::kLocalWrite) != 0);
-      !s.ok()) {
-    return s;
-  }
+  const absl::Status probed =
+      (access & access::kOnDemand) != 0
+          ? ProbeProcessAccess(pid, iova)
+          : ProbeProcessRange(pid, iova, length,
+                              (access & access::kLocalWrite) != 0);
+  if (!probed.ok()) return probed;
   return Insert(client, pd,
                 std::make_unique<MemoryRegion>(pd, pid, iova, length, access));
 }

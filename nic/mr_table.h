@@ -60,7 +60,9 @@ class MrTable {
   // now (ProbeProcessRange; writable pages when `access` has local write):
   // PermissionDenied when ptrace access to `pid` is refused,
   // InvalidArgument for no such process or a range not mapped with the
-  // rights needed, and the errors of Register. Later faults (pages unmapped,
+  // rights needed, and the errors of Register. With access::kOnDemand
+  // (ODP, implicit ODP included: iova 0, length 2^64-1) nothing need be
+  // mapped yet (ProbeProcessAccess). Later faults (pages unmapped,
   // process gone) fail the accesses, not the RNIC. A pid outlives its process
   // only until the owner deregisters; the daemon does so when the client
   // disconnects.

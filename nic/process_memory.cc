@@ -114,6 +114,24 @@ absl::Status CheckMaps(pid_t pid, uint64_t addr, uint64_t end,
 
 }  // namespace
 
+absl::Status ProbeProcessAccess(pid_t pid, uint64_t addr) {
+  if (pid <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("invalid pid %d", pid));
+  }
+  uint8_t byte;
+  const iovec l{&byte, 1};
+  const iovec r{reinterpret_cast<void*>(addr), 1};
+  if (process_vm_readv(pid, &l, 1, &r, 1, 0) == 1 || errno == EFAULT) {
+    return absl::OkStatus();  // reachable; mapped or not does not matter
+  }
+  if (errno == EPERM) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "cannot reach the memory of pid %d: ptrace access refused", pid));
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "cannot reach the memory of pid %d (%s)", pid, std::strerror(errno)));
+}
+
 absl::Status ProbeProcessRange(pid_t pid, uint64_t addr, uint64_t length,
                                bool need_write) {
   if (pid <= 0) {

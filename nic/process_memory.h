@@ -70,6 +70,11 @@ class ProcessVmBatch {
 // accesses are checked by the copies themselves (kFault).
 absl::Status ProbeProcessRange(pid_t pid, uint64_t addr, uint64_t length,
                                bool need_write = false);
+// An on-demand-paging region (IBV_ACCESS_ON_DEMAND) needs no page mapped
+// now: only that `pid` exists and lets us reach its memory (PermissionDenied
+// / InvalidArgument as above). Each access then faults the pages in, as
+// process_vm_readv/writev do, or fails (kFault) where nothing is mapped.
+absl::Status ProbeProcessAccess(pid_t pid, uint64_t addr);
 
 }  // namespace rocemu::nic
 

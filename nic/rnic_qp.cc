@@ -162,9 +162,11 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
   }
   if ((mask & kRqPsn) && a.rq_psn > kPsnMask) return bad("rq_psn");
   if ((mask & kSqPsn) && a.sq_psn > kPsnMask) return bad("sq_psn");
+  // ON_DEMAND means nothing for a QP; ConnectX and rxe take it there
+  // (pyverbs' ODP tests pass the MR's flags to the QP) and so do we.
   if ((mask & kAccessFlags) &&
-      (a.qp_access_flags &
-       ~(access::kLocalWrite | access::kRemoteAny | access::kMwBind)) != 0) {
+      (a.qp_access_flags & ~(access::kLocalWrite | access::kRemoteAny |
+                             access::kMwBind | access::kOnDemand)) != 0) {
     return bad("qp_access_flags");
   }
   if (mask & kAv) {

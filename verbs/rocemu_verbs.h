@@ -58,6 +58,12 @@ enum rocemu_access_flags {
   ROCEMU_ACCESS_REMOTE_READ = 1 << 2,
   ROCEMU_ACCESS_REMOTE_ATOMIC = 1 << 3,
   ROCEMU_ACCESS_MW_BIND = 1 << 4, /* memory windows may be bound into it */
+  /* On-demand paging: nothing is pinned, remapped or required to be mapped
+   * at registration; every access reaches the process's pages as they are
+   * then (process_vm_readv/writev, one call per access), and a page
+   * mapped nowhere fails that access. addr NULL with length SIZE_MAX
+   * registers the whole address space (implicit ODP). */
+  ROCEMU_ACCESS_ON_DEMAND = 1 << 6,
 };
 
 enum rocemu_qp_type {

@@ -110,12 +110,16 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
   // maps that. Anything else: no fd, the daemon reaches this process's
   // memory with process_vm_*.
   int fd = -1;
-  if (found != nullptr) {
-    fd = found->fd;
-    req.offset = a - reinterpret_cast<uintptr_t>(found->pub.addr);
-  } else if (std::optional<SharedRange> shared = ShareRange(addr, length)) {
-    fd = shared->fd;
-    req.offset = shared->offset;
+  // On-demand paging: the daemon reaches the pages as they are at each
+  // access, so nothing is moved.
+  if ((access & ROCEMU_ACCESS_ON_DEMAND) == 0) {
+    if (found != nullptr) {
+      fd = found->fd;
+      req.offset = a - reinterpret_cast<uintptr_t>(found->pub.addr);
+    } else if (std::optional<SharedRange> shared = ShareRange(addr, length)) {
+      fd = shared->fd;
+      req.offset = shared->offset;
+    }
   }
   wire::RegMrResp resp{};
   const int err = Call(ctx, wire::MsgType::kRegMr, req, &resp,

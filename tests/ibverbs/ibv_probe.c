@@ -439,10 +439,28 @@ static int probe_refuse(void) {
         "ibv_alloc_dm: not supported");
   char* mem = malloc(8192);
   errno = 0;
-  CHECK(ibv_reg_mr(pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) ==
-                NULL &&
-            errno == EOPNOTSUPP,
-        "ibv_reg_mr with IBV_ACCESS_ON_DEMAND: EOPNOTSUPP (no ODP)");
+  struct ibv_mr* odp =
+      ibv_reg_mr(pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+  CHECK(odp != NULL, "ibv_reg_mr with IBV_ACCESS_ON_DEMAND (ODP)");
+  struct ibv_sge pre = {.addr = (uintptr_t)mem,
+                        .length = 8192,
+                        .lkey = odp ? odp->lkey : 0};
+  CHECK(odp != NULL &&
+            ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+                          IBV_ADVISE_MR_FLAG_FLUSH, &pre, 1) == 0,
+        "ibv_advise_mr: a prefetch of the ODP region");
+  CHECK(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80, &pre, 1) ==
+            EINVAL,
+        "ibv_advise_mr with an unknown flag: EINVAL");
+  if (odp) ibv_dereg_mr(odp);
+  struct ibv_mr* implicit = ibv_reg_mr(
+      pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+  CHECK(implicit != NULL, "implicit ODP: the whole address space");
+  if (implicit) ibv_dereg_mr(implicit);
+  errno = 0;
+  CHECK(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE) == NULL &&
+            errno == EINVAL,
+        "the whole address space without ODP: EINVAL");
   struct ibv_mr* mr =
       ibv_reg_mr(pd, mem, 8192,
                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
@@ -489,13 +507,19 @@ static int probe_refuse(void) {
   struct ibv_device_attr_ex dax;
   CHECK(ibv_query_device_ex(ctx, &in, &dax) == EINVAL,
         "ibv_query_device_ex with an unknown input mask: EINVAL");
+  const uint32_t odp_rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+                          IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+                          IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
   CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0 &&
-            dax.odp_caps.general_caps == 0 &&
+            dax.odp_caps.general_caps ==
+                (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) &&
+            dax.odp_caps.per_transport_caps.rc_odp_caps == odp_rc &&
             dax.completion_timestamp_mask == 0 &&
             dax.orig_attr.max_mw > 0 &&
             (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
             (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B),
-        "ibv_query_device_ex: no ODP, no timestamps; windows type 1, 2B");
+        "ibv_query_device_ex: ODP (implicit too), no timestamps; windows "
+        "type 1, 2B");
   /* The private provider interface exists and refuses. */
   int (*cmd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "ibv_cmd_alloc_pd");
   CHECK(cmd != NULL && cmd() == EOPNOTSUPP,

@@ -3,8 +3,9 @@
 rocemud daemons, each side running the stock binary over the drop-in
 libibverbs.so.1: ibv_devices, ibv_devinfo -v, ibv_{rc,uc,ud,srq}_pingpong
 with and without -e, and ib_{write,read,send,atomic}_{bw,lat} with -a (all
-sizes), -c UC/UD where perftest allows them, -q 4 and --report_gbits. Each
-tool's own success criteria (exit status, a result row per size) decide.
+sizes), -c UC/UD where perftest allows them, -q 4, --odp and
+--report_gbits. Each tool's own success criteria (exit status, a result row
+per size) decide.
 
 Usage: stock_tools_test.py ROCEMUD DROPIN_DIR memif|veth [--quick]
   --quick: the pingpongs and one size per perftest tool (for the second link)
@@ -155,6 +156,11 @@ PERFTEST = [
     # Several QPs.
     ("ib_write_bw", ["-q", "4", "-s", "65536", "--report_gbits"], [16]),
     ("ib_send_bw", ["-q", "4", "-s", "4096", "--report_gbits"], [12]),
+    # On-demand paging (perftest itself refuses ODP atomics).
+    ("ib_write_bw", ["--odp", "-s", "65536", "--report_gbits"], [16]),
+    ("ib_send_bw", ["--odp", "-s", "4096", "--report_gbits"], [12]),
+    ("ib_read_bw", ["--odp", "-s", "4096", "--report_gbits"], [12]),
+    ("ib_write_lat", ["--odp", "-s", "64"], [6]),
 ]
 QUICK = [
     ("ib_write_bw", ["-s", "65536", "--report_gbits"], [16]),

@@ -409,6 +409,58 @@ class ProcessMrEngineTest : public ::testing::Test {
   Pair p_;
 };
 
+// On-demand paging: registration needs no page mapped (a pinned region
+// over the same hole is refused), a WRITE into a page still missing fails
+// with a remote access error, and once the application maps memory there
+// the same region works without being registered again. Implicit ODP
+// covers the whole address space.
+TEST_F(ProcessMrEngineTest, OnDemandRegionsReachPagesAsTheyAreAtAccess) {
+  Pages pb(2);
+  pb.Unmap();  // a PROT_NONE hole
+  EXPECT_EQ(net_.b()
+                .RegMrProcess(p_.eb.pd, getpid(), pb.va(), pb.size(), kAll)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<uint32_t> kb = net_.b().RegMrProcess(
+      p_.eb.pd, getpid(), pb.va(), pb.size(), kAll | access::kOnDemand);
+  ASSERT_TRUE(kb.ok()) << kb.status();
+  Fill(p_.ea.buf, 0, 3000, 29);
+  Post(Rdma(WrOpcode::kRdmaWrite, 1, SgeOf(p_.ea, 0, 3000), pb.va(64), *kb));
+  net_.Run();
+  ExpectSendCompletion(1, WcStatus::kRemAccessErr);
+  EXPECT_GE(net_.b().QueryCounters().mr_access_faults, 1u);
+
+  // The application maps the range now: an on-demand region reaches it,
+  // and so does an implicit one (every address). A fresh QP pair: the
+  // failed WRITE moved the first one to the error state.
+  ASSERT_EQ(mprotect(pb.data(), pb.size(), PROT_READ | PROT_WRITE), 0);
+  Pair q = Connect(net_);
+  absl::StatusOr<uint32_t> kq = net_.b().RegMrProcess(
+      q.eb.pd, getpid(), pb.va(), pb.size(), kAll | access::kOnDemand);
+  absl::StatusOr<uint32_t> ki = net_.b().RegMrProcess(
+      q.eb.pd, getpid(), 0, ~uint64_t{0}, kAll | access::kOnDemand);
+  ASSERT_TRUE(kq.ok() && ki.ok()) << kq.status() << ki.status();
+  Fill(q.ea.buf, 0, 6000, 31);
+  ASSERT_TRUE(
+      net_.a()
+          .PostSend(q.ea.qpn, Rdma(WrOpcode::kRdmaWrite, 2,
+                                   SgeOf(q.ea, 0, 3000), pb.va(64), *kq))
+          .ok());
+  ASSERT_TRUE(
+      net_.a()
+          .PostSend(q.ea.qpn, Rdma(WrOpcode::kRdmaWrite, 3,
+                                   SgeOf(q.ea, 3000, 3000), pb.va(4000), *ki))
+          .ok());
+  net_.Run();
+  auto wc = Poll(net_.a(), q.ea.cq);
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(0, std::memcmp(pb.data() + 64, q.ea.buf.data(), 3000));
+  EXPECT_EQ(0, std::memcmp(pb.data() + 4000, q.ea.buf.data() + 3000, 3000));
+}
+
 TEST_F(ProcessMrEngineTest, WriteReadSendAtomicsAreByteExact) {
   Pages pb(3);  // B's process region (this process's pid)
   const uint32_t kb = RegB(getpid(), pb.va(), pb.size());

@@ -137,8 +137,19 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
   FillDeviceAttr(r, &a.orig_attr);
   a.device_cap_flags_ex = r.device_cap_flags;
   a.phys_port_cnt_ex = r.phys_port_cnt;
-  // No ODP, no completion timestamps, no TSO/RSS/WQs, no tag matching, no
-  // CQ moderation, no device memory: those capability blocks stay zero.
+  // On-demand paging on every transport, implicit ODP included: the daemon
+  // reaches an ODP region's pages at each access (ROCEMU_ACCESS_ON_DEMAND).
+  constexpr uint32_t kAllOps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+      IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+  a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  a.odp_caps.per_transport_caps.rc_odp_caps = kAllOps;
+  a.odp_caps.per_transport_caps.uc_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
+  a.odp_caps.per_transport_caps.ud_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+  // No completion timestamps, no TSO/RSS/WQs, no tag matching, no CQ
+  // moderation, no device memory: those capability blocks stay zero.
   std::memcpy(out, &a, std::min(len, sizeof(a)));
   return 0;
 }

@@ -21,11 +21,11 @@ std::atomic<bool> g_fork_initialized{false};
 // ignore, as libibverbs documents.
 constexpr unsigned kSupportedAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB;
+    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB |
+    IBV_ACCESS_ON_DEMAND;
 
 int CheckAccess(unsigned access) {
   access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
-  if ((access & IBV_ACCESS_ON_DEMAND) != 0) return EOPNOTSUPP;  // no ODP
   if ((access & IBV_ACCESS_ZERO_BASED) != 0) {
     return EOPNOTSUPP;  // zero-based windows are not offered
   }
@@ -39,10 +39,12 @@ int CheckAccess(unsigned access) {
 }
 
 int RocemuAccess(unsigned access) {
+  static_assert(static_cast<int>(IBV_ACCESS_ON_DEMAND) ==
+                static_cast<int>(ROCEMU_ACCESS_ON_DEMAND));
   return static_cast<int>(access &
                           (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-                           IBV_ACCESS_MW_BIND));
+                           IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND));
 }
 
 ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
@@ -53,6 +55,11 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
   if (iova != reinterpret_cast<uintptr_t>(addr)) {
     // The daemon addresses a region by the application's own addresses.
     return FailNull<ibv_mr>(EOPNOTSUPP);
+  }
+  // Implicit ODP (the whole address space) is the only region at NULL.
+  if (addr == nullptr &&
+      !((access & IBV_ACCESS_ON_DEMAND) != 0 && length == SIZE_MAX)) {
+    return FailNull<ibv_mr>(EINVAL);
   }
   PdImpl* p = Pd(pd);
   rocemu_mr* rm = rocemu_reg_mr(p->rp, addr, length, RocemuAccess(access));
@@ -71,7 +78,48 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
 
 }  // namespace
 
-void FillMemoryOps(CtxImpl* ctx) { FillMwOps(ctx); }
+// ibv_advise_mr: a prefetch of ODP pages. The pages are this process's
+// own, so the library faults them in itself (MADV_POPULATE_READ/WRITE,
+// what a page fault would do, contents untouched); NO_FAULT asks for
+// nothing to be faulted and is done at once. Ranges nothing maps fail
+// with EFAULT, as the kernel's prefetch does.
+int AdviseMr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags,
+             ibv_sge* sg_list, uint32_t num_sge) {
+  (void)pd;
+  if (num_sge == 0 || sg_list == nullptr ||
+      (flags & ~static_cast<uint32_t>(IBV_ADVISE_MR_FLAG_FLUSH)) != 0) {
+    return EINVAL;
+  }
+  int populate;
+  switch (advice) {
+    case IBV_ADVISE_MR_ADVICE_PREFETCH:
+      populate = MADV_POPULATE_READ;
+      break;
+    case IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE:
+      populate = MADV_POPULATE_WRITE;
+      break;
+    case IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT:
+      return 0;
+    default:
+      return EOPNOTSUPP;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (uint32_t i = 0; i < num_sge; ++i) {
+    if (sg_list[i].length == 0) continue;
+    const uintptr_t start = sg_list[i].addr / page * page;
+    const uintptr_t end =
+        (sg_list[i].addr + sg_list[i].length + page - 1) / page * page;
+    if (madvise(reinterpret_cast<void*>(start), end - start, populate) != 0) {
+      return errno == EINVAL ? EOPNOTSUPP : EFAULT;  // EINVAL: old kernel
+    }
+  }
+  return 0;
+}
+
+void FillMemoryOps(CtxImpl* ctx) {
+  FillMwOps(ctx);
+  ctx->vctx.advise_mr = AdviseMr;
+}
 
 }  // namespace rocemu::ibverbs
 
