@@ -51,7 +51,8 @@ struct PortCounters {
   uint64_t rx_segmented = 0;        // chained mbufs: dropped
   uint64_t rx_nic_no_endpoint = 0;  // RoCE/PFC frames while no RNIC is attached
   uint64_t tx_nombuf = 0;           // no mbuf for a reply or a TX burst
-  uint64_t loopback_packets = 0;    // RNIC frames to our own MAC, looped back
+  uint64_t loopback_packets = 0;    // RNIC frames to our own MAC (and copies
+                                    // of its multicast frames), looped back
   // From rte_eth_stats, refreshed once a second.
   uint64_t rx_missed = 0;
   uint64_t rx_errors = 0;

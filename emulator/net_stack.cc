@@ -277,8 +277,11 @@ RxVerdict NetStack::HandleIpv4(std::span<const uint8_t> frame, size_t l3,
     ++counters_.rx_nic;
     return RxVerdict::kNic;
   }
-  if (group || ip[9] != kIpProtoIcmp || l4_len < 8 ||
-      l4[0] != kIcmpEchoRequest) {
+  if (group) {  // only RoCE groups are ours (IGMP, mDNS ... are not)
+    ++counters_.rx_not_for_us;
+    return RxVerdict::kDropped;
+  }
+  if (ip[9] != kIpProtoIcmp || l4_len < 8 || l4[0] != kIcmpEchoRequest) {
     ++counters_.rx_unhandled;
     return RxVerdict::kDropped;
   }

@@ -33,8 +33,9 @@ int Join(rdma_cm_id* cm_id, const sockaddr* addr, uint32_t flags,
   }
   IdPriv* id = Priv(cm_id);
   std::lock_guard<std::mutex> lock(Mu());
-  // Bound or resolved first (the device the group is joined on).
-  if (id->dev == nullptr) return Err(ENODEV);
+  // Bound or resolved first (the device the group is joined on); EINVAL
+  // otherwise, as the kernel's rdma_cm answers.
+  if (id->dev == nullptr) return Err(EINVAL);
   if (cm_id->qp_type != IBV_QPT_UD) return Err(EINVAL);
   ibv_gid mgid;
   protocol::IpAddr ip;
