@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -21,7 +22,10 @@
 namespace rocemu::emulator {
 namespace {
 
-constexpr nic::TimeNs kFastPeriod = 1'000'000;      // control sockets
+constexpr nic::TimeNs kFastPeriod = 1'000'000;  // control sockets
+// A group change's report is sent twice (RFC 3376's robustness variable),
+// within its Unsolicited Report Interval of 1 s.
+constexpr nic::TimeNs kGroupReportRepeat = 500'000'000;
 constexpr nic::TimeNs kSlowPeriod = 1'000'000'000;  // stats, neighbours
 // Verbs control messages (create_qp, modify_qp, ...) are answered within
 // this much loop time: interactive for applications, one epoll_wait per
@@ -251,6 +255,60 @@ std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
   return mac;
 }
 
+void Daemon::ReportGroups(unsigned index, nic::TimeNs now) {
+  Port& port = *ports_.at(index);
+  const nic::MulticastGroups& table = rnics_[index]->rnic().multicast_groups();
+  if (table.generation() == port.groups_generation) {
+    if (port.groups_repeat_at != 0 && now >= port.groups_repeat_at) {
+      port.groups_repeat_at = 0;
+      SendGroupChanges(port);
+    }
+    return;
+  }
+  port.groups_generation = table.generation();
+  std::vector<IpAddr> groups;
+  table.ForEach([&](const nic::Gid& g, const auto&) { groups.push_back(g); });
+  std::sort(groups.begin(), groups.end());
+  port.groups_joined.clear();
+  port.groups_left.clear();
+  std::set_difference(groups.begin(), groups.end(), port.groups.begin(),
+                      port.groups.end(),
+                      std::back_inserter(port.groups_joined));
+  std::set_difference(port.groups.begin(), port.groups.end(), groups.begin(),
+                      groups.end(), std::back_inserter(port.groups_left));
+  SendGroupChanges(port);
+  port.groups_repeat_at = now + kGroupReportRepeat;
+  port.groups = groups;
+  port.stack->set_groups(std::move(groups));
+}
+
+void Daemon::SendGroupChanges(Port& port) {
+  for (bool ipv6 : {false, true}) {
+    SendGroupReport(port, port.groups_joined, ipv6, GroupRecord::kToExclude);
+    SendGroupReport(port, port.groups_left, ipv6, GroupRecord::kToInclude);
+  }
+}
+
+void Daemon::SendGroupReport(Port& port, std::span<const IpAddr> groups,
+                             bool ipv6, GroupRecord record) {
+  if (groups.empty()) return;
+  rte_mbuf* m = rte_pktmbuf_alloc(port.dev->pool());
+  if (m == nullptr) {
+    ++port.counters.tx_nombuf;
+    return;
+  }
+  const size_t len = port.stack->BuildGroupReport(
+      groups, ipv6, record,
+      {rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m)});
+  if (len == 0) {  // no group of this family
+    rte_pktmbuf_free(m);
+    return;
+  }
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = static_cast<uint32_t>(len);
+  QueueTx(port, m);
+}
+
 void Daemon::Slow(nic::TimeNs now) {
   for (auto& p : ports_) {
     p->neighbours.Expire(now);
@@ -322,6 +380,7 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
     control_.Poll();
     metrics_.Poll();
     for (auto& p : ports_) p->dev->FaultInSharedMemory();
+    for (unsigned i = 0; i < rnics_.size(); ++i) ReportGroups(i, now);
     next_event_ = RefreshNextEvents();  // a control request may post work
     if (signals != nullptr && signals->reopen) {
       signals->reopen = 0;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -186,7 +187,12 @@ class Daemon {
     uint16_t tx_paused_count = 0;
     nic::FrameEndpoint* endpoint = nullptr;
     nic::TimeNs next_event = 0;  // endpoint's NextEventTime
-    uint16_t index = 0;          // in ports_: the endpoint's port number
+    // The RNIC's multicast groups as last reported (ReportGroups), the
+    // last change, and when it is reported again (0: not).
+    uint64_t groups_generation = 0;
+    std::vector<IpAddr> groups, groups_joined, groups_left;
+    nic::TimeNs groups_repeat_at = 0;
+    uint16_t index = 0;  // in ports_: the endpoint's port number
   };
 
   // Returns whether any frame was received or sent.
@@ -212,6 +218,14 @@ class Daemon {
   uint16_t FlushTx(Port& port, nic::TimeNs now);
   uint16_t LoopBack(Port& port, rte_mbuf** pkts, uint16_t n, nic::TimeNs now);
   void Slow(nic::TimeNs now);
+  // When the RNIC's multicast groups changed: IGMPv3/MLDv2 reports of the
+  // groups joined and left, sent again 0.5 s later (the
+  // robustness variable 2 of RFC 3376 / RFC 3810), and the net stack's
+  // list for queries.
+  void ReportGroups(unsigned index, nic::TimeNs now);
+  void SendGroupChanges(Port& port);
+  void SendGroupReport(Port& port, std::span<const IpAddr> groups, bool ipv6,
+                       GroupRecord record);
   nic::TimeNs idle_sleep_ns() const {
     return static_cast<nic::TimeNs>(config_.eal.idle_sleep_us) * 1000;
   }

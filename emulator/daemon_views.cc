@@ -48,6 +48,9 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
   f("rx_nic", n.rx_nic);
   f("rx_not_for_us", n.rx_not_for_us);
   f("rx_unhandled", n.rx_unhandled);
+  f("tx_igmp_reports", n.tx_igmp_reports);
+  f("tx_mld_reports", n.tx_mld_reports);
+  f("rx_group_queries", n.rx_group_queries);
   f("rx_malformed", n.rx_malformed);
   f("rx_bad_checksum", n.rx_bad_checksum);
   f("reply_too_big", n.reply_too_big);

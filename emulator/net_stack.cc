@@ -14,6 +14,9 @@ constexpr uint16_t kRoceV2Port = 4791;
 constexpr uint8_t kIpProtoIcmp = 1;
 constexpr uint8_t kIpProtoUdp = 17;
 constexpr uint8_t kIpProtoIcmpv6 = 58;
+constexpr uint8_t kIpProtoIgmp = 2;
+constexpr uint8_t kIgmpQuery = 0x11;
+constexpr uint8_t kIcmpv6MldQuery = 130;
 constexpr uint8_t kIcmpEchoReply = 0;
 constexpr uint8_t kIcmpEchoRequest = 8;
 constexpr uint8_t kIcmpv6EchoRequest = 128;
@@ -41,10 +44,6 @@ bool IsUnspecified(const IpAddr& a) {
 IpAddr SolicitedNode(const IpAddr& a) {
   return {0xff, 0x02, 0, 0,    0,    0,     0,     0,
           0,    0,    0, 0x01, 0xff, a[13], a[14], a[15]};
-}
-
-MacAddr MulticastMac(const IpAddr& group) {
-  return {0x33, 0x33, group[12], group[13], group[14], group[15]};
 }
 
 bool SamePrefix(const IpAddr& a, const IpAddr& b, unsigned bits) {
@@ -277,6 +276,10 @@ RxVerdict NetStack::HandleIpv4(std::span<const uint8_t> frame, size_t l3,
     ++counters_.rx_nic;
     return RxVerdict::kNic;
   }
+  if (ip[9] == kIpProtoIgmp && l4_len >= 8 && l4[0] == kIgmpQuery &&
+      InternetChecksum({l4, l4_len}) == 0) {
+    return AnswerGroupQuery(false, reply, reply_len);
+  }
   if (group) {  // only RoCE groups are ours (IGMP, mDNS ... are not)
     ++counters_.rx_not_for_us;
     return RxVerdict::kDropped;
@@ -338,6 +341,14 @@ RxVerdict NetStack::HandleIpv6(std::span<const uint8_t> frame, size_t l3,
   if (roce) {
     ++counters_.rx_nic;
     return RxVerdict::kNic;
+  }
+  // An MLD query comes behind a Hop-by-Hop header (Router Alert).
+  if (ip[6] == 0 && payload_len >= 8 && l4[0] == kIpProtoIcmpv6) {
+    const size_t hbh = (static_cast<size_t>(l4[1]) + 1) * 8;
+    if (payload_len >= hbh + 24 && l4[hbh] == kIcmpv6MldQuery &&
+        Icmpv6Checksum(src, dst, {l4 + hbh, payload_len - hbh}) == 0) {
+      return AnswerGroupQuery(true, reply, reply_len);
+    }
   }
   if (ip[6] != kIpProtoIcmpv6 || payload_len < 8) {
     ++counters_.rx_unhandled;
@@ -423,7 +434,7 @@ RxVerdict NetStack::HandleNeighbourSolicit(std::span<const uint8_t> frame,
 
   // A duplicate-address probe is answered to all nodes (RFC 4861 7.2.4).
   IpAddr reply_dst = dad ? kAllNodes : src;
-  MacAddr dst_mac = dad ? MulticastMac(kAllNodes) : peer_mac;
+  MacAddr dst_mac = dad ? protocol::MulticastMac(kAllNodes) : peer_mac;
   constexpr size_t kNaLen = 32;  // header + target + TLL option
   size_t hdr =
       WriteEth(reply, dst_mac.data(), kEtherTypeIpv6, kIpv6HeaderLen + kNaLen);
@@ -475,7 +486,7 @@ size_t NetStack::BuildNeighbourSolicit(const IpAddr& target,
                                        std::span<uint8_t> out) {
   const IpAddr* src = SourceFor(target, true);
   IpAddr group = SolicitedNode(target);
-  MacAddr dst_mac = MulticastMac(group);
+  MacAddr dst_mac = protocol::MulticastMac(group);
   constexpr size_t kNsLen = 32;  // header + target + SLL option
   rx_vlan_tci_ = own_vlan_tci_;
   size_t hdr =

@@ -38,12 +38,22 @@ struct NetCounters {
   uint64_t rx_icmpv6_echo = 0;
   uint64_t tx_icmp_echo_reply = 0;
   uint64_t tx_icmpv6_echo_reply = 0;
-  uint64_t rx_nic = 0;           // handed to the RNIC model
-  uint64_t rx_not_for_us = 0;    // other MAC or IP: dropped
-  uint64_t rx_unhandled = 0;     // for us, but no protocol here takes it
-  uint64_t rx_malformed = 0;     // truncated or inconsistent headers
-  uint64_t rx_bad_checksum = 0;  // IPv4 header, ICMP or ICMPv6 checksum
-  uint64_t reply_too_big = 0;    // reply did not fit the lent buffer
+  uint64_t rx_nic = 0;            // handed to the RNIC model
+  uint64_t rx_not_for_us = 0;     // other MAC or IP: dropped
+  uint64_t rx_unhandled = 0;      // for us, but no protocol here takes it
+  uint64_t rx_malformed = 0;      // truncated or inconsistent headers
+  uint64_t rx_bad_checksum = 0;   // IPv4 header, ICMP or ICMPv6 checksum
+  uint64_t reply_too_big = 0;     // reply did not fit the lent buffer
+  uint64_t tx_igmp_reports = 0;   // IGMPv3 / MLDv2 membership reports of
+  uint64_t tx_mld_reports = 0;    // the RNIC's multicast groups
+  uint64_t rx_group_queries = 0;  // IGMP / MLD queries answered
+};
+
+// IGMPv3 / MLDv2 group record types (RFC 3376 4.2.12, RFC 3810 5.2.12).
+enum class GroupRecord : uint8_t {
+  kIsExclude = 2,  // current state: joined (a query's answer)
+  kToInclude = 3,  // left (include no source)
+  kToExclude = 4,  // joined (exclude no source)
 };
 
 enum class RxVerdict : uint8_t {
@@ -77,6 +87,13 @@ class NetStack {
                                  std::span<uint8_t> out, size_t* out_len);
   size_t BuildArpRequest(const IpAddr& target, std::span<uint8_t> out);
   size_t BuildNeighbourSolicit(const IpAddr& target, std::span<uint8_t> out);
+  // One IGMPv3 (IPv4) or MLDv2 (`ipv6`) membership report with a `record`
+  // for each group of that family in `groups`; 0 when there is none
+  // (net_stack_groups.cc). The groups a query is answered with are the
+  // last set_groups().
+  size_t BuildGroupReport(std::span<const IpAddr> groups, bool ipv6,
+                          GroupRecord record, std::span<uint8_t> out);
+  void set_groups(std::vector<IpAddr> groups) { groups_ = std::move(groups); }
 
   bool IsOurAddress(const IpAddr& ip) const;
   const MacAddr& mac() const { return mac_; }
@@ -98,6 +115,9 @@ class NetStack {
                                    nic::TimeNs now, std::span<uint8_t> reply,
                                    size_t* reply_len);
   bool AcceptsIpv6Dst(const IpAddr& dst) const;
+  // An IGMP or MLD query: the report of every group joined, if any.
+  RxVerdict AnswerGroupQuery(bool ipv6, std::span<uint8_t> reply,
+                             size_t* reply_len);
   // Our address to send from towards `peer` (same prefix first).
   const IpAddr* SourceFor(const IpAddr& peer, bool ipv6) const;
   // Writes an Ethernet header (with the received VLAN tag, if any) and
@@ -111,6 +131,7 @@ class NetStack {
   std::vector<NetAddress> addresses_;
   NeighbourCache* cache_;
   NetCounters counters_;
+  std::vector<IpAddr> groups_;  // the RNIC's multicast groups
   // VLAN TCI of the frame being answered (0xFFFF: untagged).
   uint32_t rx_vlan_tci_ = 0xFFFF'FFFF;
   // The tag of what the stack originates (solicitations): the port's VLAN.

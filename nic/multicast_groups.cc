@@ -27,7 +27,9 @@ absl::Status MulticastGroups::Attach(const Gid& mgid, uint32_t qpn) {
     return absl::ResourceExhaustedError(
         "attach_mcast: max_total_mcast_qp_attach reached");
   }
-  groups_[mgid].push_back(qpn);
+  auto [g, created] = groups_.try_emplace(mgid);
+  g->second.push_back(qpn);
+  if (created) ++generation_;
   ++total_;
   return absl::OkStatus();
 }
@@ -45,7 +47,10 @@ absl::Status MulticastGroups::Detach(const Gid& mgid, uint32_t qpn) {
   }
   qps.erase(q);
   --total_;
-  if (qps.empty()) groups_.erase(it);
+  if (qps.empty()) {
+    groups_.erase(it);
+    ++generation_;
+  }
   return absl::OkStatus();
 }
 
@@ -57,6 +62,7 @@ void MulticastGroups::DetachAll(uint32_t qpn) {
     total_ -= before - qps.size();
     if (qps.empty()) {
       groups_.erase(it++);
+      ++generation_;
     } else {
       ++it;
     }

@@ -41,11 +41,15 @@ class MulticastGroups {
     for (const auto& [mgid, qpns] : groups_) f(mgid, qpns);
   }
   size_t group_count() const { return groups_.size(); }
+  // Changes whenever a group appears or goes (not on a second member):
+  // the daemon reports its groups to the link (IGMP/MLD) when it moves.
+  uint64_t generation() const { return generation_; }
   size_t attach_count() const { return total_; }
 
  private:
   uint32_t max_groups_, max_qp_attach_, max_total_attach_;
   size_t total_ = 0;
+  uint64_t generation_ = 0;
   absl::flat_hash_map<Gid, std::vector<uint32_t>> groups_;
 };
 

@@ -262,6 +262,114 @@ TEST_F(NetStackTest, PassesRoceToIpv6GroupsToTheNic) {
   EXPECT_EQ(stack_.counters().rx_nic, 1u);
 }
 
+// IGMPv3 / MLDv2 membership reports for the RNIC's groups, each family in
+// one frame, and the answers to general queries.
+class GroupReportTest : public NetStackTest {
+ protected:
+  const IpAddr g4a_ = Ipv4Mapped(std::array<uint8_t, 4>{239, 1, 2, 3}.data());
+  const IpAddr g4b_ = Ipv4Mapped(std::array<uint8_t, 4>{239, 9, 9, 9}.data());
+  const IpAddr g6_ = {0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2};
+  Bytes Build(bool ipv6, GroupRecord record) {
+    Bytes out(2048);
+    const IpAddr groups[] = {g4a_, g6_, g4b_};
+    out.resize(stack_.BuildGroupReport(groups, ipv6, record, out));
+    return out;
+  }
+  // Checks an IGMPv3 report of the two IPv4 groups with `record`.
+  static void ExpectIgmpReport(const Bytes& f, uint8_t record) {
+    ASSERT_GE(f.size(), 14u + 24u + 8u + 16u);
+    EXPECT_EQ(Bytes(f.begin(), f.begin() + 6),
+              (Bytes{0x01, 0x00, 0x5e, 0x00, 0x00, 0x16}));
+    EXPECT_EQ(Bytes(f.begin() + 6, f.begin() + 12),
+              Bytes(kOurMac.begin(), kOurMac.end()));
+    const uint8_t* ip = f.data() + 14;
+    EXPECT_EQ(ip[0], 0x46);  // IHL 6: Router Alert
+    EXPECT_EQ(ip[8], 1);     // TTL
+    EXPECT_EQ(ip[9], 2);     // IGMP
+    EXPECT_EQ(RefChecksum(Bytes(ip, ip + 24)), 0);
+    EXPECT_EQ(0, std::memcmp(ip + 12, kOur4, 4));
+    EXPECT_EQ(Bytes(ip + 16, ip + 24),
+              (Bytes{224, 0, 0, 22, 0x94, 0x04, 0, 0}));
+    const uint8_t* igmp = ip + 24;
+    EXPECT_EQ(RefChecksum(Bytes(igmp, igmp + 24)), 0);
+    EXPECT_EQ(igmp[0], 0x22);
+    EXPECT_EQ(igmp[7], 2);  // records
+    EXPECT_EQ(
+        Bytes(igmp + 8, igmp + 24),
+        (Bytes{record, 0, 0, 0, 239, 1, 2, 3, record, 0, 0, 0, 239, 9, 9, 9}));
+  }
+};
+
+TEST_F(GroupReportTest, Igmpv3ReportCarriesEveryIpv4Group) {
+  ExpectIgmpReport(Build(false, GroupRecord::kToExclude), 4);
+  ExpectIgmpReport(Build(false, GroupRecord::kToInclude), 3);
+  EXPECT_EQ(stack_.counters().tx_igmp_reports, 2u);
+}
+
+TEST_F(GroupReportTest, Mldv2ReportCarriesEveryIpv6Group) {
+  const Bytes f = Build(true, GroupRecord::kToExclude);
+  ASSERT_EQ(f.size(), 14u + 40u + 8u + 8u + 20u);
+  EXPECT_EQ(Bytes(f.begin(), f.begin() + 6),
+            (Bytes{0x33, 0x33, 0, 0, 0, 0x16}));
+  const uint8_t* ip = f.data() + 14;
+  EXPECT_EQ(ip[6], 0);     // Hop-by-Hop header first
+  EXPECT_EQ(ip[7], 1);     // hop limit
+  EXPECT_EQ(ip[8], 0xfe);  // link-local source
+  EXPECT_EQ(ip[9], 0x80);
+  EXPECT_EQ(Bytes(ip + 40, ip + 48), (Bytes{58, 0, 5, 2, 0, 0, 1, 0}));
+  const uint8_t* mld = ip + 48;
+  EXPECT_EQ(mld[0], 143);
+  EXPECT_EQ(mld[7], 1);
+  EXPECT_EQ(mld[8], 4);
+  EXPECT_EQ(0, std::memcmp(mld + 12, g6_.data(), 16));
+  Bytes msg(mld, mld + 28);
+  const uint16_t stored = static_cast<uint16_t>(msg[2] << 8 | msg[3]);
+  msg[2] = msg[3] = 0;
+  EXPECT_EQ(RefIcmpv6Checksum(ip + 8, ip + 24, msg.data(), msg.size()), stored);
+  EXPECT_EQ(stack_.counters().tx_mld_reports, 1u);
+  // No group of a family: no frame.
+  Bytes out(2048);
+  EXPECT_EQ(
+      stack_.BuildGroupReport({&g6_, 1}, false, GroupRecord::kToExclude, out),
+      0u);
+}
+
+TEST_F(GroupReportTest, GeneralQueriesAreAnsweredWithTheGroupsJoined) {
+  // IGMPv2 general query to 224.0.0.1.
+  const uint8_t all_hosts[4] = {224, 0, 0, 1};
+  Bytes q = Ipv4Echo(all_hosts, 0);
+  const MacAddr all_hosts_mac = {0x01, 0x00, 0x5e, 0, 0, 1};
+  std::copy(all_hosts_mac.begin(), all_hosts_mac.end(), q.begin());
+  q[14 + 9] = 2;  // IGMP
+  q[14 + 10] = q[14 + 11] = 0;
+  uint16_t c = RefChecksum(Bytes(q.begin() + 14, q.begin() + 34));
+  q[24] = static_cast<uint8_t>(c >> 8);
+  q[25] = static_cast<uint8_t>(c);
+  Bytes igmp = {0x11, 100, 0, 0, 0, 0, 0, 0};
+  c = RefChecksum(igmp);
+  igmp[2] = static_cast<uint8_t>(c >> 8);
+  igmp[3] = static_cast<uint8_t>(c);
+  std::copy(igmp.begin(), igmp.end(), q.begin() + 34);
+  EXPECT_EQ(Rx(q), RxVerdict::kConsumed);  // no group yet
+  stack_.set_groups({g4a_, g6_, g4b_});
+  ASSERT_EQ(Rx(q), RxVerdict::kReply);
+  ExpectIgmpReport(reply_, 2);  // MODE_IS_EXCLUDE
+  // MLDv1 general query to ff02::1, behind a Hop-by-Hop Router Alert.
+  const IpAddr all_nodes = {0xff, 0x02, 0, 0, 0, 0, 0, 0,
+                            0,    0,    0, 0, 0, 0, 0, 1};
+  Bytes mld = {130, 0, 0, 0, 0, 100, 0, 0};
+  mld.resize(24, 0);
+  Bytes f = Ipv6Icmp({0x33, 0x33, 0, 0, 0, 1}, kPeer6, all_nodes, mld, 1);
+  f[14 + 6] = 0;  // Hop-by-Hop, then ICMPv6
+  f[14 + 5] += 8;
+  const Bytes hbh = {58, 0, 5, 2, 0, 0, 1, 0};
+  f.insert(f.begin() + 14 + 40, hbh.begin(), hbh.end());
+  ASSERT_EQ(Rx(f), RxVerdict::kReply);
+  EXPECT_EQ(reply_[14 + 48], 143);
+  EXPECT_EQ(reply_[14 + 48 + 8], 2);
+  EXPECT_EQ(stack_.counters().rx_group_queries, 3u);
+}
+
 TEST_F(NetStackTest, PassesPfcToTheNic) {
   Bytes f;
   PutEth(f, {0x01, 0x80, 0xc2, 0, 0, 0x01}, kPeerMac, 0x8808);

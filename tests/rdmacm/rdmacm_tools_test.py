@@ -211,6 +211,12 @@ def main():
                 print(f"     exit {rc}: {out[-600:]}")
         r.check(wait_group(a, group, 0) and wait_group(b, group, 0),
                 f"{group} has no member left once the programs exit")
+        # Each daemon told the link (IGMPv3) that it joined and left.
+        reports = [netns_util.control(d["ctl"], {"cmd": "counters"},
+                                      timeout=10)["ports"]["p0"]
+                   .get("tx_igmp_reports", 0) for d in (a, b)]
+        r.check(all(n >= 2 for n in reports),
+                f"IGMPv3 reports (join, leave) sent by A/B: {reports}")
 
         # The synchronous endpoint API (rdma_create_ep, rdma_get_request,
         # rdma_reg_msgs, rdma_post_send/recv, rdma_get_*_comp).
