@@ -115,6 +115,9 @@ class NetStack {
                                    nic::TimeNs now, std::span<uint8_t> reply,
                                    size_t* reply_len);
   bool AcceptsIpv6Dst(const IpAddr& dst) const;
+  // BuildGroupReport with the VLAN tag of the frame being answered.
+  size_t WriteGroupReport(std::span<const IpAddr> groups, bool ipv6,
+                          GroupRecord record, std::span<uint8_t> out);
   // An IGMP or MLD query: the report of every group joined, if any.
   RxVerdict AnswerGroupQuery(bool ipv6, std::span<uint8_t> reply,
                              size_t* reply_len);

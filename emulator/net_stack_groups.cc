@@ -35,6 +35,13 @@ constexpr uint8_t kHopByHopRa[8] = {kIpProtoIcmpv6, 0, 5, 2, 0, 0, 1, 0};
 
 size_t NetStack::BuildGroupReport(std::span<const IpAddr> groups, bool ipv6,
                                   GroupRecord record, std::span<uint8_t> out) {
+  // Unsolicited reports are the port's own frames, on the port's VLAN.
+  rx_vlan_tci_ = own_vlan_tci_;
+  return WriteGroupReport(groups, ipv6, record, out);
+}
+
+size_t NetStack::WriteGroupReport(std::span<const IpAddr> groups, bool ipv6,
+                                  GroupRecord record, std::span<uint8_t> out) {
   std::vector<const IpAddr*> mine;
   for (const IpAddr& g : groups) {
     if (protocol::IsMulticastIp(g) && IsIpv4Mapped(g) != ipv6) {
@@ -43,8 +50,6 @@ size_t NetStack::BuildGroupReport(std::span<const IpAddr> groups, bool ipv6,
   }
   if (mine.empty()) return 0;
   const size_t n = mine.size();
-  // Reports are the port's own frames, on the port's VLAN.
-  rx_vlan_tci_ = own_vlan_tci_;
   if (!ipv6) {
     const size_t igmp_len = 8 + 8 * n;
     const size_t l3_len = kIpv4RaHeaderLen + igmp_len;
@@ -108,7 +113,8 @@ size_t NetStack::BuildGroupReport(std::span<const IpAddr> groups, bool ipv6,
 RxVerdict NetStack::AnswerGroupQuery(bool ipv6, std::span<uint8_t> reply,
                                      size_t* reply_len) {
   ++counters_.rx_group_queries;
-  *reply_len = BuildGroupReport(groups_, ipv6, GroupRecord::kIsExclude, reply);
+  // A reply: the query's VLAN tag, as every answer of the stack.
+  *reply_len = WriteGroupReport(groups_, ipv6, GroupRecord::kIsExclude, reply);
   return *reply_len > 0 ? RxVerdict::kReply : RxVerdict::kConsumed;
 }
 

@@ -146,9 +146,12 @@ void CheckMonotonic(const Counters& before, const NetStack& s) {
 }
 
 uint64_t RxSum(const NetCounters& c) {
+  // IGMP/MLD queries count in rx_group_queries; no multicast group is
+  // joined here (set_groups is never called), so none is answered.
   return c.rx_arp_requests + c.rx_arp_replies + c.rx_nd_solicits +
          c.rx_nd_adverts + c.rx_icmp_echo + c.rx_icmpv6_echo + c.rx_nic +
-         c.rx_not_for_us + c.rx_unhandled + c.rx_malformed + c.rx_bad_checksum;
+         c.rx_not_for_us + c.rx_unhandled + c.rx_malformed + c.rx_bad_checksum +
+         c.rx_group_queries;
 }
 uint64_t TxReplySum(const NetCounters& c) {
   return c.tx_arp_replies + c.tx_icmp_echo_reply + c.tx_icmpv6_echo_reply +
