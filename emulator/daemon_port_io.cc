@@ -19,10 +19,6 @@ namespace {
 
 constexpr nic::TimeNs kReorderWait = 1'000'000;  // if no frame follows
 
-uint16_t Be16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-
 // A RoCEv2 frame to an IP multicast group (a UD multicast SEND).
 bool IsRoceToGroup(const uint8_t* d, uint32_t len) {
   using namespace protocol;  // NOLINT
@@ -31,9 +27,9 @@ bool IsRoceToGroup(const uint8_t* d, uint32_t len) {
     return false;
   }
   size_t l3 = kEthHeaderLen;
-  uint16_t type = Be16(d + 12);
+  uint16_t type = Load16(d + 12);
   if (type == kEtherTypeVlan) {
-    type = Be16(d + 16);
+    type = Load16(d + 16);
     l3 += kVlanTagLen;
   }
   size_t l4;
@@ -46,7 +42,7 @@ bool IsRoceToGroup(const uint8_t* d, uint32_t len) {
   } else {
     return false;
   }
-  return l4 + kUdpHeaderLen <= len && Be16(d + l4 + 2) == kRoceV2UdpPort;
+  return l4 + kUdpHeaderLen <= len && Load16(d + l4 + 2) == kRoceV2UdpPort;
 }
 
 }  // namespace

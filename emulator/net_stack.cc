@@ -13,8 +13,6 @@ constexpr uint16_t kEtherTypeMacControl = 0x8808;
 constexpr uint16_t kRoceV2Port = 4791;
 constexpr uint8_t kIpProtoIcmp = 1;
 constexpr uint8_t kIpProtoUdp = 17;
-constexpr uint8_t kIpProtoIcmpv6 = 58;
-constexpr uint8_t kIpProtoIgmp = 2;
 constexpr uint8_t kIgmpQuery = 0x11;
 constexpr uint8_t kIcmpv6MldQuery = 130;
 constexpr uint8_t kIcmpEchoReply = 0;
@@ -26,7 +24,6 @@ constexpr uint8_t kIcmpv6NeighbourAdvert = 136;
 constexpr uint8_t kNdOptSourceLinkAddr = 1;
 constexpr uint8_t kNdOptTargetLinkAddr = 2;
 constexpr size_t kArpLen = 28;
-constexpr size_t kIpv6HeaderLen = 40;
 
 constexpr IpAddr kAllNodes = {0xff, 0x02, 0, 0, 0, 0, 0, 0,
                               0,    0,    0, 0, 0, 0, 0, 1};

@@ -16,8 +16,6 @@ namespace rocemu::emulator {
 namespace {
 
 constexpr uint8_t kIpProtoHopByHop = 0;
-constexpr uint8_t kIpProtoIgmp = 2;
-constexpr uint8_t kIpProtoIcmpv6 = 58;
 constexpr uint8_t kIgmpV3Report = 0x22;
 constexpr uint8_t kMldV2Report = 143;
 // 224.0.0.22 and ff02::16: where IGMPv3 and MLDv2 reports go.
@@ -27,7 +25,6 @@ constexpr IpAddr kMldV2Routers = {0xff, 0x02, 0, 0, 0, 0, 0, 0,
                                   0,    0,    0, 0, 0, 0, 0, 0x16};
 // IGMP goes with the IP Router Alert option (RFC 2113): a 24-byte header.
 constexpr size_t kIpv4RaHeaderLen = 24;
-constexpr size_t kIpv6HeaderLen = 40;
 // MLD's Hop-by-Hop header: Router Alert (value 0: MLD), PadN to 8 bytes.
 constexpr uint8_t kHopByHopRa[8] = {kIpProtoIcmpv6, 0, 5, 2, 0, 0, 1, 0};
 

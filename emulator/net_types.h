@@ -5,7 +5,10 @@
 #define ROCEMU_EMULATOR_NET_TYPES_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+
+#include "protocol/frame.h"
 
 namespace rocemu::emulator {
 
@@ -18,16 +21,14 @@ inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 inline constexpr uint16_t kEtherTypeArp = 0x0806;
 inline constexpr uint16_t kEtherTypeVlan = 0x8100;
 inline constexpr uint16_t kEtherTypeIpv6 = 0x86DD;
+inline constexpr uint8_t kIpProtoIgmp = 2;
+inline constexpr uint8_t kIpProtoIcmpv6 = 58;
+inline constexpr size_t kIpv6HeaderLen = 40;
 
 inline IpAddr Ipv4Mapped(const uint8_t v4[4]) {
   return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, v4[0], v4[1], v4[2], v4[3]};
 }
-inline bool IsIpv4Mapped(const IpAddr& a) {
-  for (int i = 0; i < 10; ++i) {
-    if (a[i] != 0) return false;
-  }
-  return a[10] == 0xff && a[11] == 0xff;
-}
+using protocol::IsIpv4Mapped;
 
 inline uint16_t Load16(const uint8_t* p) {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);

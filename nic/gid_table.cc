@@ -23,12 +23,7 @@ Gid GidFromIpv4(uint32_t addr) {
       static_cast<uint8_t>(addr >> 8), static_cast<uint8_t>(addr));
 }
 
-bool GidIsIpv4Mapped(const Gid& gid) {
-  for (int i = 0; i < 10; ++i) {
-    if (gid[i] != 0) return false;
-  }
-  return gid[10] == 0xFF && gid[11] == 0xFF;
-}
+bool GidIsIpv4Mapped(const Gid& gid) { return protocol::IsIpv4Mapped(gid); }
 
 Gid LinkLocalGidFromMac(const protocol::MacAddr& mac) {
   Gid g{};

@@ -394,10 +394,8 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
 }
 
 void Rnic::ReceiveMulticast(const RxFrame& frame, TimeNs now) {
-  const std::vector<uint32_t>* members = nullptr;
-  if (protocol::IsMulticastIp(parsed_.net.dst_ip)) {
-    members = mcast_.Members(parsed_.net.dst_ip);
-  }
+  // Only multicast GIDs are ever attached (MulticastGroups::Attach).
+  const std::vector<uint32_t>* members = mcast_.Members(parsed_.net.dst_ip);
   if (members == nullptr) {
     ++counters_.rx_mcast_no_group;
     return;

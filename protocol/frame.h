@@ -70,6 +70,13 @@ struct NetHeaders {
 constexpr IpAddr Ipv4Mapped(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
   return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, a, b, c, d};
 }
+// ::ffff:a.b.c.d, the form an IPv4 address takes as a RoCEv2 GID.
+constexpr bool IsIpv4Mapped(const IpAddr& ip) {
+  for (int i = 0; i < 10; ++i) {
+    if (ip[i] != 0) return false;
+  }
+  return ip[10] == 0xFF && ip[11] == 0xFF;
+}
 
 struct FrameSpec {
   NetHeaders net;

@@ -15,13 +15,6 @@ namespace rocemu::protocol {
 
 inline constexpr uint32_t kMulticastQpn = 0xFFFFFF;
 
-constexpr bool IsIpv4Mapped(const IpAddr& ip) {
-  for (int i = 0; i < 10; ++i) {
-    if (ip[i] != 0) return false;
-  }
-  return ip[10] == 0xFF && ip[11] == 0xFF;
-}
-
 // True for IPv4-mapped 224.0.0.0/4 and for IPv6 ff00::/8.
 constexpr bool IsMulticastIp(const IpAddr& ip) {
   return IsIpv4Mapped(ip) ? (ip[12] & 0xF0) == 0xE0 : ip[0] == 0xFF;

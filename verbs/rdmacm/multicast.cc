@@ -113,10 +113,9 @@ int rdma_leave_multicast(rdma_cm_id* cm_id, sockaddr* addr) {
   if (!SockaddrToGid(addr, &mgid)) return Err(EINVAL);
   IdPriv* id = Priv(cm_id);
   std::lock_guard<std::mutex> lock(Mu());
-  auto it = std::find_if(id->joins.begin(), id->joins.end(),
-                         [&](const IdPriv::Join& j) {
-                           return std::memcmp(j.mgid.raw, mgid.raw, 16) == 0;
-                         });
+  auto it = std::find_if(
+      id->joins.begin(), id->joins.end(),
+      [&](const IdPriv::Join& j) { return SameGid(j.mgid, mgid); });
   if (it == id->joins.end()) return Err(EADDRNOTAVAIL);
   if (it->attached && cm_id->qp != nullptr) {
     (void)ibv_detach_mcast(cm_id->qp, &mgid, 0);
