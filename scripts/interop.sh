@@ -54,12 +54,15 @@ PINGPONG=${ROCEMU_PINGPONG:-$BLD/verbs/tools/rocemu-pingpong}
 CTL=${ROCEMU_CTL:-$BLD/emulator/tools/rocemu-ctl}
 DROPIN=${ROCEMU_IBVERBS:-$BLD/verbs/ibverbs}
 RDMACM=${ROCEMU_RDMACM:-$BLD/verbs/rdmacm}
+PACER=${ROCEMU_CONNECT_PACER:-$BLD/tests/interop/connect_pacer.so}
 CHECK_PCAP=$SHARED/oracle/check_pcap.py
 WIRE=$ROOT/tests/interop/pingpong_wire.py
 ITERS=${ITERS:-10}
 # perftest -R between two rdma_cm listens: a client that comes in the gap
 # gets REJ 8 (no listener); the exchange then runs again from scratch, this
-# many times at most. A TCG guest loses that race often: 3 times running on
+# many times at most. Our client pauses before its second connect
+# (connect_pacer.c), which closes the gap when rxe is the server; rxe's
+# client against our server still retries. A TCG guest loses that race often: 3 times running on
 # a loaded host, then 5 of 5 attempts in a CI run with the suite otherwise
 # idle (interop tests run alone), and 4 of 5 when rerun at once. A failed
 # attempt costs ~25 s; the test's limit is 600 s.
@@ -339,12 +342,15 @@ run_stock() {
     if case_rxe_server "$c"; then
         touch "$share/go.$i"
         if wait_path "$share/ready.$i" 120; then
-            local attempt=1
+            local attempt=1 preload=""
+            # perftest -R: a pause before its second connect lets the
+            # guest's server listen again (tests/interop/connect_pacer.c).
+            case $(stock_tool "$c") in cm_*_bw|cm_*_lat) preload=$PACER;; esac
             while :; do
                 ok=1
                 # shellcheck disable=SC2086
                 ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
-                    timeout 120 $cmd "$GUEST_IP" >"$out" 2>&1 || ok=0
+                    ${preload:+LD_PRELOAD=$preload} timeout 120 $cmd "$GUEST_IP" >"$out" 2>&1 || ok=0
                 # The guest's perftest was between its two listens (see
                 # guest_job): a fresh server, a fresh exchange.
                 if [ $ok = 0 ] && case_cm "$c" && [ $attempt -lt $CM_ATTEMPTS ] &&
