@@ -55,7 +55,7 @@ absl::Status LoadEal(MapReader& m, EalConfig* eal) {
           return m.errors().At(
               args[i].Mark(), key,
               absl::StrCat("'", a,
-                           "' is set by eal.lcore/hugepages/file_prefix/"
+                           "' is set by eal.lcore(s)/hugepages/file_prefix/"
                            "memory_mb; use those keys"));
         }
       }
@@ -63,6 +63,11 @@ absl::Status LoadEal(MapReader& m, EalConfig* eal) {
     }
   }
   RETURN_IF_ERROR(m.Uint("lcore", 0, 1023, &eal->lcore));
+  RETURN_IF_ERROR(m.Uint("lcores", 1, 16, &eal->lcores));
+  if (eal->lcore + eal->lcores > 1024) {
+    return m.errors().At(m.Get("lcores").Mark(), m.Key("lcores"),
+                         "lcore + lcores - 1 must be at most 1023");
+  }
   int huge = static_cast<int>(eal->hugepages);
   RETURN_IF_ERROR(m.Enum("hugepages", {"auto", "no", "yes"}, &huge));
   eal->hugepages = static_cast<Hugepages>(huge);
@@ -488,6 +493,11 @@ absl::StatusOr<Config> LoadNode(const YAML::Node& root, const Errors& errors) {
       }
     }
     cfg.ports.push_back(std::move(port));
+  }
+  if (cfg.eal.lcores > 1 && cfg.ports.size() > 1) {
+    // Each worker lcore runs one shard of one port (emulator/shard.h).
+    return errors.At(ports.Mark(), "ports",
+                     "eal.lcores above 1 takes a single port");
   }
   RETURN_IF_ERROR(LoadSection(top, "pfc", &LoadPfc, &cfg.pfc));
   RETURN_IF_ERROR(LoadSection(top, "ecn", &LoadEcn, &cfg.ecn));

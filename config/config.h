@@ -31,7 +31,11 @@ enum class Hugepages : uint8_t {
 struct EalConfig {
   // Extra EAL arguments appended after the generated ones.
   std::vector<std::string> args;
-  uint32_t lcore = 0;  // the single polling lcore
+  uint32_t lcore = 0;  // the (first) polling lcore
+  // Polling lcores: lcore, lcore + 1, ... Above 1, each port's
+  // applications are split by process across that many RNIC shards, one
+  // per lcore (emulator/shard.h); the first lcore also runs the ports.
+  uint32_t lcores = 1;
   Hugepages hugepages = Hugepages::kAuto;
   std::string file_prefix;   // empty: rocemu-<pid>
   uint32_t memory_mb = 512;  // -m

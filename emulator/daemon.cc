@@ -4,10 +4,13 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <iterator>
@@ -17,6 +20,7 @@
 #include "emulator/eal_args.h"
 #include "emulator/logging.h"
 #include "emulator/socket_path.h"
+#include "nic/cm/cm_agent.h"
 #include "protocol/pfc.h"
 
 namespace rocemu::emulator {
@@ -27,10 +31,6 @@ constexpr nic::TimeNs kFastPeriod = 1'000'000;  // control sockets
 // within its Unsolicited Report Interval of 1 s.
 constexpr nic::TimeNs kGroupReportRepeat = 500'000'000;
 constexpr nic::TimeNs kSlowPeriod = 1'000'000'000;  // stats, neighbours
-// Verbs control messages (create_qp, modify_qp, ...) are answered within
-// this much loop time: interactive for applications, one epoll_wait per
-// period.
-constexpr nic::TimeNs kSessionControlPeriod = 150'000;
 // Shorter waits are not worth two epoll syscalls and the wake-up latency.
 constexpr nic::TimeNs kMinSleep = 20'000;
 constexpr uint32_t kMaxIdleBackoff = 16;
@@ -40,12 +40,6 @@ uint64_t WallNs() {
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 +
          static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Everything the session server has moved so far; a change means the rings
-// carried work since the last look.
-uint64_t SessionWork(const verbs::SessionCounters& c) {
-  return c.sq_wqes + c.rq_wqes + c.srq_wqes + c.cqes + c.bad_wqes;
 }
 
 }  // namespace
@@ -80,7 +74,7 @@ absl::Status Daemon::Init() {
     nopts.reachable_ns =
         static_cast<nic::TimeNs>(port->config.neighbour_timeout_s) *
         1'000'000'000;
-    port->neighbours = NeighbourCache(nopts);
+    port->neighbours.set_options(nopts);
     for (const config::StaticNeighbour& n : port->config.neighbours) {
       port->neighbours.AddStatic(n.ip, n.mac);
     }
@@ -141,11 +135,17 @@ bool Daemon::any_endpoint() const {
 absl::Status Daemon::AttachRnics() {
   std::vector<RnicPort*> raw;
   std::vector<std::string> names;
+  const uint32_t shards = config_.eal.lcores;
   for (unsigned i = 0; i < ports_.size(); ++i) {
     absl::StatusOr<std::unique_ptr<RnicPort>> r = RnicPort::Create(
         config_, i, ports_[i]->dev->mac(),
-        [this, i](const IpAddr& ip) { return ResolveNeighbour(i, ip); });
+        [this, i](const IpAddr& ip) { return ResolveNeighbour(i, ip); }, 0,
+        shards);
     if (!r.ok()) return r.status();
+    if (shards > 1) {
+      ports_[i]->cm_services = std::make_unique<PortCmServices>();
+      (*r)->rnic().cm().set_service_registry(ports_[i]->cm_services.get());
+    }
     raw.push_back(r->get());
     names.push_back(ports_[i]->config.name);
     rnics_.push_back(std::move(*r));
@@ -183,6 +183,11 @@ absl::Status Daemon::StartSessions() {
         [this, i](const nic::Gid& gid) -> std::optional<protocol::MacAddr> {
       return ResolveNeighbour(i, gid);
     };
+    if (config_.eal.lcores > 1) {
+      o.route_client = [this, i](int fd, const verbs::PeerCredentials& peer) {
+        return RouteClient(i, fd, peer);
+      };
+    }
     absl::StatusOr<std::unique_ptr<verbs::SessionServer>> server =
         verbs::SessionServer::Create(rnics_[i]->rnic(), o);
     if (!server.ok()) {
@@ -201,7 +206,162 @@ absl::Status Daemon::StartSessions() {
                   [](const auto& s) { return s == nullptr; })) {
     sessions_.clear();
   }
+  return config_.eal.lcores > 1 ? StartShards() : absl::OkStatus();
+}
+
+absl::Status Daemon::StartShards() {
+  main_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (main_wake_fd_ < 0) return absl::ErrnoToStatus(errno, "eventfd");
+  const uint32_t shards = config_.eal.lcores;
+  for (unsigned i = 0; i < ports_.size() && i < rnics_.size(); ++i) {
+    Port& port = *ports_[i];
+    for (uint32_t k = 1; k < shards; ++k) {
+      absl::StatusOr<std::unique_ptr<RnicPort>> r = RnicPort::Create(
+          config_, i, port.dev->mac(),
+          [this, i](const IpAddr& ip) { return ResolveFromShard(i, ip); }, k,
+          shards);
+      if (!r.ok()) return r.status();
+      (*r)->rnic().cm().set_service_registry(port.cm_services.get());
+      std::unique_ptr<verbs::SessionServer> session;
+      if (i < sessions_.size() && sessions_[i] != nullptr) {
+        verbs::SessionServerOptions o;
+        o.socket_path = sessions_[i]->socket_path();
+        o.listen = false;  // shard 0 accepts, RouteClient hands over
+        o.allowed_uids.assign(config_.verbs.allowed_uids.begin(),
+                              config_.verbs.allowed_uids.end());
+        o.post_budget = config_.verbs.post_budget;
+        o.device_name = sessions_[i]->device_name();
+        o.resolve_dmac =
+            [this, i](const nic::Gid& gid) -> std::optional<protocol::MacAddr> {
+          return ResolveFromShard(i, gid);
+        };
+        absl::StatusOr<std::unique_ptr<verbs::SessionServer>> server =
+            verbs::SessionServer::Create((*r)->rnic(), o);
+        if (!server.ok()) return server.status();
+        session = std::move(*server);
+      }
+      Shard::Options so;
+      so.index = k;
+      so.port = static_cast<uint16_t>(i);
+      so.pool = port.dev->pool();
+      so.max_frame = port.dev->max_frame();
+      so.clock = clock_.get();
+      so.idle_sleep_us = config_.eal.idle_sleep_us;
+      so.idle_spin_us = config_.eal.idle_spin_us;
+      so.idle_yield = config_.eal.idle_yield;
+      so.main_sleeping = &main_sleeping_;
+      so.main_wake_fd = main_wake_fd_;
+      so.stop = &workers_stop_;
+      absl::StatusOr<std::unique_ptr<Shard>> shard =
+          Shard::Create(so, std::move(*r), std::move(session));
+      if (!shard.ok()) return shard.status();
+      port.shards.push_back(std::move(*shard));
+    }
+    ROCEMU_LOG_INFO("port %s: %u RNIC shards, applications placed by process",
+                    port.config.name, shards);
+  }
   return absl::OkStatus();
+}
+
+bool Daemon::RouteClient(unsigned index, int fd,
+                         const verbs::PeerCredentials& peer) {
+  Port& port = *ports_.at(index);
+  uint32_t shard;
+  if (auto it = port.pid_shard.find(peer.pid); it != port.pid_shard.end()) {
+    shard = it->second;
+  } else {
+    // The shard with the fewest processes; on a tie the last one, which
+    // keeps applications off the lcore that also runs the port.
+    std::vector<uint32_t> load(port.shards.size() + 1, 0);
+    for (const auto& [pid, k] : port.pid_shard) ++load[k];
+    shard = 0;
+    for (uint32_t k = 1; k < load.size(); ++k) {
+      if (load[k] <= load[shard]) shard = k;
+    }
+    port.pid_shard[peer.pid] = shard;
+  }
+  if (shard == 0) return false;
+  port.shards[shard - 1]->Adopt(fd, peer);
+  return true;
+}
+
+std::optional<MacAddr> Daemon::ResolveFromShard(unsigned index,
+                                                const IpAddr& ip) {
+  Port& port = *ports_.at(index);
+  if (std::optional<MacAddr> mac = port.stack->Lookup(ip, clock_->Now())) {
+    return mac;
+  }
+  std::lock_guard<std::mutex> lock(port.resolve_mu);
+  if (port.resolve_requests.size() < 256) port.resolve_requests.push_back(ip);
+  return std::nullopt;
+}
+
+void Daemon::SolicitForShards() {
+  for (unsigned i = 0; i < ports_.size(); ++i) {
+    Port& port = *ports_[i];
+    if (port.shards.empty()) continue;
+    std::vector<IpAddr> asked;
+    {
+      std::lock_guard<std::mutex> lock(port.resolve_mu);
+      asked.swap(port.resolve_requests);
+    }
+    std::sort(asked.begin(), asked.end());
+    asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
+    for (const IpAddr& ip : asked) (void)ResolveNeighbour(i, ip);
+  }
+}
+
+Daemon::PausedShards::PausedShards(const Daemon& d) : d_(d) {
+  if (!d_.workers_running_) return;
+  for (const auto& p : d_.ports_) {
+    for (const auto& s : p->shards) s->Pause();
+  }
+}
+
+Daemon::PausedShards::~PausedShards() {
+  if (!d_.workers_running_) return;
+  for (const auto& p : d_.ports_) {
+    for (const auto& s : p->shards) s->Resume();
+  }
+}
+
+int Daemon::WorkerMain(void* arg) {
+  static_cast<Shard*>(arg)->Run();
+  return 0;
+}
+
+void Daemon::LaunchWorkers() {
+  if (ports_.empty() || ports_[0]->shards.empty()) return;
+  auto& shards = ports_[0]->shards;
+  size_t next = 0;
+  unsigned lcore;
+  RTE_LCORE_FOREACH_WORKER(lcore) {
+    if (next == shards.size()) break;
+    if (rte_eal_remote_launch(&Daemon::WorkerMain, shards[next].get(), lcore) !=
+        0) {
+      ROCEMU_LOG_ERROR("shard %u: cannot launch on lcore %u",
+                       shards[next]->index(), lcore);
+      break;
+    }
+    ++next;
+  }
+  workers_running_ = next > 0;
+  if (next < shards.size()) {
+    ROCEMU_LOG_ERROR(
+        "%zu of %zu shards have no lcore: their applications "
+        "get no service",
+        shards.size() - next, shards.size());
+  }
+}
+
+void Daemon::StopWorkers() {
+  if (!workers_running_) return;
+  workers_stop_.store(true, std::memory_order_release);
+  for (auto& p : ports_) {
+    for (auto& s : p->shards) s->Wake();
+  }
+  rte_eal_mp_wait_lcore();
+  workers_running_ = false;
 }
 
 bool Daemon::PollSessionData() {
@@ -258,17 +418,29 @@ std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
 void Daemon::ReportGroups(unsigned index, nic::TimeNs now) {
   Port& port = *ports_.at(index);
   const nic::MulticastGroups& table = rnics_[index]->rnic().multicast_groups();
-  if (table.generation() == port.groups_generation) {
+  // Every shard's table only grows its generation: the sum changes with
+  // any of them.
+  uint64_t generation = table.generation();
+  for (const auto& s : port.shards) generation += s->groups_generation();
+  if (generation == port.groups_generation) {
     if (port.groups_repeat_at != 0 && now >= port.groups_repeat_at) {
       port.groups_repeat_at = 0;
       SendGroupChanges(port);
     }
     return;
   }
-  port.groups_generation = table.generation();
+  port.groups_generation = generation;
   std::vector<IpAddr> groups;
   table.ForEach([&](const nic::Gid& g, const auto&) { groups.push_back(g); });
+  if (!port.shards.empty()) {
+    PausedShards paused(*this);
+    for (const auto& s : port.shards) {
+      s->rnic().rnic().multicast_groups().ForEach(
+          [&](const nic::Gid& g, const auto&) { groups.push_back(g); });
+    }
+  }
   std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   port.groups_joined.clear();
   port.groups_left.clear();
   std::set_difference(groups.begin(), groups.end(), port.groups.begin(),
@@ -312,6 +484,10 @@ void Daemon::SendGroupReport(Port& port, std::span<const IpAddr> groups,
 void Daemon::Slow(nic::TimeNs now) {
   for (auto& p : ports_) {
     p->neighbours.Expire(now);
+    // Processes gone: a new one with a recycled pid is placed afresh.
+    absl::erase_if(p->pid_shard, [](const auto& e) {
+      return kill(e.first, 0) != 0 && errno == ESRCH;
+    });
     rte_eth_stats st;
     if (rte_eth_stats_get(p->dev->port_id(), &st) == 0) {
       p->counters.rx_missed = st.imissed;
@@ -326,6 +502,7 @@ void Daemon::Run(DaemonSignals* signals) {
   ROCEMU_LOG_INFO("running on lcore %u with %zu port(s)%s", rte_lcore_id(),
                   ports_.size(), any_endpoint() ? "" : ", no RNIC attached");
   if (idle_sleep_ns() > 0) SetUpIdleWait();
+  LaunchWorkers();
   nic::TimeNs last_busy = clock_->Now();
   while (!signals->stop) {
     const nic::TimeNs now = clock_->Now();
@@ -390,6 +567,7 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
       next_slow_ = now + kSlowPeriod;
       Slow(now);
     }
+    SolicitForShards();
   }
   return busy;
 }
@@ -419,6 +597,13 @@ void Daemon::SetUpIdleWait() {
       ROCEMU_LOG_INFO(
           "port %s: no RX interrupt; looked at every %u us while idle",
           p->config.name, config_.eal.idle_sleep_us);
+    }
+  }
+  if (main_wake_fd_ >= 0) {
+    if (absl::Status st = idle_.Watch(main_wake_fd_); !st.ok()) {
+      ROCEMU_LOG_WARNING("idle sleeping off: %s", st.ToString());
+      idle_ready_ = false;
+      return;
     }
   }
   for (auto& s : sessions_) {
@@ -454,6 +639,17 @@ bool Daemon::Sleep(nic::TimeNs now, nic::TimeNs next_event,
     }
   }
   if (until <= now + kMinSleep) return false;
+  // The shards' lcores wake us when they queue frames (Shard::WakeMain)
+  // from here on; frames already queued are work now.
+  main_sleeping_.store(true, std::memory_order_seq_cst);
+  for (const auto& p : ports_) {
+    for (const auto& sh : p->shards) {
+      if (sh->HasTx()) {
+        main_sleeping_.store(false, std::memory_order_relaxed);
+        return false;
+      }
+    }
+  }
   // Sessions first: each raises its sleeping flag and looks at its
   // doorbells once more (verbs/doorbell.h).
   size_t prepared = 0;
@@ -480,10 +676,23 @@ bool Daemon::Sleep(nic::TimeNs now, nic::TimeNs next_event,
   for (size_t i = 0; i < prepared; ++i) {
     if (sessions_[i] != nullptr) sessions_[i]->Awake();
   }
+  main_sleeping_.store(false, std::memory_order_seq_cst);
+  if (main_wake_fd_ >= 0) {
+    uint64_t v;
+    (void)!read(main_wake_fd_, &v, sizeof(v));
+  }
   return sleep;
 }
 
 void Daemon::Shutdown() {
+  // The shards' lcores stop first; then their applications go as the
+  // first shard's do, below.
+  StopWorkers();
+  for (auto& p : ports_) p->shards.clear();
+  if (main_wake_fd_ >= 0) {
+    close(main_wake_fd_);
+    main_wake_fd_ = -1;
+  }
   // Applications first: their QPs go to ERR and are destroyed, their
   // sockets are removed.
   for (auto& s : sessions_) {

@@ -12,13 +12,16 @@
 #include <csignal>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "config/config.h"
+#include "emulator/cm_services.h"
 #include "emulator/control_server.h"
 #include "emulator/dpdk_port.h"
 #include "emulator/fault_injector.h"
@@ -28,6 +31,7 @@
 #include "emulator/net_stack.h"
 #include "emulator/pcap_writer.h"
 #include "emulator/rnic_port.h"
+#include "emulator/shard.h"
 #include "emulator/test_hooks.h"
 #include "emulator/tsc_clock.h"
 #include "nic/frame_io.h"
@@ -54,6 +58,8 @@ struct PortCounters {
   uint64_t tx_nombuf = 0;           // no mbuf for a reply or a TX burst
   uint64_t loopback_packets = 0;    // RNIC frames to our own MAC (and copies
                                     // of its multicast frames), looped back
+  uint64_t rx_shard_ring_full = 0;  // eal.lcores > 1: a shard's RX ring was
+                                    // full (dropped, counted here)
   // From rte_eth_stats, refreshed once a second.
   uint64_t rx_missed = 0;
   uint64_t rx_errors = 0;
@@ -193,6 +199,28 @@ class Daemon {
     std::vector<IpAddr> groups, groups_joined, groups_left;
     nic::TimeNs groups_repeat_at = 0;
     uint16_t index = 0;  // in ports_: the endpoint's port number
+    // eal.lcores > 1: shards 1 .. lcores-1 (shards[k - 1] is shard k; the
+    // endpoint is shard 0), the port's CM listeners, and which shard each
+    // application process was placed on.
+    std::vector<std::unique_ptr<Shard>> shards;
+    std::unique_ptr<PortCmServices> cm_services;
+    absl::flat_hash_map<pid_t, uint32_t> pid_shard;
+    // Addresses the shards' lcores asked for and found unresolved: the
+    // port's lcore solicits them (ResolveFromShard).
+    std::mutex resolve_mu;
+    std::vector<IpAddr> resolve_requests;
+  };
+  // Pauses every shard of every port for its lifetime (no-op with one
+  // lcore): their RNICs and sessions may then be read from this lcore.
+  class PausedShards {
+   public:
+    explicit PausedShards(const Daemon& d);
+    ~PausedShards();
+    PausedShards(const PausedShards&) = delete;
+    PausedShards& operator=(const PausedShards&) = delete;
+
+   private:
+    const Daemon& d_;
   };
 
   // Returns whether any frame was received or sent.
@@ -241,6 +269,29 @@ class Daemon {
   bool PollSessionData();
   // The pid of the application owning QP `qpn` on `port`.
   std::optional<int64_t> QpOwnerPid(unsigned port, uint32_t qpn) const;
+  // --- eal.lcores > 1 (shard.h) ---
+  absl::Status StartShards();
+  // SessionServer::route_client of shard 0: the shard of the client's
+  // process (the least loaded for a new one); false: shard 0 itself.
+  bool RouteClient(unsigned port, int fd, const verbs::PeerCredentials& peer);
+  // The shards' resolver: cache and own addresses only; a miss is queued
+  // for this lcore to solicit (SolicitForShards).
+  std::optional<MacAddr> ResolveFromShard(unsigned port, const IpAddr& ip);
+  void SolicitForShards();
+  // A frame the net stack gave to the RNIC: kept for shard 0 (true: the
+  // caller passes it to the endpoint), or handed to other shards (false:
+  // the caller no longer owns *m, which is set to nullptr when it was
+  // handed over whole). `kicks` collects the shards to wake.
+  bool DispatchToShards(Port& port, rte_mbuf** m, uint32_t* kicks);
+  void KickShards(Port& port, uint32_t kicks);
+  // Frames the shards built, into the port's TX queue while the backlog
+  // has room; returns how many.
+  uint16_t TakeShardTx(Port& port);
+  void LaunchWorkers();
+  void StopWorkers();
+  static int WorkerMain(void* arg);
+  // The shards' views for the control socket (daemon_views.cc).
+  void AppendShardsJson(const Port& port, std::string* out) const;
   void Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
                nic::TimeNs now);
   absl::Status OpenCaptures();
@@ -271,6 +322,12 @@ class Daemon {
   IdleWait idle_;
   bool idle_ready_ = false;
   uint32_t idle_backoff_ = 1;  // idle_sleep_us multiplier (Sleep)
+  // eal.lcores > 1: the workers run until workers_stop_; they wake this
+  // lcore through main_wake_fd_ while main_sleeping_.
+  std::atomic<bool> workers_stop_{false};
+  bool workers_running_ = false;
+  std::atomic<bool> main_sleeping_{false};
+  int main_wake_fd_ = -1;
 };
 
 }  // namespace rocemu::emulator

@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "emulator/daemon.h"
 #include "emulator/logging.h"
+#include "emulator/shard_dispatch.h"
 #include "protocol/headers.h"
 #include "protocol/multicast.h"
 #include "protocol/pfc.h"
@@ -21,28 +22,8 @@ constexpr nic::TimeNs kReorderWait = 1'000'000;  // if no frame follows
 
 // A RoCEv2 frame to an IP multicast group (a UD multicast SEND).
 bool IsRoceToGroup(const uint8_t* d, uint32_t len) {
-  using namespace protocol;  // NOLINT
-  if (len < kEthHeaderLen + kIpv6HeaderLen + kUdpHeaderLen ||
-      !IsIpMulticastMac(d)) {
-    return false;
-  }
-  size_t l3 = kEthHeaderLen;
-  uint16_t type = Load16(d + 12);
-  if (type == kEtherTypeVlan) {
-    type = Load16(d + 16);
-    l3 += kVlanTagLen;
-  }
-  size_t l4;
-  if (type == kEtherTypeIpv4) {
-    if (d[l3 + 9] != kIpProtoUdp) return false;
-    l4 = l3 + static_cast<size_t>(d[l3] & 0x0F) * 4;
-  } else if (type == kEtherTypeIpv6) {
-    if (d[l3 + 6] != kIpProtoUdp) return false;
-    l4 = l3 + kIpv6HeaderLen;
-  } else {
-    return false;
-  }
-  return l4 + kUdpHeaderLen <= len && Load16(d + l4 + 2) == kRoceV2UdpPort;
+  return len >= protocol::kEthHeaderLen && protocol::IsIpMulticastMac(d) &&
+         RoceBthOffset(d, len) != 0;
 }
 
 }  // namespace
@@ -204,17 +185,35 @@ uint16_t Daemon::LoopBack(Port& port, rte_mbuf** pkts, uint16_t n,
   rte_mbuf* looped_bufs[kBurst * 8];
   size_t nlooped = 0;
   uint16_t kept = 0;
+  uint32_t kicks = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint32_t len = rte_pktmbuf_data_len(m);
     if (port.endpoint != nullptr && nlooped < std::size(looped) &&
         len >= own.size() && std::memcmp(d, own.data(), own.size()) == 0) {
+      if (!port.shards.empty()) {
+        rte_mbuf* mine = m;
+        if (!DispatchToShards(port, &mine, &kicks)) {
+          // Handed to another shard whole, or its ring was full.
+          if (mine != nullptr) {
+            rte_pktmbuf_free(mine);
+          } else {
+            ++port.counters.loopback_packets;
+          }
+          continue;
+        }
+      }
       looped[nlooped] = {d, len};
       looped_bufs[nlooped++] = m;
     } else {
       if (port.endpoint != nullptr && IsRoceToGroup(d, len)) {
-        // Synchronous: the frame is read before the wire gets it.
+        // Synchronous: the frame is read before the wire gets it. The
+        // other shards hold a reference of their own.
+        if (!port.shards.empty()) {
+          rte_mbuf* copies = m;
+          (void)DispatchToShards(port, &copies, &kicks);
+        }
         const nic::RxFrame copy{d, len};
         ++port.counters.loopback_packets;
         port.endpoint->Receive(port.index, {&copy, 1}, now);
@@ -222,6 +221,7 @@ uint16_t Daemon::LoopBack(Port& port, rte_mbuf** pkts, uint16_t n,
       pkts[kept++] = m;
     }
   }
+  KickShards(port, kicks);
   if (nlooped > 0) {
     port.counters.loopback_packets += nlooped;
     port.endpoint->Receive(port.index, {looped, nlooped}, now);
@@ -283,6 +283,7 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
   bool endpoint_due = endpoint != nullptr && now >= port.next_event;
   rte_mbuf* rx[kBurst];
   rte_mbuf* staged[kBurst * 3];
+  uint32_t kicks = 0;
   uint16_t n = rte_eth_rx_burst(port.dev->port_id(), 0, rx, kBurst);
   bool busy = n > 0;
   for (uint16_t i = 0; i < n; ++i) {
@@ -331,6 +332,10 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
             pkts[i] = nullptr;  // queued (or tail-dropped and freed)
             break;
           }
+          if (!port.shards.empty() && endpoint != nullptr &&
+              !DispatchToShards(port, &pkts[i], &kicks)) {
+            break;  // another shard's (pkts[i] is null once handed over)
+          }
           frames[nic_frames++] = {data.data(),
                                   static_cast<uint32_t>(data.size())};
           break;
@@ -349,6 +354,7 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
       }
     }
     rte_pktmbuf_free_bulk(pkts, n);
+    KickShards(port, kicks);
   }
 
   if (port.ingress != nullptr && endpoint != nullptr &&
@@ -387,6 +393,7 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
       }
     }
   }
+  if (!port.shards.empty() && TakeShardTx(port) > 0) busy = true;
   // Frames still waiting for room are not progress either (Sleep() does
   // not sleep on them); frames held by a pause are not work at all: the
   // pause's end is an endpoint event (NextEventTime) that wakes the loop.
@@ -398,16 +405,22 @@ bool Daemon::PollIngress(Port& port, nic::TimeNs now) {
   bool did = false;
   rte_mbuf* out[kBurst];
   size_t n;
+  uint32_t kicks = 0;
   while ((n = port.ingress->Dequeue(now, out)) > 0) {
     nic::RxFrame frames[kBurst];
+    size_t local = 0;
     for (size_t i = 0; i < n; ++i) {
-      frames[i] = {rte_pktmbuf_mtod(out[i], const uint8_t*),
-                   rte_pktmbuf_data_len(out[i])};
+      if (!port.shards.empty() && !DispatchToShards(port, &out[i], &kicks)) {
+        continue;
+      }
+      frames[local++] = {rte_pktmbuf_mtod(out[i], const uint8_t*),
+                         rte_pktmbuf_data_len(out[i])};
     }
-    port.endpoint->Receive(port.index, {frames, n}, now);
+    if (local > 0) port.endpoint->Receive(port.index, {frames, local}, now);
     rte_pktmbuf_free_bulk(out, static_cast<unsigned>(n));
     did = true;
   }
+  KickShards(port, kicks);
   // XOFF/XON to the link's senders: a MAC Control frame, never held by a
   // pause of our own.
   uint8_t pfc[protocol::kMacControlFrameLen];
@@ -425,6 +438,61 @@ bool Daemon::PollIngress(Port& port, nic::TimeNs now) {
     did = true;
   }
   return did;
+}
+
+bool Daemon::DispatchToShards(Port& port, rte_mbuf** mp, uint32_t* kicks) {
+  rte_mbuf* m = *mp;
+  const uint32_t shards = static_cast<uint32_t>(port.shards.size()) + 1;
+  const uint32_t to =
+      ShardOf(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m),
+              shards, port.cm_services.get());
+  if (to == 0) return true;
+  if (to != kAllShards) {
+    if (port.shards[to - 1]->Deliver(m)) {
+      *kicks |= 1u << to;
+      *mp = nullptr;
+    } else {
+      ++port.counters.rx_shard_ring_full;  // the caller frees it
+    }
+    return false;
+  }
+  // Every shard reads it: each holds a reference; shard 0's is the
+  // caller's.
+  for (uint32_t k = 1; k < shards; ++k) {
+    rte_mbuf_refcnt_update(m, 1);
+    if (port.shards[k - 1]->Deliver(m)) {
+      *kicks |= 1u << k;
+    } else {
+      rte_mbuf_refcnt_update(m, -1);
+      ++port.counters.rx_shard_ring_full;
+    }
+  }
+  return true;
+}
+
+void Daemon::KickShards(Port& port, uint32_t kicks) {
+  for (uint32_t k = 1; kicks >> k != 0; ++k) {
+    if ((kicks >> k) & 1) port.shards[k - 1]->Kick();
+  }
+}
+
+uint16_t Daemon::TakeShardTx(Port& port) {
+  uint16_t taken = 0;
+  for (auto& shard : port.shards) {
+    // The same back-pressure as the first shard's (PollPort): with a burst
+    // waiting for the wire, the shards keep their frames.
+    if (port.tx_backlog_count - port.tx_paused_count >= kBurst) break;
+    const unsigned room =
+        static_cast<unsigned>(std::size(port.tx_batch) - port.tx_count);
+    if (room == 0) break;
+    rte_mbuf* got[kBurst];
+    const unsigned n = shard->TakeTx(got, std::min<unsigned>(room, kBurst));
+    for (unsigned i = 0; i < n; ++i) {
+      QueueTx(port, got[i], static_cast<uint8_t>(got[i]->hash.usr));
+    }
+    taken = static_cast<uint16_t>(taken + n);
+  }
+  return taken;
 }
 
 nic::TimeNs Daemon::RefreshNextEvents() {

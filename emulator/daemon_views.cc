@@ -29,6 +29,7 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
   f("rx_nic_no_endpoint", c.rx_nic_no_endpoint);
   f("tx_nombuf", c.tx_nombuf);
   f("loopback_packets", c.loopback_packets);
+  f("rx_shard_ring_full", c.rx_shard_ring_full);
   f("rx_missed", c.rx_missed);
   f("rx_errors", c.rx_errors);
   f("tx_errors", c.tx_errors);
@@ -108,10 +109,44 @@ std::string Daemon::CountersJson() const {
     } else {
       absl::StrAppend(&out, "null");
     }
+    if (!p->shards.empty()) {
+      absl::StrAppend(&out, ",\"shards\":");
+      AppendShardsJson(*p, &out);
+    }
     absl::StrAppend(&out, "}");
   }
   absl::StrAppend(&out, "}}");
   return out;
+}
+
+// Shards 1.. of a port (shard 0 is the port's own entry): each one's RNIC
+// counters and QPs, DCQCN state, verbs session and loop counters.
+void Daemon::AppendShardsJson(const Port& port, std::string* out) const {
+  absl::StrAppend(out, "[");
+  for (const auto& s : port.shards) {
+    absl::StrAppend(out, s->index() == 1 ? "" : ",", "{\"shard\":", s->index(),
+                    ",\"rnic\":");
+    s->rnic().AppendCountersJson(out);
+    absl::StrAppend(out, ",\"dcqcn\":");
+    s->rnic().AppendDcqcnJson(out);
+    absl::StrAppend(out, ",\"verbs\":");
+    if (s->session() != nullptr) {
+      s->session()->AppendStateJson(out);
+    } else {
+      absl::StrAppend(out, "null");
+    }
+    const ShardCounters& c = s->counters();
+    absl::StrAppend(out, ",\"rx_frames\":", c.rx_frames,
+                    ",\"tx_frames\":", c.tx_frames,
+                    ",\"tx_backpressure\":", c.tx_backpressure,
+                    ",\"tx_nombuf\":", c.tx_nombuf,
+                    ",\"clients_adopted\":", c.clients_adopted);
+    ForEachIdleCounter(s->idle_counters(), [&](const char* name, uint64_t v) {
+      absl::StrAppend(out, ",\"", name, "\":", v);
+    });
+    absl::StrAppend(out, "}");
+  }
+  absl::StrAppend(out, "]");
 }
 
 // The views below are lists with one entry per port, each naming the port
@@ -186,6 +221,30 @@ std::string Daemon::QpsJson() const {
         [this, port](uint32_t qpn) { return QpOwnerPid(port, qpn); }, out);
     absl::StrAppend(out, ",\"multicast_groups\":");
     rnics_[i]->AppendMulticastJson(out);
+    // eal.lcores > 1: the other shards' QPs, by shard.
+    if (!ports_[i]->shards.empty()) {
+      absl::StrAppend(out, ",\"shards\":[");
+      for (const auto& s : ports_[i]->shards) {
+        absl::StrAppend(out, s->index() == 1 ? "" : ",",
+                        "{\"shard\":", s->index(), ",\"qps\":");
+        const verbs::SessionServer* session = s->session();
+        s->rnic().AppendQpsJson(
+            [session](uint32_t qpn) -> std::optional<int64_t> {
+              if (session == nullptr) return std::nullopt;
+              std::optional<nic::ClientId> c = session->QpOwner(qpn);
+              if (!c.has_value()) return std::nullopt;
+              std::optional<verbs::PeerCredentials> cred =
+                  session->Credentials(*c);
+              if (!cred.has_value()) return std::nullopt;
+              return static_cast<int64_t>(cred->pid);
+            },
+            out);
+        absl::StrAppend(out, ",\"multicast_groups\":");
+        s->rnic().AppendMulticastJson(out);
+        absl::StrAppend(out, "}");
+      }
+      absl::StrAppend(out, "]");
+    }
     absl::StrAppend(out, "}");
   });
 }
@@ -207,6 +266,25 @@ std::string Daemon::CmJson() const {
           return static_cast<int64_t>(cred->pid);
         },
         out);
+    if (!ports_[i]->shards.empty()) {
+      absl::StrAppend(out, ",\"shards\":[");
+      for (const auto& s : ports_[i]->shards) {
+        absl::StrAppend(out, s->index() == 1 ? "" : ",",
+                        "{\"shard\":", s->index(), ",\"cm_ids\":");
+        const verbs::SessionServer* session = s->session();
+        s->rnic().AppendCmJson(
+            [session](uint32_t client) -> std::optional<int64_t> {
+              if (session == nullptr) return std::nullopt;
+              std::optional<verbs::PeerCredentials> cred =
+                  session->Credentials(client);
+              if (!cred.has_value()) return std::nullopt;
+              return static_cast<int64_t>(cred->pid);
+            },
+            out);
+        absl::StrAppend(out, "}");
+      }
+      absl::StrAppend(out, "]");
+    }
     absl::StrAppend(out, "}");
   });
 }
@@ -219,6 +297,20 @@ std::string Daemon::SessionsJson() const {
       sessions_[i]->AppendStateJson(out);
     } else {
       absl::StrAppend(out, "null");
+    }
+    if (!ports_[i]->shards.empty()) {
+      absl::StrAppend(out, ",\"shards\":[");
+      for (const auto& s : ports_[i]->shards) {
+        absl::StrAppend(out, s->index() == 1 ? "" : ",",
+                        "{\"shard\":", s->index(), ",\"verbs\":");
+        if (s->session() != nullptr) {
+          s->session()->AppendStateJson(out);
+        } else {
+          absl::StrAppend(out, "null");
+        }
+        absl::StrAppend(out, "}");
+      }
+      absl::StrAppend(out, "]");
     }
     absl::StrAppend(out, "}");
   });
@@ -243,6 +335,7 @@ std::string Daemon::DcqcnJson() const {
 }
 
 std::string Daemon::PrometheusText() const {
+  PausedShards paused(*this);
   std::string out;
   absl::StrAppend(&out, "rocemu_loops ", loops_, "\n");
   ForEachIdleCounter(idle_.counters(), [&](const char* name, uint64_t v) {
@@ -269,11 +362,28 @@ std::string Daemon::PrometheusText() const {
       emit("clients", sessions_[index]->num_clients());
       verbs::ForEachSessionCounter(c, emit);
     }
+    // eal.lcores > 1: the other shards' series carry a shard label (the
+    // label text rides in the port-name argument).
+    for (const auto& s : p->shards) {
+      const std::string label =
+          absl::StrCat(p->config.name, "\",shard=\"", s->index());
+      s->rnic().AppendPrometheus(label, &out);
+      if (s->session() != nullptr) {
+        verbs::ForEachSessionCounter(
+            s->session()->counters(), [&](const char* name, uint64_t v) {
+              absl::StrAppend(&out, "rocemu_verbs_", name, "{port=\"", label,
+                              "\"} ", v, "\n");
+            });
+      }
+    }
   }
   return out;
 }
 
 std::string Daemon::HandleControl(std::string_view request) {
+  // The shards' RNICs and sessions are read (and the test hooks may act
+  // on the first one's) while the shards wait.
+  PausedShards paused(*this);
   std::string cmd = JsonStringField(request, "cmd");
   if (cmd.empty()) {
     // Bare words are accepted for humans at a socat prompt.

@@ -39,7 +39,9 @@ std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
   const config::EalConfig& eal = config.eal;
   std::vector<std::string> args = {"rocemud"};
   args.push_back("-l");
-  args.push_back(absl::StrCat(eal.lcore));
+  args.push_back(eal.lcores <= 1 ? absl::StrCat(eal.lcore)
+                                 : absl::StrCat(eal.lcore, "-",
+                                                eal.lcore + eal.lcores - 1));
   args.push_back("--file-prefix");
   args.push_back(eal.file_prefix.empty() ? absl::StrCat("rocemu-", pid)
                                          : eal.file_prefix);

@@ -37,6 +37,12 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Start(config::Config config,
     return absl::InvalidArgumentError(
         absl::StrCat("logging.file: ", s.message()));
   }
+  if (config.eal.lcores > 1) {
+    // The application's threads drive the loop: there is no lcore here
+    // for a shard to run on.
+    return absl::InvalidArgumentError(
+        "eal.lcores above 1 is for rocemud; the embedded mode runs one");
+  }
   std::vector<std::string> sockets;
   for (size_t i = 0; i < config.ports.size(); ++i) {
     if (std::string p = config.VerbsSocketPath(i); !p.empty()) {

@@ -1,8 +1,11 @@
 #include "emulator/neighbour_cache.h"
 
+#include <mutex>
+
 namespace rocemu::emulator {
 
 void NeighbourCache::AddStatic(const IpAddr& ip, const MacAddr& mac) {
+  std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entries_[ip];
   e.mac = mac;
   e.valid = true;
@@ -12,6 +15,7 @@ void NeighbourCache::AddStatic(const IpAddr& ip, const MacAddr& mac) {
 
 void NeighbourCache::Learn(const IpAddr& ip, const MacAddr& mac,
                            nic::TimeNs now, bool create) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(ip);
   if (it == entries_.end()) {
     if (!create || entries_.size() >= options_.max_entries) return;
@@ -27,6 +31,7 @@ void NeighbourCache::Learn(const IpAddr& ip, const MacAddr& mac,
 
 std::optional<MacAddr> NeighbourCache::Lookup(const IpAddr& ip,
                                               nic::TimeNs now) const {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(ip);
   if (it == entries_.end() || !it->second.valid || now >= it->second.expires) {
     return std::nullopt;
@@ -35,6 +40,7 @@ std::optional<MacAddr> NeighbourCache::Lookup(const IpAddr& ip,
 }
 
 bool NeighbourCache::ShouldSolicit(const IpAddr& ip, nic::TimeNs now) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(ip);
   if (it == entries_.end()) {
     if (entries_.size() >= options_.max_entries) return false;
@@ -58,6 +64,7 @@ bool NeighbourCache::ShouldSolicit(const IpAddr& ip, nic::TimeNs now) {
 }
 
 size_t NeighbourCache::Expire(nic::TimeNs now) {
+  std::lock_guard<std::mutex> lock(mu_);
   size_t removed = 0;
   for (auto it = entries_.begin(); it != entries_.end();) {
     const Entry& e = it->second;
@@ -73,6 +80,11 @@ size_t NeighbourCache::Expire(nic::TimeNs now) {
     }
   }
   return removed;
+}
+
+size_t NeighbourCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
 }
 
 }  // namespace rocemu::emulator

@@ -2,10 +2,15 @@
 // neighbour discovery expire after a timeout; static entries from the config
 // never do. Misses are remembered so the resolver solicits at most once per
 // retry interval per address.
+//
+// Thread-safe: with eal.lcores above 1 the shards' lcores look addresses up
+// (on their control path) while the port's lcore learns from ARP and ND.
+// Neither is per RoCE packet, so the lock costs the data path nothing.
 #ifndef ROCEMU_EMULATOR_NEIGHBOUR_CACHE_H_
 #define ROCEMU_EMULATOR_NEIGHBOUR_CACHE_H_
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,7 +30,11 @@ class NeighbourCache {
 
   NeighbourCache() : NeighbourCache(Options{}) {}
   explicit NeighbourCache(Options options) : options_(options) {}
+  NeighbourCache(const NeighbourCache&) = delete;
+  NeighbourCache& operator=(const NeighbourCache&) = delete;
 
+  // Before use (the daemon configures a port's cache in place).
+  void set_options(const Options& options) { options_ = options; }
   void AddStatic(const IpAddr& ip, const MacAddr& mac);
   // Records a mapping seen on the wire. `create` is false for traffic that
   // may only refresh an existing entry (RFC 826 merge rule, unsolicited NA).
@@ -38,7 +47,7 @@ class NeighbourCache {
   // Drops expired learned entries; call from a slow timer, not per packet.
   size_t Expire(nic::TimeNs now);
 
-  size_t size() const { return entries_.size(); }
+  size_t size() const;
 
  private:
   struct Entry {
@@ -50,6 +59,7 @@ class NeighbourCache {
     uint32_t solicits = 0;
   };
   Options options_;
+  mutable std::mutex mu_;
   absl::flat_hash_map<IpAddr, Entry> entries_;
 };
 

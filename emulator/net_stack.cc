@@ -508,6 +508,12 @@ size_t NetStack::BuildNeighbourSolicit(const IpAddr& target,
   return Pad(out, hdr + kIpv6HeaderLen + kNsLen);
 }
 
+std::optional<MacAddr> NetStack::Lookup(const IpAddr& ip,
+                                        nic::TimeNs now) const {
+  if (IsOurAddress(ip)) return mac_;
+  return cache_->Lookup(ip, now);
+}
+
 std::optional<MacAddr> NetStack::Resolve(const IpAddr& ip, nic::TimeNs now,
                                          std::span<uint8_t> out,
                                          size_t* out_len) {

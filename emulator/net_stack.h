@@ -80,6 +80,9 @@ class NetStack {
   RxVerdict Receive(std::span<const uint8_t> frame, nic::TimeNs now,
                     std::span<uint8_t> reply, size_t* reply_len);
 
+  // Resolve without soliciting: our own address or a cache entry. Safe
+  // from any thread (the cache locks; the addresses do not change).
+  std::optional<MacAddr> Lookup(const IpAddr& ip, nic::TimeNs now) const;
   // The MAC for ip (IPv4-mapped or IPv6) if known. On a miss, when a
   // solicitation is due, writes an ARP request or neighbour solicitation
   // into `out` and sets *out_len (else 0).

@@ -76,9 +76,11 @@ absl::StatusOr<nic::RnicConfig> MakeRnicConfig(const config::Config& config,
 
 absl::StatusOr<std::unique_ptr<RnicPort>> RnicPort::Create(
     const config::Config& config, unsigned port, const MacAddr& mac,
-    Resolver resolver) {
+    Resolver resolver, uint32_t shard, uint32_t shards) {
   absl::StatusOr<nic::RnicConfig> rc = MakeRnicConfig(config, port, mac);
   if (!rc.ok()) return rc.status();
+  rc->shard = shard;
+  rc->shards = shards;
   std::unique_ptr<RnicPort> rp(new RnicPort(*rc, std::move(resolver)));
   const config::PortConfig& p = config.ports[port];
   nic::Rnic& nic = rp->rnic();
@@ -102,9 +104,11 @@ absl::StatusOr<std::unique_ptr<RnicPort>> RnicPort::Create(
           absl::StrCat("port ", p.name, ": P_Key table: ", s.message()));
     }
   }
-  ROCEMU_LOG_INFO("port %s: RNIC attached, %u GID(s), %zu P_Key(s), %s", p.name,
-                  nic.gid_table().size(), p.pkeys.size(),
-                  nic::MtuName(rc->port.active_mtu));
+  if (shard == 0) {
+    ROCEMU_LOG_INFO("port %s: RNIC attached, %u GID(s), %zu P_Key(s), %s",
+                    p.name, nic.gid_table().size(), p.pkeys.size(),
+                    nic::MtuName(rc->port.active_mtu));
+  }
   return rp;
 }
 

@@ -60,9 +60,10 @@ class RnicPort {
   // solicitation is then on its way).
   using Resolver = std::function<std::optional<MacAddr>(const IpAddr&)>;
 
+  // `shard` of `shards`: nic::RnicConfig::shard.
   static absl::StatusOr<std::unique_ptr<RnicPort>> Create(
       const config::Config& config, unsigned port, const MacAddr& mac,
-      Resolver resolver);
+      Resolver resolver, uint32_t shard = 0, uint32_t shards = 1);
 
   nic::Rnic& rnic() { return *rnic_; }
   const nic::Rnic& rnic() const { return *rnic_; }

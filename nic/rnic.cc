@@ -42,6 +42,11 @@ Rnic::Rnic(const RnicConfig& config)
       cc_(config.congestion),
       gsi_(std::make_unique<Gsi>(config_.mac, pkeys_, gids_, counters_)),
       cm_(std::make_unique<CmAgent>(*this, *gsi_, counters_, 0)) {
+  if (config_.shards == 0 || config_.shard >= config_.shards) {
+    config_.shard = 0;
+    config_.shards = 1;
+  }
+  while (next_qpn_ % config_.shards != config_.shard) ++next_qpn_;
   (void)gids_.Set(0, config.gid);
   gsi_->set_cm(cm_.get());
   gsi_->set_vlan(config_.vlan_id);

@@ -65,6 +65,13 @@ struct RnicConfig {
   // PCP = the frame's priority (QP: its SL, else roce_prio; MADs 0; CNPs
   // np_cnp_prio). Unset: untagged.
   std::optional<uint16_t> vlan_id;
+  // One of `shards` RNICs sharing this port's MAC and GIDs, each driven by
+  // its own lcore (emulator/shard.h): its QPNs and CM communication IDs
+  // are those equal to `shard` modulo `shards`, so that whoever receives
+  // the port's frames can tell from BTH.DestQP (or a CM message's comm ID)
+  // which RNIC a frame is for.
+  uint32_t shard = 0;
+  uint32_t shards = 1;
 };
 
 class Rnic final : public FrameEndpoint {
@@ -238,7 +245,10 @@ class Rnic final : public FrameEndpoint {
   MulticastGroups mcast_;
 
   absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;
-  uint32_t next_qpn_ = 0x11;  // rxe starts at 17; 0 and 1 are special
+  // The QPN after `qpn` in this RNIC's residue class (RnicConfig::shard),
+  // never 0, 1 (QP0, QP1) or 0xFFFFFF (multicast).
+  uint32_t NextQpn(uint32_t qpn) const;
+  uint32_t next_qpn_ = 0x11;  // rxe starts at 17
   std::vector<Qp*> active_;
   size_t rr_resp_ = 0;
   size_t rr_req_ = 0;

@@ -46,6 +46,15 @@ Qp* Rnic::FindQp(uint32_t qpn) const {
 
 const Qp* Rnic::GetQp(uint32_t qpn) const { return FindQp(qpn); }
 
+uint32_t Rnic::NextQpn(uint32_t qpn) const {
+  qpn += config_.shards;
+  if (qpn >= protocol::kQpnMask) {  // 0xFFFFFF is the multicast QPN
+    qpn = config_.shard;
+    while (qpn < 2) qpn += config_.shards;
+  }
+  return qpn;
+}
+
 absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& init) {
   const DeviceAttr& d = config_.device;
   if (!pds_.Valid(pd)) return absl::NotFoundError("no such PD");
@@ -70,8 +79,7 @@ absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& init) {
   uint32_t qpn;
   do {
     qpn = next_qpn_;
-    next_qpn_ = (next_qpn_ + 1) & protocol::kQpnMask;
-    if (next_qpn_ < 2) next_qpn_ = 2;
+    next_qpn_ = NextQpn(next_qpn_);
   } while (qps_.contains(qpn));
   const uint32_t recv_max_sge =
       init.has_srq ? srqs_.Get(init.srq)->Query().max_sge : c.max_recv_sge;

@@ -40,6 +40,16 @@ absl::StatusOr<std::unique_ptr<SessionServer>> SessionServer::Create(
 }
 
 absl::Status SessionServer::Listen() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return absl::ErrnoToStatus(errno, "epoll_create1");
+  if (options_.listen) {
+    absl::Status s = Bind();
+    if (!s.ok()) return s;
+  }
+  return MakeWakePage();
+}
+
+absl::Status SessionServer::Bind() {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (options_.socket_path.empty() ||
@@ -69,14 +79,16 @@ absl::Status SessionServer::Listen() {
     return absl::ErrnoToStatus(errno, "chmod " + options_.socket_path);
   }
   if (listen(listen_fd_, 64) != 0) return absl::ErrnoToStatus(errno, "listen");
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) return absl::ErrnoToStatus(errno, "epoll_create1");
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kListenTag;
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
     return absl::ErrnoToStatus(errno, "epoll_ctl");
   }
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::MakeWakePage() {
   // The wake page: writable here, sealed so that clients can only map it
   // read-only (F_SEAL_FUTURE_WRITE keeps this mapping writable).
   wake_page_fd_ = memfd_create("rocemu-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -207,52 +219,58 @@ void SessionServer::Accept() {
       close(fd);
       continue;
     }
-    const bool uid_ok =
-        options_.allowed_uids.empty() ||
-        std::find(options_.allowed_uids.begin(), options_.allowed_uids.end(),
-                  cred.uid) != options_.allowed_uids.end();
-    absl::Status refusal;
-    if (!uid_ok) {
-      refusal = absl::PermissionDeniedError(
-          absl::StrFormat("uid %u is not in verbs.allowed_uids", cred.uid));
-    } else if (clients_.size() - refused_pending_ >= options_.max_clients) {
-      refusal = absl::ResourceExhaustedError(absl::StrFormat(
-          "the daemon serves at most %u clients", options_.max_clients));
-    }
-    if (!refusal.ok()) {
-      ++counters_.clients_refused;
-      // A few refused peers wait for their answer; beyond that (a flood),
-      // they are closed unanswered.
-      if (refused_pending_ >= kMaxRefusedPending) {
-        close(fd);
-        continue;
-      }
-    }
-    auto c = std::make_unique<Client>();
-    c->refusal = refusal;
-    c->id = next_client_++;
-    if (next_client_ == nic::kKernelClient) next_client_ = 1;
-    c->fd = fd;
-    c->cred = {cred.pid, cred.uid, cred.gid};
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.u64 = c->id;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      close(fd);
-      continue;
-    }
-    ++unrung_clients_;  // until it opens doorbells
-    if (c->refusal.ok()) {
-      ++counters_.clients_accepted;
-    } else {
-      ++refused_pending_;
-    }
-    Client& added = *c;
-    clients_.emplace(c->id, std::move(c));
-    // Its first request is usually already queued: serve it now rather
-    // than one Poll later.
-    if (!ServeClient(added, false)) added.dead = true;
+    const PeerCredentials peer{cred.pid, cred.uid, cred.gid};
+    if (options_.route_client && options_.route_client(fd, peer)) continue;
+    AdoptClient(fd, peer);
   }
+}
+
+void SessionServer::AdoptClient(int fd, const PeerCredentials& cred) {
+  const bool uid_ok =
+      options_.allowed_uids.empty() ||
+      std::find(options_.allowed_uids.begin(), options_.allowed_uids.end(),
+                cred.uid) != options_.allowed_uids.end();
+  absl::Status refusal;
+  if (!uid_ok) {
+    refusal = absl::PermissionDeniedError(
+        absl::StrFormat("uid %u is not in verbs.allowed_uids", cred.uid));
+  } else if (clients_.size() - refused_pending_ >= options_.max_clients) {
+    refusal = absl::ResourceExhaustedError(absl::StrFormat(
+        "the daemon serves at most %u clients", options_.max_clients));
+  }
+  if (!refusal.ok()) {
+    ++counters_.clients_refused;
+    // A few refused peers wait for their answer; beyond that (a flood),
+    // they are closed unanswered.
+    if (refused_pending_ >= kMaxRefusedPending) {
+      close(fd);
+      return;
+    }
+  }
+  auto c = std::make_unique<Client>();
+  c->refusal = refusal;
+  c->id = next_client_++;
+  if (next_client_ == nic::kKernelClient) next_client_ = 1;
+  c->fd = fd;
+  c->cred = cred;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.u64 = c->id;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    close(fd);
+    return;
+  }
+  ++unrung_clients_;  // until it opens doorbells
+  if (c->refusal.ok()) {
+    ++counters_.clients_accepted;
+  } else {
+    ++refused_pending_;
+  }
+  Client& added = *c;
+  clients_.emplace(c->id, std::move(c));
+  // Its first request is usually already queued: serve it now rather
+  // than one Poll later.
+  if (!ServeClient(added, false)) added.dead = true;
 }
 
 bool SessionServer::ServeClient(Client& c, bool hup) {

@@ -53,6 +53,12 @@
 
 namespace rocemu::verbs {
 
+struct PeerCredentials {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
 struct SessionServerOptions {
   std::string socket_path;
   // Owner and group only by default: the socket's permissions are the first
@@ -70,12 +76,13 @@ struct SessionServerOptions {
   // neighbour is unresolved, and the request is answered EAGAIN (the library
   // retries). Unset: the MAC is used as given. Called on the control path.
   std::function<std::optional<protocol::MacAddr>(const nic::Gid&)> resolve_dmac;
-};
-
-struct PeerCredentials {
-  pid_t pid = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
+  // false: no socket; clients come through AdoptClient() (the daemon's
+  // shards other than the first, emulator/shard.h).
+  bool listen = true;
+  // Called for every connection accepted, with its credentials: true when
+  // it took the fd (to hand it to another server's AdoptClient), false to
+  // serve it here. Unset: served here.
+  std::function<bool(int fd, const PeerCredentials& peer)> route_client;
 };
 
 // Named as an operator would look for them (rdma statistic style).
@@ -156,6 +163,10 @@ class SessionServer final : private nic::RecvWqeFetcher {
 
   // One iteration of the daemon's loop: PollControl() then PollData().
   void Poll();
+  // Serves a connection another server accepted (route_client), as if it
+  // had been accepted here: the uid and client-count checks included.
+  // Takes the fd.
+  void AdoptClient(int fd, const PeerCredentials& peer);
   // The control plane (see the file comment): makes syscalls, may allocate.
   void PollControl();
   // The data plane: rings only, allocation-free, no syscall but eventfd
@@ -201,6 +212,9 @@ class SessionServer final : private nic::RecvWqeFetcher {
 
   SessionServer(nic::Rnic& rnic, const SessionServerOptions& options);
   absl::Status Listen();
+  // The Unix socket (options_.listen).
+  absl::Status Bind();
+  absl::Status MakeWakePage();
   void Accept();
   // Reads and serves messages of one client; false when it must go.
   bool ServeClient(Client& c, bool hup);

@@ -49,9 +49,18 @@ uint64_t CmAgent::Next() {
 uint32_t CmAgent::NewCommId() {
   // Random like Linux's, so that a restarted daemon does not reuse the IDs
   // a peer may still hold in TimeWait; never 0 (REJ's "unknown").
+  // With several agents on one port (RnicConfig::shard), the ID is in this
+  // agent's residue class: the peer's answers name it, and that is how
+  // they find their way here.
+  const uint64_t shards = rnic_.config().shards;
+  const uint64_t shard = rnic_.config().shard;
   for (;;) {
-    const uint32_t id = static_cast<uint32_t>(Next());
-    if (id != 0 && !by_local_.contains(id)) return id;
+    const uint64_t r = static_cast<uint32_t>(Next());
+    const uint64_t id = r - r % shards + shard;
+    if (id != 0 && id <= UINT32_MAX &&
+        !by_local_.contains(static_cast<uint32_t>(id))) {
+      return static_cast<uint32_t>(id);
+    }
   }
 }
 
@@ -115,13 +124,29 @@ void CmAgent::BindQp(CmConnection& c, uint32_t qpn, bool manage) {
   by_qpn_[qpn] = c.id;
 }
 
+bool CmAgent::ListensOn(uint64_t service, uint64_t mask) const {
+  for (const auto& [id, l] : ids_) {
+    if (l->listener && l->service_id == service && l->service_mask == mask) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void CmAgent::Erase(CmConnection& c) {
+  const bool listener = c.listener;
+  const uint64_t service = c.service_id, mask = c.service_mask;
   Disarm(c);
   UnindexRemote(c);
   auto q = by_qpn_.find(c.local_qpn);
   if (q != by_qpn_.end() && q->second == c.id) by_qpn_.erase(q);
   by_local_.erase(c.local_comm_id);
   ids_.erase(c.id);  // c is gone
+  // The last listener of this agent on the service: other agents may have
+  // it now.
+  if (listener && registry_ != nullptr && !ListensOn(service, mask)) {
+    registry_->Release(service, mask, rnic_.config().shard);
+  }
 }
 
 CmIdInfo CmAgent::Info(const CmConnection& c) const {
@@ -162,6 +187,10 @@ absl::StatusOr<CmId> CmAgent::Listen(const CmListenParams& p) {
       return absl::AlreadyExistsError(absl::StrFormat(
           "service ID 0x%016x is already listened on (CM id %u)", service, id));
     }
+  }
+  if (registry_ != nullptr && !ListensOn(service, mask)) {
+    absl::Status s = registry_->Claim(service, mask, rnic_.config().shard);
+    if (!s.ok()) return s;
   }
   CmConnection& c = NewId(p.client);
   c.listener = true;

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "nic/clock.h"
 #include "nic/cm/cm_connection.h"
+#include "nic/cm/cm_service_registry.h"
 #include "nic/cm/cm_types.h"
 #include "nic/counters.h"
 #include "nic/gsi.h"
@@ -107,6 +108,12 @@ class CmAgent {
   void SetNotifyHook(NotifyFn fn, void* ctx) {
     notify_ = fn;
     notify_ctx_ = ctx;
+  }
+
+  // The listeners of the other agents on this port (nullptr: this agent
+  // is the port's only one). Not owned.
+  void set_service_registry(CmServiceRegistry* registry) {
+    registry_ = registry;
   }
 
   absl::StatusOr<CmIdInfo> Query(CmId id) const;
@@ -211,6 +218,8 @@ class CmAgent {
 
   void Emit(CmEvent ev, const CmConnection& c);
   uint32_t NewCommId();
+  // Whether one of this agent's ids listens on exactly (service, mask).
+  bool ListensOn(uint64_t service, uint64_t mask) const;
   // The TID of the messages an id starts (REQ, DREQ, SIDR_REQ): a fixed
   // high half and the local communication ID, as Linux forms it.
   static uint64_t OwnTid(const CmConnection& c) {
@@ -236,6 +245,7 @@ class CmAgent {
   std::deque<CmEvent> events_;
   NotifyFn notify_ = nullptr;
   void* notify_ctx_ = nullptr;
+  CmServiceRegistry* registry_ = nullptr;
 };
 
 template <typename F>

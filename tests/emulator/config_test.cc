@@ -129,7 +129,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "    mtu: 1500\n    mtu: 1400\n",
                 "5:5", "ports[0].mtu", "duplicate key"},
         BadCase{"managed_eal_arg", WithPort("eal:\n  args: [--no-huge]\n"),
-                "5:10", "eal.args[0]", "eal.lcore/hugepages"},
+                "5:10", "eal.args[0]", "eal.lcore(s)/hugepages"},
+        BadCase{"lcores_range", WithPort("eal:\n  lcores: 0\n"), "5:11",
+                "eal.lcores", "out of range [1, 16]"},
+        BadCase{"lcores_two_ports",
+                "eal:\n  lcores: 2\nports:\n  - name: p0\n"
+                "    devargs: net_null0\n  - name: p1\n"
+                "    devargs: net_null1\n",
+                "4:3", "ports", "eal.lcores above 1 takes a single port"},
         BadCase{"bad_pkey",
                 "ports:\n  - name: p0\n    devargs: net_null0\n"
                 "    pkeys: [0x8000]\n",

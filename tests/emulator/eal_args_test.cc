@@ -40,6 +40,15 @@ TEST(EalArgsTest, DefaultIsNoHugepagesUniquePrefixOneLcore) {
   EXPECT_EQ(After(a, "--vdev"), "net_tap0,iface=rocemu0");
 }
 
+TEST(EalArgsTest, SeveralLcoresAreARange) {
+  config::Config c = OnePort("net_null0");
+  c.eal.lcore = 3;
+  c.eal.lcores = 2;
+  EXPECT_EQ(After(BuildEalArgs(c, 1, false), "-l"), "3-4");
+  c.eal.lcores = 1;
+  EXPECT_EQ(After(BuildEalArgs(c, 1, false), "-l"), "3");
+}
+
 TEST(EalArgsTest, HugepagesUsedWhenTheHostHasThem) {
   config::Config c = OnePort("net_null0");
   std::vector<std::string> a = BuildEalArgs(c, 1, true);

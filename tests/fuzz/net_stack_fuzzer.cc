@@ -38,9 +38,11 @@
 #include <vector>
 
 #include "emulator/checksum.h"
+#include "emulator/cm_services.h"
 #include "emulator/neighbour_cache.h"
 #include "emulator/net_stack.h"
 #include "emulator/net_types.h"
+#include "emulator/shard_dispatch.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -280,6 +282,19 @@ RxVerdict Receive(Host& h, std::span<const uint8_t> frame, TimeNs now,
   FUZZ_CHECK(c1.reply_too_big <= c0.reply_too_big + 1);
   if (c1.reply_too_big != c0.reply_too_big) {
     FUZZ_CHECK(v == RxVerdict::kDropped);
+  }
+  if (v == RxVerdict::kNic) {
+    // What the port's lcore then does with it (eal.lcores > 1): pick a
+    // shard, reading only within the frame (an exact-size heap copy).
+    static PortCmServices services;
+    static const bool claimed =
+        services.Claim(0x0000000001064E20ull, ~uint64_t{0}, 2).ok();
+    FUZZ_CHECK(claimed);
+    const std::vector<uint8_t> copy(frame.begin(), frame.end());
+    for (uint32_t shards : {1u, 3u}) {
+      const uint32_t to = ShardOf(copy.data(), copy.size(), shards, &services);
+      FUZZ_CHECK(to == kAllShards ? shards > 1 : to < shards);
+    }
   }
   if (v != RxVerdict::kReply) {
     FUZZ_CHECK(len == 0);  // RNIC frames and drops are never answered
