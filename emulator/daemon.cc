@@ -337,6 +337,7 @@ void Daemon::LaunchWorkers() {
   unsigned lcore;
   RTE_LCORE_FOREACH_WORKER(lcore) {
     if (next == shards.size()) break;
+    shards[next]->BeforeLaunch();
     if (rte_eal_remote_launch(&Daemon::WorkerMain, shards[next].get(), lcore) !=
         0) {
       ROCEMU_LOG_ERROR("shard %u: cannot launch on lcore %u",
@@ -361,6 +362,9 @@ void Daemon::StopWorkers() {
     for (auto& s : p->shards) s->Wake();
   }
   rte_eal_mp_wait_lcore();
+  for (auto& p : ports_) {
+    for (auto& s : p->shards) s->AfterWait();
+  }
   workers_running_ = false;
 }
 

@@ -113,6 +113,7 @@ void Shard::Resume() {
 void Shard::Wake() { Signal(wake_fd_); }
 
 void Shard::Run() {
+  (void)launched_.load(std::memory_order_acquire);  // BeforeLaunch()
   const std::atomic<bool>& stop = *options_.stop;
   ROCEMU_LOG_INFO("port %u shard %u: running on lcore %u", options_.port,
                   options_.index, rte_lcore_id());
@@ -135,6 +136,7 @@ void Shard::Run() {
       Idle(now, &last_busy);
     }
   }
+  finished_.store(true, std::memory_order_release);  // AfterWait()
 }
 
 bool Shard::Pass(nic::TimeNs now) {
@@ -184,7 +186,7 @@ bool Shard::Pass(nic::TimeNs now) {
     due = true;  // a modify_qp may have made work due
   }
   if (due) {
-    if (rte_ring_free_count(tx_) < kBurst) {
+    if (RingCount(tx_) + kBurst > rte_ring_get_capacity(tx_)) {
       ++counters_.tx_backpressure;
     } else {
       rte_mbuf* bufs[kBurst];
@@ -255,7 +257,7 @@ bool Shard::Sleep(nic::TimeNs now) {
     prepared = session_->PrepareToSleep();
     sleep = prepared;
   }
-  sleep = sleep && rte_ring_empty(rx_) &&
+  sleep = sleep && RingCount(rx_) == 0 &&
           !adopt_pending_.load(std::memory_order_acquire) &&
           !pause_req_.load(std::memory_order_acquire);
   bool woken = false;

@@ -63,6 +63,17 @@ struct ShardCounters {
   uint64_t clients_adopted = 0;
 };
 
+// Entries in a single-producer single-consumer ring. rte_ring_count()
+// reads the indices with plain loads (approximate by design); these loads
+// are atomic, so the count is exact for the ring's two ends and the ring's
+// producer/consumer ordering stays visible to ThreadSanitizer.
+inline unsigned RingCount(const rte_ring* r) {
+  const uint32_t prod = __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE);
+  const uint32_t cons = __atomic_load_n(&r->cons.tail, __ATOMIC_ACQUIRE);
+  const uint32_t count = (prod - cons) & r->mask;
+  return count > r->capacity ? r->capacity : count;
+}
+
 class Shard {
  public:
   static constexpr unsigned kBurst = 32;
@@ -107,7 +118,7 @@ class Shard {
     return rte_ring_sc_dequeue_burst(tx_, reinterpret_cast<void**>(out), max,
                                      nullptr);
   }
-  bool HasTx() const { return rte_ring_count(tx_) > 0; }
+  bool HasTx() const { return RingCount(tx_) > 0; }
   // A client the first shard accepted (SessionServer route_client).
   void Adopt(int fd, const verbs::PeerCredentials& peer);
   // The RNIC's multicast table generation as of the shard's last pass: a
@@ -119,6 +130,12 @@ class Shard {
   // RNIC and session may then be read (or changed) until Resume().
   void Pause();
   void Resume();
+  // Around the EAL's launch of Run() and its wait for the lcore: what
+  // this lcore did before the launch is visible to Run, and what Run did
+  // to this lcore after the wait (the EAL's own handshake is one a race
+  // detector does not see).
+  void BeforeLaunch() { launched_.store(true, std::memory_order_release); }
+  void AfterWait() { (void)finished_.load(std::memory_order_acquire); }
 
   // --- the shard's own lcore ---
   // Passes until *options.stop.
@@ -163,6 +180,8 @@ class Shard {
   std::mutex adopt_mu_;
   std::vector<std::pair<int, verbs::PeerCredentials>> adopt_;
   std::atomic<uint64_t> groups_generation_{0};
+  std::atomic<bool> launched_{false};
+  std::atomic<bool> finished_{false};
   nic::TimeNs next_event_ = 0;
   nic::TimeNs next_control_ = 0;
   uint64_t session_work_ = 0;
