@@ -270,13 +270,18 @@ bool Daemon::RouteClient(unsigned index, int fd,
   if (auto it = port.pid_shard.find(peer.pid); it != port.pid_shard.end()) {
     shard = it->second;
   } else {
-    // The shard with the fewest processes; on a tie the last one, which
-    // keeps applications off the lcore that also runs the port.
+    // The shard with the fewest live processes; on a tie the first, so
+    // that one application per daemon runs as with one lcore (its engines
+    // beside the port's I/O: on two shared cores, moving them to another
+    // lcore cost 64 B WRITEs 4x, scripts/bench_lcores.sh).
+    absl::erase_if(port.pid_shard, [](const auto& e) {
+      return kill(e.first, 0) != 0 && errno == ESRCH;
+    });
     std::vector<uint32_t> load(port.shards.size() + 1, 0);
     for (const auto& [pid, k] : port.pid_shard) ++load[k];
     shard = 0;
     for (uint32_t k = 1; k < load.size(); ++k) {
-      if (load[k] <= load[shard]) shard = k;
+      if (load[k] < load[shard]) shard = k;
     }
     port.pid_shard[peer.pid] = shard;
   }

@@ -244,17 +244,32 @@ def check_shards(r, ns, a, b, lcores):
     # frames loop back through the port's lcore from shard to shard.
     before = netns_util.control(a["ctl"], {"cmd": "counters"},
                                 timeout=10)["ports"]["p0"]
-    src, sout, crc, cout = r.pair(ns, a, a, [
-        "ib_write_bw", "-d", DEV, "-x", "0", "-s", "4096", "-n", "2000",
-        "--report_gbits"], timeout=120)
+    both = {}
+    thread = threading.Thread(target=lambda: both.setdefault("r", r.pair(
+        ns, a, a, ["ib_write_bw", "-d", DEV, "-x", "0", "-s", "4096", "-n",
+                   "20000", "--report_gbits"], timeout=120)))
+    thread.start()
+    seen = {}
+    while thread.is_alive():
+        try:
+            for k, n in shard_qps(a).items():
+                seen[k] = max(seen.get(k, 0), n)
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+    thread.join()
+    src, sout, crc, cout = both["r"]
     ok = src == 0 and crc == 0 and bool(perftest_rows(cout))
     r.check(ok, f"within daemon a across shards: server {src}, client {crc}")
     if not ok:
         netns_util.print_pair_output(sout, cout)
+    r.check(all(seen.get(k, 0) > 0 for k in range(lcores)),
+            f"daemon a: server and client on different shards (QPs seen per "
+            f"shard {seen})")
     after = netns_util.control(a["ctl"], {"cmd": "counters"},
                                timeout=10)["ports"]["p0"]
     looped = after["loopback_packets"] - before["loopback_packets"]
-    r.check(looped >= 2000, f"daemon a looped back {looped} frames")
+    r.check(looped >= 20000, f"daemon a looped back {looped} frames")
     for d in (a, b):
         c = netns_util.control(d["ctl"], {"cmd": "counters"},
                                timeout=10)["ports"]["p0"]
