@@ -335,7 +335,7 @@ pass=0 fail=0
 run_stock() {
     local i=$1 c=$2 share=$3
     local pcap=$RUN/$c.pcap out=$RUN/$c.rocemu.out rxe_out=$share/rxe.$i.out
-    local t0=$SECONDS ok=1 rxe_rc cmd role=server
+    local t0=$SECONDS ok=1 rc=0 rxe_rc cmd role=server
     if case_rxe_server "$c"; then role=client; fi
     cmd=$(stock_cmd "$c" rocemu_p0 0 $role)
     CAP_PID=$(cap_start_now "$pcap")
@@ -350,7 +350,7 @@ run_stock() {
                 ok=1
                 # shellcheck disable=SC2086
                 ip netns exec "$NS" env LD_LIBRARY_PATH="$RDMACM:$DROPIN" ROCEMU_VERBS_SOCKET="$RUN/verbs.sock" \
-                    ${preload:+LD_PRELOAD=$preload} timeout 120 $cmd "$GUEST_IP" >"$out" 2>&1 || ok=0
+                    ${preload:+LD_PRELOAD=$preload} timeout 120 $cmd "$GUEST_IP" >"$out" 2>&1 || { rc=$?; ok=0; }
                 # The guest's perftest was between its two listens (see
                 # guest_job): a fresh server, a fresh exchange.
                 if [ $ok = 0 ] && case_cm "$c" && [ $attempt -lt $CM_ATTEMPTS ] &&
@@ -394,7 +394,7 @@ run_stock() {
                 attempt=$((attempt + 1))
                 continue
             fi
-            wait "$SERVER_PID" || ok=0
+            wait "$SERVER_PID" || { rc=$?; ok=0; }
             break
         done
         SERVER_PID=""
@@ -402,7 +402,8 @@ run_stock() {
     wait_path "$share/rc.$i" 120 || true
     cap_stop "$CAP_PID"; CAP_PID=""
     rxe_rc=$(cat "$share/rc.$i" 2>/dev/null || echo none)
-    echo "--- $c: rocemu side exit $([ $ok = 1 ] && echo 0 || echo '!= 0'), rxe side exit $rxe_rc, $((SECONDS - t0)) s"
+    # The status itself: 124 is the timeout, 128+N a signal N.
+    echo "--- $c: rocemu side exit $([ $ok = 1 ] && echo 0 || echo "$rc"), rxe side exit $rxe_rc, $((SECONDS - t0)) s"
     [ "$rxe_rc" = 0 ] || ok=0
     stock_ok "$c" "$out" || { echo "    rocemu side printed no result"; ok=0; }
     stock_ok "$c" "$rxe_out" || { echo "    rxe side printed no result"; ok=0; }
