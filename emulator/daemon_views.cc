@@ -175,8 +175,12 @@ std::string Daemon::DevicesJson() const {
                     "\",\"devargs\":\"", JsonEscape(p.config.devargs),
                     "\",\"verbs_socket\":");
     if (verbs) {
+      size_t clients = sessions_[i]->num_clients();
+      for (const auto& s : p.shards) {
+        if (s->session() != nullptr) clients += s->session()->num_clients();
+      }
       absl::StrAppend(out, "\"", JsonEscape(sessions_[i]->socket_path()),
-                      "\",\"clients\":", sessions_[i]->num_clients());
+                      "\",\"clients\":", clients);
     } else {
       absl::StrAppend(out, "null,\"clients\":0");
     }

@@ -255,18 +255,28 @@ int PrintPorts(const JsonValue& v) {
   return 0;
 }
 
+// A port's entry and, with eal.lcores above 1, each of its other RNIC
+// shards' ("shards": the same keys for their QPs, CM ids and sessions).
+template <typename F>
+void ForEachShard(const JsonValue& port, F f) {
+  f(port);
+  for (const JsonValue& shard : port["shards"].items()) f(shard);
+}
+
 int PrintQps(const JsonValue& v) {
   Table t({"DEVICE", "PORT", "LQPN", "RQPN", "TYPE", "STATE", "SQ-PSN",
            "RQ-PSN", "MTU", "SQ", "RQ", "OWNER", "PID", "SENT_PKTS",
            "RCVD_PKTS"});
   for (const JsonValue& p : v["ports"].items()) {
-    for (const JsonValue& q : p["qps"].items()) {
-      t.Add({S(p["device"]), S(p["port"]), S(q["qpn"]), S(q["rqpn"]),
-             S(q["type"]), S(q["state"]), S(q["sq_psn"]), S(q["rq_psn"]),
-             S(q["path_mtu"]), S(q["sq_outstanding"]), S(q["rq_outstanding"]),
-             S(q["owner"]), S(q["pid"]), S(q["counters"]["sent_pkts"]),
-             S(q["counters"]["rcvd_pkts"])});
-    }
+    ForEachShard(p, [&](const JsonValue& part) {
+      for (const JsonValue& q : part["qps"].items()) {
+        t.Add({S(p["device"]), S(p["port"]), S(q["qpn"]), S(q["rqpn"]),
+               S(q["type"]), S(q["state"]), S(q["sq_psn"]), S(q["rq_psn"]),
+               S(q["path_mtu"]), S(q["sq_outstanding"]), S(q["rq_outstanding"]),
+               S(q["owner"]), S(q["pid"]), S(q["counters"]["sent_pkts"]),
+               S(q["counters"]["rcvd_pkts"])});
+      }
+    });
   }
   t.Print();
   return 0;
@@ -276,14 +286,16 @@ int PrintCm(const JsonValue& v) {
   Table t({"DEVICE", "ID", "STATE", "ROLE", "SERVICE-ID", "LQPN", "RQPN",
            "REMOTE", "BOUND", "PID"});
   for (const JsonValue& p : v["ports"].items()) {
-    for (const JsonValue& c : p["cm_ids"].items()) {
-      const char* role = c["listener"].boolean() ? "listen"
-                         : c["active"].boolean() ? "active"
-                                                 : "passive";
-      t.Add({S(p["device"]), S(c["id"]), S(c["state"]), role,
-             S(c["service_id"]), S(c["lqpn"]), S(c["rqpn"]), S(c["remote"]),
-             S(c["bound"]), S(c["pid"])});
-    }
+    ForEachShard(p, [&](const JsonValue& part) {
+      for (const JsonValue& c : part["cm_ids"].items()) {
+        const char* role = c["listener"].boolean() ? "listen"
+                           : c["active"].boolean() ? "active"
+                                                   : "passive";
+        t.Add({S(p["device"]), S(c["id"]), S(c["state"]), role,
+               S(c["service_id"]), S(c["lqpn"]), S(c["rqpn"]), S(c["remote"]),
+               S(c["bound"]), S(c["pid"])});
+      }
+    });
   }
   t.Print();
   return 0;
@@ -293,20 +305,23 @@ int PrintMrs(const JsonValue& v) {
   Table t({"DEVICE", "CLIENT", "PID", "KEY", "PD", "IOVA", "LENGTH", "ACCESS",
            "KIND"});
   for (const JsonValue& p : v["ports"].items()) {
-    const JsonValue& s = p["verbs"];
-    for (const JsonValue& c : s["clients"].items()) {
-      for (const JsonValue& m : c["mrs"].items()) {
-        t.Add(
-            {S(s["device"]), S(c["id"]), S(c["pid"]),
-             absl::StrFormat("0x%x", static_cast<uint64_t>(m["key"].number())),
-             S(m["pd"]),
-             absl::StrFormat("0x%x", static_cast<uint64_t>(m["iova"].number())),
-             S(m["length"]),
-             absl::StrFormat("0x%x",
-                             static_cast<uint64_t>(m["access"].number())),
-             S(m["kind"])});
+    ForEachShard(p, [&](const JsonValue& part) {
+      const JsonValue& s = part["verbs"];
+      for (const JsonValue& c : s["clients"].items()) {
+        for (const JsonValue& m : c["mrs"].items()) {
+          t.Add({S(s["device"]), S(c["id"]), S(c["pid"]),
+                 absl::StrFormat("0x%x",
+                                 static_cast<uint64_t>(m["key"].number())),
+                 S(m["pd"]),
+                 absl::StrFormat("0x%x",
+                                 static_cast<uint64_t>(m["iova"].number())),
+                 S(m["length"]),
+                 absl::StrFormat("0x%x",
+                                 static_cast<uint64_t>(m["access"].number())),
+                 S(m["kind"])});
+        }
       }
-    }
+    });
   }
   t.Print();
   return 0;
@@ -316,20 +331,22 @@ int PrintClients(const JsonValue& v) {
   Table t({"DEVICE", "SOCKET", "CLIENT", "PID", "UID", "GID", "NAME", "PDS",
            "MRS", "CQS", "QPS", "AHS"});
   for (const JsonValue& p : v["ports"].items()) {
-    const JsonValue& s = p["verbs"];
-    for (const JsonValue& c : s["clients"].items()) {
-      std::vector<std::string> qps;
-      for (const JsonValue& q : c["qps"].items()) qps.push_back(S(q["qpn"]));
-      t.Add({S(s["device"]), S(s["socket"]), S(c["id"]), S(c["pid"]),
-             S(c["uid"]), S(c["gid"]), S(c["name"]),
-             absl::StrCat(c["pds"].items().size()),
-             absl::StrCat(c["mrs"].items().size()),
-             absl::StrCat(c["cqs"].items().size()),
-             qps.empty()
-                 ? "0"
-                 : absl::StrCat(qps.size(), " (", absl::StrJoin(qps, ","), ")"),
-             absl::StrCat(c["ahs"].items().size())});
-    }
+    ForEachShard(p, [&](const JsonValue& part) {
+      const JsonValue& s = part["verbs"];
+      for (const JsonValue& c : s["clients"].items()) {
+        std::vector<std::string> qps;
+        for (const JsonValue& q : c["qps"].items()) qps.push_back(S(q["qpn"]));
+        t.Add({S(s["device"]), S(s["socket"]), S(c["id"]), S(c["pid"]),
+               S(c["uid"]), S(c["gid"]), S(c["name"]),
+               absl::StrCat(c["pds"].items().size()),
+               absl::StrCat(c["mrs"].items().size()),
+               absl::StrCat(c["cqs"].items().size()),
+               qps.empty() ? "0"
+                           : absl::StrCat(qps.size(), " (",
+                                          absl::StrJoin(qps, ","), ")"),
+               absl::StrCat(c["ahs"].items().size())});
+      }
+    });
   }
   t.Print();
   return 0;

@@ -222,12 +222,19 @@ def check_shards(r, ns, a, b, lcores):
     for t in threads:
         t.start()
         time.sleep(0.2)
+    # rocemu-ctl lists the processes of every shard.
+    ctl = os.path.join(os.path.dirname(r.rocemud), "tools", "rocemu-ctl")
+    listed = False
     while any(t.is_alive() for t in threads):
         try:
             for k, n in shard_qps(a).items():
                 seen[k] = max(seen.get(k, 0), n)
         except (OSError, ValueError, KeyError):
             pass
+        if not listed:
+            out = subprocess.run([ctl, "--socket", a["ctl"], "clients"],
+                                 capture_output=True, text=True, timeout=10)
+            listed = "ib_write_bw" in out.stdout and "ib_send_bw" in out.stdout
         time.sleep(0.2)
     for t in threads:
         t.join()
@@ -237,6 +244,7 @@ def check_shards(r, ns, a, b, lcores):
                 f"{src}, client {crc}")
         if not ok:
             netns_util.print_pair_output(sout, cout)
+    r.check(listed, "daemon a: rocemu-ctl clients lists both servers")
     busy = sorted(k for k, n in seen.items() if n > 0)
     r.check(len(busy) >= 2, f"daemon a: the two servers' QPs were on shards "
             f"{busy} (QPs seen per shard {seen})")
