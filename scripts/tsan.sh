@@ -55,6 +55,8 @@ python3 tests/ibverbs/dropin_probe_test.py "$release/emulator/rocemud" \
 python3 tests/ibverbs/embedded_test.py --perf-only "$release/emulator/rocemud" \
   build-tsan/verbs/tools/rocemu-perf build-tsan/verbs/ibverbs \
   build-tsan/emulator/librocemu_embedded.so || fail=1
+ninja -C "$release" emulator/tools/rocemu-ctl || exit 1
+ROCEMU_CTL="$release/emulator/tools/rocemu-ctl" \
 TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$PWD/scripts/tsan_dpdk.supp" \
   python3 tests/ibverbs/stock_tools_test.py build-tsan/emulator/rocemud \
   "$release/verbs/ibverbs" memif --lcores=2 || fail=1

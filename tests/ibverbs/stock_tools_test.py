@@ -223,7 +223,8 @@ def check_shards(r, ns, a, b, lcores):
         t.start()
         time.sleep(0.2)
     # rocemu-ctl lists the processes of every shard.
-    ctl = os.path.join(os.path.dirname(r.rocemud), "tools", "rocemu-ctl")
+    ctl = os.environ.get("ROCEMU_CTL") or os.path.join(
+        os.path.dirname(r.rocemud), "tools", "rocemu-ctl")
     listed = False
     while any(t.is_alive() for t in threads):
         try:
@@ -296,6 +297,52 @@ def check_shards(r, ns, a, b, lcores):
                                            for s in shards]
         r.check(all(n > 0 for n in sent),
                 f"{d['name']}: packets sent per shard {sent}")
+    check_dying_process(r, ns, a, b)
+
+
+def check_dying_process(r, ns, a, b):
+    """Two pairs on different shards; one server is SIGKILLed mid-run:
+    its QPs go, the other pair finishes, both daemons keep serving."""
+    argv = ["ib_write_bw", "-d", DEV, "-x", "0", "-s", "4096", "-n"]
+    procs = []
+    for n in ("20000", "100000000"):
+        r.port += 1
+        port = ["-p", str(r.port)]
+        srv = r.tool(ns, a, argv + [n] + port, 60)
+        time.sleep(0.5)
+        cli = r.tool(ns, b, argv + [n] + port + ["127.0.0.1"], 60)
+        procs.append((srv, cli))
+    time.sleep(1.5)
+    victim_srv, victim_cli = procs[1]
+    os.killpg(victim_srv.pid, signal.SIGKILL)
+    victim_srv.communicate()
+    survivor_srv, survivor_cli = procs[0]
+    try:
+        cout, _ = survivor_cli.communicate(timeout=120)
+        survivor_srv.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        for p in procs[0]:
+            os.killpg(p.pid, signal.SIGKILL)
+        cout = "(timed out)"
+    r.check(survivor_cli.returncode == 0 and bool(perftest_rows(cout)),
+            f"the other shard's pair finished (client "
+            f"{survivor_cli.returncode}) while its neighbour's server died")
+    os.killpg(victim_cli.pid, signal.SIGKILL)
+    victim_cli.communicate()
+    try:
+        netns_util.wait_for("daemon a to free the dead process's QPs",
+                            lambda: sum(shard_qps(a).values()) == 0,
+                            timeout=10)
+        freed = True
+    except AssertionError:
+        freed = False
+    r.check(freed, f"daemon a: no QP left after the processes went "
+            f"({shard_qps(a)})")
+    alive = all(d["proc"].poll() is None for d in (a, b))
+    r.check(alive, "both daemons still run")
+    src, sout, crc, cout = r.pair(ns, a, b, argv + ["2000"], timeout=60)
+    r.check(src == 0 and crc == 0 and bool(perftest_rows(cout)),
+            f"a new pair afterwards: server {src}, client {crc}")
 
 
 def main():
