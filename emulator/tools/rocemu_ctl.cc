@@ -395,6 +395,25 @@ int PrintCounters(const JsonValue& v) {
       PrintPairs(
           absl::StrCat("qp ", qpn, " ", S(q["type"]), " ", S(q["state"])), kv);
     }
+    // eal.lcores above 1: each other shard's loop, RNIC, session and QPs.
+    for (const JsonValue& sh : p["shards"].items()) {
+      kv.clear();
+      Scalars(sh, &kv);
+      Scalars(sh["rnic"], &kv);
+      PrintPairs(absl::StrCat("shard ", S(sh["shard"]), " of ", name), kv);
+      if (sh["verbs"].is_object()) {
+        kv.clear();
+        Scalars(sh["verbs"]["counters"], &kv);
+        PrintPairs(absl::StrCat("shard ", S(sh["shard"]), " verbs"), kv);
+      }
+      for (const auto& [qpn, q] : sh["rnic"]["qps"].members()) {
+        kv.clear();
+        Scalars(q, &kv);
+        PrintPairs(absl::StrCat("qp ", qpn, " ", S(q["type"]), " ",
+                                S(q["state"]), " (shard ", S(sh["shard"]), ")"),
+                   kv);
+      }
+    }
     std::printf("\n");
   }
   return 0;
