@@ -224,13 +224,10 @@ absl::Status Daemon::StartShards() {
       (*r)->rnic().cm().set_service_registry(port.cm_services.get());
       std::unique_ptr<verbs::SessionServer> session;
       if (i < sessions_.size() && sessions_[i] != nullptr) {
-        verbs::SessionServerOptions o;
-        o.socket_path = sessions_[i]->socket_path();
+        // Shard 0's settings: same device, socket and limits.
+        verbs::SessionServerOptions o = sessions_[i]->options();
         o.listen = false;  // shard 0 accepts, RouteClient hands over
-        o.allowed_uids.assign(config_.verbs.allowed_uids.begin(),
-                              config_.verbs.allowed_uids.end());
-        o.post_budget = config_.verbs.post_budget;
-        o.device_name = sessions_[i]->device_name();
+        o.route_client = nullptr;
         o.resolve_dmac =
             [this, i](const nic::Gid& gid) -> std::optional<protocol::MacAddr> {
           return ResolveFromShard(i, gid);
@@ -274,9 +271,7 @@ bool Daemon::RouteClient(unsigned index, int fd,
     // that one application per daemon runs as with one lcore (its engines
     // beside the port's I/O: on two shared cores, moving them to another
     // lcore cost 64 B WRITEs 4x, scripts/bench_lcores.sh).
-    absl::erase_if(port.pid_shard, [](const auto& e) {
-      return kill(e.first, 0) != 0 && errno == ESRCH;
-    });
+    ForgetDeadProcesses(port);
     std::vector<uint32_t> load(port.shards.size() + 1, 0);
     for (const auto& [pid, k] : port.pid_shard) ++load[k];
     shard = 0;
@@ -288,6 +283,12 @@ bool Daemon::RouteClient(unsigned index, int fd,
   if (shard == 0) return false;
   port.shards[shard - 1]->Adopt(fd, peer);
   return true;
+}
+
+void Daemon::ForgetDeadProcesses(Port& port) {
+  absl::erase_if(port.pid_shard, [](const auto& e) {
+    return kill(e.first, 0) != 0 && errno == ESRCH;
+  });
 }
 
 std::optional<MacAddr> Daemon::ResolveFromShard(unsigned index,
@@ -391,18 +392,6 @@ bool Daemon::PollSessionData() {
   return moved;
 }
 
-std::optional<int64_t> Daemon::QpOwnerPid(unsigned port, uint32_t qpn) const {
-  if (port >= sessions_.size() || sessions_[port] == nullptr) {
-    return std::nullopt;
-  }
-  std::optional<nic::ClientId> client = sessions_[port]->QpOwner(qpn);
-  if (!client.has_value()) return std::nullopt;
-  std::optional<verbs::PeerCredentials> cred =
-      sessions_[port]->Credentials(*client);
-  if (!cred.has_value()) return std::nullopt;
-  return static_cast<int64_t>(cred->pid);
-}
-
 std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
                                                 const IpAddr& ip) {
   Port& port = *ports_.at(index);
@@ -493,10 +482,8 @@ void Daemon::SendGroupReport(Port& port, std::span<const IpAddr> groups,
 void Daemon::Slow(nic::TimeNs now) {
   for (auto& p : ports_) {
     p->neighbours.Expire(now);
-    // Processes gone: a new one with a recycled pid is placed afresh.
-    absl::erase_if(p->pid_shard, [](const auto& e) {
-      return kill(e.first, 0) != 0 && errno == ESRCH;
-    });
+    // A new process with a recycled pid is placed afresh.
+    ForgetDeadProcesses(*p);
     rte_eth_stats st;
     if (rte_eth_stats_get(p->dev->port_id(), &st) == 0) {
       p->counters.rx_missed = st.imissed;

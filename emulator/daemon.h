@@ -267,13 +267,13 @@ class Daemon {
   // rings; returns whether anything moved. Ports with new work are made due
   // for transmission in this very pass.
   bool PollSessionData();
-  // The pid of the application owning QP `qpn` on `port`.
-  std::optional<int64_t> QpOwnerPid(unsigned port, uint32_t qpn) const;
   // --- eal.lcores > 1 (shard.h) ---
   absl::Status StartShards();
   // SessionServer::route_client of shard 0: the shard of the client's
   // process (the least loaded for a new one); false: shard 0 itself.
   bool RouteClient(unsigned port, int fd, const verbs::PeerCredentials& peer);
+  // Drops the placements of processes that no longer exist.
+  static void ForgetDeadProcesses(Port& port);
   // The shards' resolver: cache and own addresses only; a miss is queued
   // for this lcore to solicit (SolicitForShards).
   std::optional<MacAddr> ResolveFromShard(unsigned port, const IpAddr& ip);
@@ -290,8 +290,6 @@ class Daemon {
   void LaunchWorkers();
   void StopWorkers();
   static int WorkerMain(void* arg);
-  // The shards' views for the control socket (daemon_views.cc).
-  void AppendShardsJson(const Port& port, std::string* out) const;
   void Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
                nic::TimeNs now);
   absl::Status OpenCaptures();

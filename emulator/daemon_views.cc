@@ -67,6 +67,48 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
   f("tx_fault_delayed", tx.fault_delayed);
 }
 
+// A session's state, or null for a port without a verbs socket.
+void AppendSessionJson(const verbs::SessionServer* session, std::string* out) {
+  if (session != nullptr) {
+    session->AppendStateJson(out);
+  } else {
+    absl::StrAppend(out, "null");
+  }
+}
+
+// The pid behind a session's client, and behind the client owning a QP.
+std::optional<int64_t> ClientPid(const verbs::SessionServer* session,
+                                 nic::ClientId client) {
+  if (session == nullptr) return std::nullopt;
+  std::optional<verbs::PeerCredentials> cred = session->Credentials(client);
+  if (!cred.has_value()) return std::nullopt;
+  return static_cast<int64_t>(cred->pid);
+}
+
+std::optional<int64_t> QpPid(const verbs::SessionServer* session,
+                             uint32_t qpn) {
+  if (session == nullptr) return std::nullopt;
+  std::optional<nic::ClientId> client = session->QpOwner(qpn);
+  if (!client.has_value()) return std::nullopt;
+  return ClientPid(session, *client);
+}
+
+// eal.lcores > 1: `,"shards":[{"shard":k,...},...]` with the other shards
+// of a port, f(shard) writing each one's members; nothing with one lcore.
+template <typename F>
+void AppendShards(const std::vector<std::unique_ptr<Shard>>& shards,
+                  std::string* out, F f) {
+  if (shards.empty()) return;
+  absl::StrAppend(out, ",\"shards\":[");
+  for (const auto& s : shards) {
+    absl::StrAppend(out, s->index() == 1 ? "" : ",", "{\"shard\":", s->index(),
+                    ",");
+    f(*s);
+    absl::StrAppend(out, "}");
+  }
+  absl::StrAppend(out, "]");
+}
+
 }  // namespace
 
 std::string Daemon::CountersJson() const {
@@ -104,49 +146,31 @@ std::string Daemon::CountersJson() const {
       p->ingress->AppendJson(&out);
     }
     absl::StrAppend(&out, ",\"verbs\":");
-    if (index < sessions_.size() && sessions_[index] != nullptr) {
-      sessions_[index]->AppendStateJson(&out);
-    } else {
-      absl::StrAppend(&out, "null");
-    }
-    if (!p->shards.empty()) {
-      absl::StrAppend(&out, ",\"shards\":");
-      AppendShardsJson(*p, &out);
-    }
+    AppendSessionJson(
+        index < sessions_.size() ? sessions_[index].get() : nullptr, &out);
+    // Each other shard's RNIC counters and QPs, DCQCN state, verbs
+    // session and loop counters.
+    AppendShards(p->shards, &out, [&](const Shard& s) {
+      absl::StrAppend(&out, "\"rnic\":");
+      s.rnic().AppendCountersJson(&out);
+      absl::StrAppend(&out, ",\"dcqcn\":");
+      s.rnic().AppendDcqcnJson(&out);
+      absl::StrAppend(&out, ",\"verbs\":");
+      AppendSessionJson(s.session(), &out);
+      const ShardCounters& c = s.counters();
+      absl::StrAppend(&out, ",\"rx_frames\":", c.rx_frames,
+                      ",\"tx_frames\":", c.tx_frames,
+                      ",\"tx_backpressure\":", c.tx_backpressure,
+                      ",\"tx_nombuf\":", c.tx_nombuf,
+                      ",\"clients_adopted\":", c.clients_adopted);
+      ForEachIdleCounter(s.idle_counters(), [&](const char* name, uint64_t v) {
+        absl::StrAppend(&out, ",\"", name, "\":", v);
+      });
+    });
     absl::StrAppend(&out, "}");
   }
   absl::StrAppend(&out, "}}");
   return out;
-}
-
-// Shards 1.. of a port (shard 0 is the port's own entry): each one's RNIC
-// counters and QPs, DCQCN state, verbs session and loop counters.
-void Daemon::AppendShardsJson(const Port& port, std::string* out) const {
-  absl::StrAppend(out, "[");
-  for (const auto& s : port.shards) {
-    absl::StrAppend(out, s->index() == 1 ? "" : ",", "{\"shard\":", s->index(),
-                    ",\"rnic\":");
-    s->rnic().AppendCountersJson(out);
-    absl::StrAppend(out, ",\"dcqcn\":");
-    s->rnic().AppendDcqcnJson(out);
-    absl::StrAppend(out, ",\"verbs\":");
-    if (s->session() != nullptr) {
-      s->session()->AppendStateJson(out);
-    } else {
-      absl::StrAppend(out, "null");
-    }
-    const ShardCounters& c = s->counters();
-    absl::StrAppend(out, ",\"rx_frames\":", c.rx_frames,
-                    ",\"tx_frames\":", c.tx_frames,
-                    ",\"tx_backpressure\":", c.tx_backpressure,
-                    ",\"tx_nombuf\":", c.tx_nombuf,
-                    ",\"clients_adopted\":", c.clients_adopted);
-    ForEachIdleCounter(s->idle_counters(), [&](const char* name, uint64_t v) {
-      absl::StrAppend(out, ",\"", name, "\":", v);
-    });
-    absl::StrAppend(out, "}");
-  }
-  absl::StrAppend(out, "]");
 }
 
 // The views below are lists with one entry per port, each naming the port
@@ -220,35 +244,19 @@ std::string Daemon::QpsJson() const {
     absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
                     "\",\"device\":\"rocemu_",
                     JsonEscape(ports_[i]->config.name), "\",\"qps\":");
-    const unsigned port = static_cast<unsigned>(i);
+    const verbs::SessionServer* session =
+        i < sessions_.size() ? sessions_[i].get() : nullptr;
     rnics_[i]->AppendQpsJson(
-        [this, port](uint32_t qpn) { return QpOwnerPid(port, qpn); }, out);
+        [session](uint32_t qpn) { return QpPid(session, qpn); }, out);
     absl::StrAppend(out, ",\"multicast_groups\":");
     rnics_[i]->AppendMulticastJson(out);
-    // eal.lcores > 1: the other shards' QPs, by shard.
-    if (!ports_[i]->shards.empty()) {
-      absl::StrAppend(out, ",\"shards\":[");
-      for (const auto& s : ports_[i]->shards) {
-        absl::StrAppend(out, s->index() == 1 ? "" : ",",
-                        "{\"shard\":", s->index(), ",\"qps\":");
-        const verbs::SessionServer* session = s->session();
-        s->rnic().AppendQpsJson(
-            [session](uint32_t qpn) -> std::optional<int64_t> {
-              if (session == nullptr) return std::nullopt;
-              std::optional<nic::ClientId> c = session->QpOwner(qpn);
-              if (!c.has_value()) return std::nullopt;
-              std::optional<verbs::PeerCredentials> cred =
-                  session->Credentials(*c);
-              if (!cred.has_value()) return std::nullopt;
-              return static_cast<int64_t>(cred->pid);
-            },
-            out);
-        absl::StrAppend(out, ",\"multicast_groups\":");
-        s->rnic().AppendMulticastJson(out);
-        absl::StrAppend(out, "}");
-      }
-      absl::StrAppend(out, "]");
-    }
+    AppendShards(ports_[i]->shards, out, [&](const Shard& s) {
+      absl::StrAppend(out, "\"qps\":");
+      s.rnic().AppendQpsJson(
+          [&s](uint32_t qpn) { return QpPid(s.session(), qpn); }, out);
+      absl::StrAppend(out, ",\"multicast_groups\":");
+      s.rnic().AppendMulticastJson(out);
+    });
     absl::StrAppend(out, "}");
   });
 }
@@ -258,37 +266,16 @@ std::string Daemon::CmJson() const {
     absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
                     "\",\"device\":\"rocemu_",
                     JsonEscape(ports_[i]->config.name), "\",\"cm_ids\":");
-    const unsigned port = static_cast<unsigned>(i);
+    const verbs::SessionServer* session =
+        i < sessions_.size() ? sessions_[i].get() : nullptr;
     rnics_[i]->AppendCmJson(
-        [this, port](uint32_t client) -> std::optional<int64_t> {
-          if (port >= sessions_.size() || sessions_[port] == nullptr) {
-            return std::nullopt;
-          }
-          std::optional<verbs::PeerCredentials> cred =
-              sessions_[port]->Credentials(client);
-          if (!cred.has_value()) return std::nullopt;
-          return static_cast<int64_t>(cred->pid);
-        },
-        out);
-    if (!ports_[i]->shards.empty()) {
-      absl::StrAppend(out, ",\"shards\":[");
-      for (const auto& s : ports_[i]->shards) {
-        absl::StrAppend(out, s->index() == 1 ? "" : ",",
-                        "{\"shard\":", s->index(), ",\"cm_ids\":");
-        const verbs::SessionServer* session = s->session();
-        s->rnic().AppendCmJson(
-            [session](uint32_t client) -> std::optional<int64_t> {
-              if (session == nullptr) return std::nullopt;
-              std::optional<verbs::PeerCredentials> cred =
-                  session->Credentials(client);
-              if (!cred.has_value()) return std::nullopt;
-              return static_cast<int64_t>(cred->pid);
-            },
-            out);
-        absl::StrAppend(out, "}");
-      }
-      absl::StrAppend(out, "]");
-    }
+        [session](uint32_t client) { return ClientPid(session, client); }, out);
+    AppendShards(ports_[i]->shards, out, [&](const Shard& s) {
+      absl::StrAppend(out, "\"cm_ids\":");
+      s.rnic().AppendCmJson(
+          [&s](uint32_t client) { return ClientPid(s.session(), client); },
+          out);
+    });
     absl::StrAppend(out, "}");
   });
 }
@@ -297,25 +284,11 @@ std::string Daemon::SessionsJson() const {
   return PerPort("ports", ports_.size(), [&](size_t i, std::string* out) {
     absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
                     "\",\"verbs\":");
-    if (i < sessions_.size() && sessions_[i] != nullptr) {
-      sessions_[i]->AppendStateJson(out);
-    } else {
-      absl::StrAppend(out, "null");
-    }
-    if (!ports_[i]->shards.empty()) {
-      absl::StrAppend(out, ",\"shards\":[");
-      for (const auto& s : ports_[i]->shards) {
-        absl::StrAppend(out, s->index() == 1 ? "" : ",",
-                        "{\"shard\":", s->index(), ",\"verbs\":");
-        if (s->session() != nullptr) {
-          s->session()->AppendStateJson(out);
-        } else {
-          absl::StrAppend(out, "null");
-        }
-        absl::StrAppend(out, "}");
-      }
-      absl::StrAppend(out, "]");
-    }
+    AppendSessionJson(i < sessions_.size() ? sessions_[i].get() : nullptr, out);
+    AppendShards(ports_[i]->shards, out, [&](const Shard& s) {
+      absl::StrAppend(out, "\"verbs\":");
+      AppendSessionJson(s.session(), out);
+    });
     absl::StrAppend(out, "}");
   });
 }

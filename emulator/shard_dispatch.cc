@@ -7,18 +7,14 @@
 #include "protocol/mad.h"
 #include "protocol/multicast.h"
 #include "protocol/opcode.h"
+#include "protocol/wire.h"
 
 namespace rocemu::emulator {
 namespace {
 
-uint32_t Load32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
-         static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
-
-uint64_t Load64(const uint8_t* p) {
-  return static_cast<uint64_t>(Load32(p)) << 32 | Load32(p + 4);
-}
+using protocol::LoadBe24;
+using protocol::LoadBe32;
+using protocol::LoadBe64;
 
 // A CM message to QP1: the shard from its comm ID or service ID.
 uint32_t CmShard(const uint8_t* mad, size_t avail, uint32_t shards,
@@ -32,11 +28,11 @@ uint32_t CmShard(const uint8_t* mad, size_t avail, uint32_t shards,
     case kReq:
     case kSidrReq: {
       if (services == nullptr) return 0;
-      std::optional<uint32_t> s = services->Lookup(Load64(data + 8));
+      std::optional<uint32_t> s = services->Lookup(LoadBe64(data + 8));
       return s.has_value() && *s < shards ? *s : 0;
     }
     case kSidrRep:  // its request ID is the one our SIDR_REQ carried
-      return Load32(data) % shards;
+      return LoadBe32(data) % shards;
     case kMra:
     case kRej:
     case kRep:
@@ -45,7 +41,7 @@ uint32_t CmShard(const uint8_t* mad, size_t avail, uint32_t shards,
     case kDrep:
     case kLap:
     case kApr:
-      return Load32(data + 4) % shards;
+      return LoadBe32(data + 4) % shards;
     default:  // ClassPortInfo and the like
       return 0;
   }
@@ -90,7 +86,7 @@ uint32_t ShardOf(const uint8_t* d, size_t len, uint32_t shards,
                : 0;
   }
   if (bth + protocol::kBthLen > len) return 0;
-  const uint32_t dest_qp = Load32(d + bth + 4) & protocol::kQpnMask;
+  const uint32_t dest_qp = LoadBe24(d + bth + 5);
   if (dest_qp == protocol::kMulticastQpn) return kAllShards;
   if (dest_qp == protocol::kGsiQpn) {
     const size_t mad = bth + protocol::kBthLen + protocol::kDethLen;

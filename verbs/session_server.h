@@ -188,6 +188,7 @@ class SessionServer final : private nic::RecvWqeFetcher {
   int wake_fd() const { return wake_epoll_fd_; }
   bool PrepareToSleep();
   void Awake();
+  const SessionServerOptions& options() const { return options_; }
   const std::string& socket_path() const { return options_.socket_path; }
   const std::string& device_name() const { return options_.device_name; }
   const SessionCounters& counters() const { return counters_; }
