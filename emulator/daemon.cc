@@ -727,6 +727,7 @@ void Daemon::Shutdown() {
     }
     if (p->spare != nullptr) rte_pktmbuf_free(p->spare);
     p->spare = nullptr;
+    p->tx_stash.Release();
     p->rx_capture.Close();
     p->tx_capture.Close();
   }

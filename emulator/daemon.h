@@ -34,6 +34,7 @@
 #include "emulator/shard.h"
 #include "emulator/test_hooks.h"
 #include "emulator/tsc_clock.h"
+#include "emulator/tx_stash.h"
 #include "nic/frame_io.h"
 #include "verbs/session_server.h"
 
@@ -177,6 +178,7 @@ class Daemon {
     // ports[].congestion_point: RoCE frames wait here before the RNIC.
     std::unique_ptr<IngressCongestion> ingress;
     rte_mbuf* spare = nullptr;  // reply buffer for the net stack
+    TxStash<kBurst> tx_stash;   // the RNIC's room for its next frames
     rte_mbuf* tx_batch[kBurst * 4];
     uint16_t tx_count = 0;
     // Frames ready for the wire (fault injection, capture and loopback

@@ -371,25 +371,17 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
       port.tx_backlog_count - port.tx_paused_count >= kBurst) {
     ++port.counters.tx_backpressure;
   } else if (endpoint != nullptr && endpoint_due) {
-    rte_mbuf* bufs[kBurst];
-    if (rte_pktmbuf_alloc_bulk(port.dev->pool(), bufs, kBurst) != 0) {
+    if (!port.tx_stash.Fill(port.dev->pool(), port.dev->max_frame())) {
       ++port.counters.tx_nombuf;
-    } else {
-      nic::TxFrame tx[kBurst];
-      for (uint16_t i = 0; i < kBurst; ++i) {
-        tx[i].data = rte_pktmbuf_mtod(bufs[i], uint8_t*);
-        tx[i].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(bufs[i]),
-                                            port.dev->max_frame());
-      }
-      size_t filled = endpoint->Transmit(static_cast<uint16_t>(index), tx, now);
+    }
+    if (port.tx_stash.size() > 0) {
+      const size_t filled = endpoint->Transmit(static_cast<uint16_t>(index),
+                                               port.tx_stash.room(), now);
+      rte_mbuf* built[kBurst];
+      uint8_t priorities[kBurst];
+      port.tx_stash.Take(filled, built, priorities);
       for (size_t i = 0; i < filled; ++i) {
-        bufs[i]->data_len = static_cast<uint16_t>(tx[i].len);
-        bufs[i]->pkt_len = tx[i].len;
-        QueueTx(port, bufs[i], tx[i].priority);
-      }
-      if (filled < kBurst) {
-        rte_pktmbuf_free_bulk(bufs + filled,
-                              static_cast<unsigned>(kBurst - filled));
+        QueueTx(port, built[i], priorities[i]);
       }
     }
   }

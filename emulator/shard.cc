@@ -64,6 +64,7 @@ absl::Status Shard::Init() {
 
 Shard::~Shard() {
   session_.reset();  // clients' QPs flushed while the RNIC exists
+  tx_stash_.Release();
   for (rte_ring* r : {rx_, tx_}) {
     if (r == nullptr) continue;
     void* m;
@@ -189,36 +190,26 @@ bool Shard::Pass(nic::TimeNs now) {
     if (RingCount(tx_) + kBurst > rte_ring_get_capacity(tx_)) {
       ++counters_.tx_backpressure;
     } else {
-      rte_mbuf* bufs[kBurst];
-      if (rte_pktmbuf_alloc_bulk(options_.pool, bufs, kBurst) != 0) {
+      if (!tx_stash_.Fill(options_.pool, options_.max_frame)) {
         ++counters_.tx_nombuf;
-      } else {
-        nic::TxFrame tx[kBurst];
-        for (unsigned i = 0; i < kBurst; ++i) {
-          tx[i].data = rte_pktmbuf_mtod(bufs[i], uint8_t*);
-          tx[i].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(bufs[i]),
-                                              options_.max_frame);
-        }
-        const size_t filled = rnic_->rnic().Transmit(options_.port, tx, now);
-        for (size_t i = 0; i < filled; ++i) {
-          bufs[i]->data_len = static_cast<uint16_t>(tx[i].len);
-          bufs[i]->pkt_len = tx[i].len;
-          // The priority rides in the user tag, as the daemon's own TX
-          // queue carries it (Daemon::QueueTx).
-          bufs[i]->hash.usr = tx[i].priority;
-        }
-        if (filled > 0) {
-          // Room was checked above and this lcore is the only producer.
-          rte_ring_sp_enqueue_bulk(tx_, reinterpret_cast<void**>(bufs),
-                                   static_cast<unsigned>(filled), nullptr);
-          counters_.tx_frames += filled;
-          busy = true;
-          WakeMain();
-        }
-        if (filled < kBurst) {
-          rte_pktmbuf_free_bulk(bufs + filled,
-                                static_cast<unsigned>(kBurst - filled));
-        }
+      }
+      const size_t filled =
+          tx_stash_.size() == 0
+              ? 0
+              : rnic_->rnic().Transmit(options_.port, tx_stash_.room(), now);
+      if (filled > 0) {
+        rte_mbuf* bufs[kBurst];
+        uint8_t priorities[kBurst];
+        tx_stash_.Take(filled, bufs, priorities);
+        // The priority rides in the user tag, as the daemon's own TX
+        // queue carries it (Daemon::QueueTx).
+        for (size_t i = 0; i < filled; ++i) bufs[i]->hash.usr = priorities[i];
+        // Room was checked above and this lcore is the only producer.
+        rte_ring_sp_enqueue_bulk(tx_, reinterpret_cast<void**>(bufs),
+                                 static_cast<unsigned>(filled), nullptr);
+        counters_.tx_frames += filled;
+        busy = true;
+        WakeMain();
       }
     }
   }

@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "emulator/idle_wait.h"
 #include "emulator/rnic_port.h"
+#include "emulator/tx_stash.h"
 #include "nic/clock.h"
 #include "verbs/session_server.h"
 
@@ -186,6 +187,7 @@ class Shard {
   nic::TimeNs next_control_ = 0;
   uint64_t session_work_ = 0;
   ShardCounters counters_;
+  TxStash<kBurst> tx_stash_;  // the RNIC's room for its next frames
 };
 
 }  // namespace rocemu::emulator
