@@ -104,7 +104,7 @@ std::optional<bool> Embedded::Pump() {
   if (stamp_first) last_pump_.store(now, std::memory_order_relaxed);
   if (running_.test_and_set(std::memory_order_acquire)) return std::nullopt;
   if (!stamp_first) last_pump_.store(now, std::memory_order_relaxed);
-  const bool busy = daemon_.Pass();
+  const bool busy = daemon_.Pass(PassTime(now), nullptr);
   running_.clear(std::memory_order_release);
   return busy;
 }
@@ -137,7 +137,7 @@ void Embedded::RunProgress() {
       continue;
     }
     if (progress_ == Progress::kThread) {
-      if (daemon_.Pass()) {
+      if (daemon_.Pass(PassTime(now), nullptr)) {
         last_busy = now;
       } else {
         daemon_.Idle(now, &last_busy);
@@ -145,7 +145,7 @@ void Embedded::RunProgress() {
       running_.clear(std::memory_order_release);
       continue;
     }
-    const bool busy = daemon_.Pass();
+    const bool busy = daemon_.Pass(PassTime(now), nullptr);
     running_.clear(std::memory_order_release);
     if (busy) {
       last_busy = now;

@@ -12,6 +12,7 @@
 #ifndef ROCEMU_EMULATOR_EMBEDDED_H_
 #define ROCEMU_EMULATOR_EMBEDDED_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -75,6 +76,14 @@ class Embedded {
  private:
   Embedded(config::Config config, Progress progress);
   void RunProgress();
+  // The time a pass runs at: `now` as read before the loop was taken, but
+  // never before the previous pass's (another thread may have read the
+  // clock later and run first), so the RNIC's clock never goes back.
+  // Under running_.
+  nic::TimeNs PassTime(nic::TimeNs now) {
+    last_pass_ = std::max(last_pass_, now);
+    return last_pass_;
+  }
 
   Daemon daemon_;
   const Progress progress_;
@@ -85,6 +94,7 @@ class Embedded {
   // state over between threads).
   std::atomic_flag running_ = ATOMIC_FLAG_INIT;
   std::atomic<nic::TimeNs> last_pump_{0};
+  nic::TimeNs last_pass_ = 0;  // PassTime
 };
 
 }  // namespace rocemu::emulator
