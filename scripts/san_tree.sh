@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Configures (first time) and builds build-san: clang, ASan+UBSan, the whole
-# tree with the libFuzzer targets. scripts/test.sh runs the core, daemon and
+# tree with the libFuzzer targets, less what only the release tree runs (the
+# sim suite's C++ tests and the benchmarks: -Drelease_suites=false; turn it
+# on to run those under ASan). scripts/test.sh runs the core, daemon and
 # fuzz suites in it; scripts/sanitize.sh the embedded mode's pairs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-san_opts=(-Dcore_only=false -Dfuzz=true -Db_sanitize=address,undefined
+san_opts=(-Dcore_only=false -Dfuzz=true -Drelease_suites=false -Db_sanitize=address,undefined
           -Db_lundef=false -Dbuildtype=debugoptimized)
 if [[ -f build-san/build.ninja ]]; then
   meson setup --reconfigure build-san "${san_opts[@]}" >/dev/null || exit 1
