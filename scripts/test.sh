@@ -6,9 +6,9 @@
 #   build-san/  clang + ASan/UBSan, the whole tree (daemon, session server,
 #               verbs library and drop-ins included) with the libFuzzer
 #               targets: the core, daemon and fuzz suites
-# The release tree does not define (so does not build) the C++ tests it does
-# not run (-Dsanitizer_suites=false), which pays for most of the sanitizer
-# tree's extra build time.
+# Neither tree defines (so builds) the C++ tests it does not run: the
+# release tree has -Dsanitizer_suites=false, the sanitizer tree
+# -Drelease_suites=false (no sim-suite tests, no benchmarks).
 # Usage: scripts/test.sh [meson test args...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
