@@ -26,11 +26,13 @@ while [[ $# -gt 0 ]]; do
 done
 root="$(cd "$(dirname "$0")/.." && pwd)"
 exec python3 - "$root" "$build" "$rounds" "$iters" "$append" "$*" <<'PY'
-import json, os, statistics, subprocess, sys, threading, time
+import os, statistics, sys, threading, time
 root, build = sys.argv[1], sys.argv[2]
 rounds, iters, append = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
 sys.path.insert(0, os.path.join(root, "tests", "ibverbs"))
 sys.path.insert(0, os.path.join(root, "tests", "emulator"))
+sys.path.insert(0, os.path.join(root, "scripts"))
+import bench_memif
 import netns_util
 import stock_tools_test as st
 
@@ -38,33 +40,6 @@ rocemud = os.path.join(root, build, "emulator", "rocemud")
 pktio = os.path.join(root, build, "emulator", "rocemu-bench-pktio")
 dropin = os.path.join(root, build, "verbs", "ibverbs")
 FRAME = 14 + 20 + 8 + 12 + 16 + 64 + 4  # a 64 B WRITE ONLY frame
-pid = os.getpid()
-
-
-def eal(prefix, lcore, vdev):
-    return ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "-l",
-            str(lcore), "--file-prefix", f"{prefix}-{pid}",
-            "--log-level=*:error", "--vdev", vdev]
-
-
-def ceiling(ns, tag, seconds=3):
-    ex = ["ip", "netns", "exec", ns]
-    sock = f"blc-{tag}-{pid}"
-    mem = lambda role: f"net_memif0,role={role},socket={sock},bsize=8192"
-    args = lambda mode, s: [pktio, "--mode", mode, "--seconds", str(s),
-                            "--warmup", "1", "--size", str(FRAME)]
-    rx = subprocess.Popen(ex + args("rx", seconds) + ["--"] +
-                          eal("blcrx", 1, mem("server")),
-                          stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    subprocess.run(ex + args("tx", seconds + 2.5)[:1] +
-                   ["--dst", "ff:ff:ff:ff:ff:ff"] +
-                   args("tx", seconds + 2.5)[1:] + ["--"] +
-                   eal("blctx", 0, mem("client")),
-                   capture_output=True, text=True, timeout=seconds + 40)
-    out, _ = rx.communicate(timeout=seconds + 30)
-    lines = out.strip().splitlines()
-    return json.loads(lines[-1])["mpps"] if lines else 0.0
 
 
 def msg_rate(out):
@@ -102,7 +77,7 @@ def run_setting(lcores):
             [(s["shard"], s["rnic"]["sent_pkts"], s["rnic"]["rcvd_pkts"])
              for s in c.get("shards", [])]
         res["ns"] = ns
-        res["ceiling"] = ceiling(ns, f"{lcores}")
+        res["ceiling"] = bench_memif.rate(pktio, ns, FRAME, f"lc{lcores}", 3)["mpps"]
     finally:
         r.cleanup()
     return res

@@ -53,6 +53,8 @@ import json, os, subprocess, sys, time
 root, build = sys.argv[1], sys.argv[2]
 seconds, use_yield, append = float(sys.argv[3]), sys.argv[4] == "1", sys.argv[5] == "1"
 sys.path.insert(0, os.path.join(root, "tests", "emulator"))
+sys.path.insert(0, os.path.join(root, "scripts"))
+import bench_memif
 import net_perf_test as t
 import netns_util
 
@@ -78,59 +80,6 @@ def frame_of(size):
 
 def ex(ns):
     return ["ip", "netns", "exec", ns]
-
-
-def eal(prefix, lcore, vdev):
-    return ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "-l",
-            str(lcore), "--file-prefix", f"{prefix}-{pid}",
-            "--log-level=*:error", "--vdev", vdev]
-
-
-def ping_ceiling(ns, frame):
-    """Raw DPDK ping-pong over memif: pong on lcore 1, ping on lcore 0."""
-    sock = f"bperf-ping-{pid}"
-    mem = lambda role: f"net_memif0,role={role},socket={sock},bsize=8192"
-    pong = subprocess.Popen(ex(ns) + [pktio, "--mode", "pong", "--size",
-                                      str(frame), "--"] +
-                            eal("bppong", 1, mem("server")),
-                            stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    ping = subprocess.run(ex(ns) + [pktio, "--mode", "ping", "--size",
-                                    str(frame), "--iterations", "20000", "--"] +
-                          eal("bpping", 0, mem("client")),
-                          capture_output=True, text=True, timeout=120)
-    pong.communicate(timeout=30)
-    lines = ping.stdout.strip().splitlines()
-    return json.loads(lines[-1]) if lines else None
-
-
-def ceiling(ns, frame, tag):
-    # Under load the receiver may miss its window: one more try.
-    c = ceiling_once(ns, frame, tag)
-    if c["mpps"] <= 0 or not c.get("complete", True):
-        c = ceiling_once(ns, frame, tag + "r")
-    return c
-
-
-def ceiling_once(ns, frame, tag):
-    """bench_link.sh's memif pair: RX on lcore 1, TX on lcore 0."""
-    sock = f"bperf-{tag}-{pid}"
-    mem = lambda role: f"net_memif0,role={role},socket={sock},bsize=8192"
-    args = lambda mode, s: [pktio, "--mode", mode, "--seconds", str(s),
-                            "--warmup", "1", "--size", str(frame)]
-    rx = subprocess.Popen(ex(ns) + args("rx", seconds) + ["--"] +
-                          eal("bprx", 1, mem("server")),
-                          stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    subprocess.run(ex(ns) + args("tx", seconds + 2.5)[:1] +
-                   ["--dst", "ff:ff:ff:ff:ff:ff"] + args("tx", seconds + 2.5)[1:] +
-                   ["--"] + eal("bptx", 0, mem("client")),
-                   capture_output=True, text=True, timeout=seconds + 40)
-    out, _ = rx.communicate(timeout=seconds + 30)
-    lines = out.strip().splitlines()
-    if not lines:  # the receiver failed (memif not up in time)
-        return {"mpps": 0.0, "complete": False}
-    return json.loads(lines[-1])
 
 
 def perf_pair(r, ns, test, args, server, client, wait_for=None):
@@ -216,10 +165,10 @@ r = t.Run(rocemud, perf)
 try:
     ns = r.netns("bench-perf")
     for frame in sorted({frame_of(s)[0] for s in SIZES}):
-        ceil[frame] = ceiling(ns, frame, f"c{frame}")
+        ceil[frame] = bench_memif.rate(pktio, ns, frame, f"c{frame}", seconds)
         print(f"ceiling {frame} B frames: {ceil[frame]['mpps']:.3f} Mpps",
               flush=True)
-    pingpong = ping_ceiling(ns, frame_of(64)[0])
+    pingpong = bench_memif.ping_pong(pktio, ns, frame_of(64)[0])
     print(f"ping-pong {frame_of(64)[0]} B frames: {pingpong}", flush=True)
     # Both daemons on lcore 0 (see the top): idle_sleep_us lets an idle
     # daemon sleep, idle_yield (default) hands the core to the other daemon

@@ -1,0 +1,77 @@
+"""The raw DPDK ceilings of a memif link, for the bench_*.sh scripts.
+
+emulator/bench_pktio.cc's two processes in a network namespace, as
+scripts/bench_link.sh runs them: the receiver (memif server) on lcore 1,
+the sender (memif client) on lcore 0. Both processes run without
+hugepages; each gets its own EAL file prefix.
+"""
+import json
+import os
+import subprocess
+import time
+
+
+def eal(prefix, lcore, vdev):
+    """EAL arguments of one benchmark process on `lcore` with `vdev`."""
+    return ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "-l",
+            str(lcore), "--file-prefix", f"{prefix}-{os.getpid()}",
+            "--log-level=*:error", "--vdev", vdev]
+
+
+def _memif(sock, role):
+    return f"net_memif0,role={role},socket={sock},bsize=8192"
+
+
+def _ex(ns):
+    return ["ip", "netns", "exec", ns]
+
+
+def rate_once(pktio, ns, frame, tag, seconds):
+    """Frames of `frame` bytes the receiver counts per second over
+    `seconds` (after a 1 s warm-up): bench_pktio's JSON, or
+    {"mpps": 0.0, "complete": False} if the receiver reported nothing."""
+    sock = f"bmemif-{tag}-{os.getpid()}"
+    args = lambda mode, s: [pktio, "--mode", mode, "--seconds", str(s),
+                            "--warmup", "1", "--size", str(frame)]
+    rx = subprocess.Popen(_ex(ns) + args("rx", seconds) + ["--"] +
+                          eal("bmrx", 1, _memif(sock, "server")),
+                          stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    tx = args("tx", seconds + 2.5)
+    subprocess.run(_ex(ns) + tx[:1] + ["--dst", "ff:ff:ff:ff:ff:ff"] +
+                   tx[1:] + ["--"] + eal("bmtx", 0, _memif(sock, "client")),
+                   capture_output=True, text=True, timeout=seconds + 40)
+    out, _ = rx.communicate(timeout=seconds + 30)
+    lines = out.strip().splitlines()
+    if not lines:  # the receiver failed (memif not up in time)
+        return {"mpps": 0.0, "complete": False}
+    return json.loads(lines[-1])
+
+
+def rate(pktio, ns, frame, tag, seconds):
+    """rate_once, once more if the receiver missed its window (under
+    load)."""
+    c = rate_once(pktio, ns, frame, tag, seconds)
+    if c["mpps"] <= 0 or not c.get("complete", True):
+        c = rate_once(pktio, ns, frame, tag + "r", seconds)
+    return c
+
+
+def ping_pong(pktio, ns, frame, iterations=20000):
+    """One-way latency of `frame`-byte frames bounced between two
+    processes (pong on lcore 1, ping on lcore 0): bench_pktio's JSON
+    (p50_us, p99_us ...), or None."""
+    sock = f"bmemif-ping-{os.getpid()}"
+    pong = subprocess.Popen(_ex(ns) + [pktio, "--mode", "pong", "--size",
+                                       str(frame), "--"] +
+                            eal("bmpong", 1, _memif(sock, "server")),
+                            stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    ping = subprocess.run(_ex(ns) + [pktio, "--mode", "ping", "--size",
+                                     str(frame), "--iterations",
+                                     str(iterations), "--"] +
+                          eal("bmping", 0, _memif(sock, "client")),
+                          capture_output=True, text=True, timeout=120)
+    pong.communicate(timeout=30)
+    lines = ping.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else None
