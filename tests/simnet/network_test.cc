@@ -16,7 +16,6 @@ namespace {
 
 constexpr uint64_t k10G = 10'000'000'000;
 constexpr uint64_t k25G = 25'000'000'000;
-constexpr uint64_t k100G = 100'000'000'000;
 
 // Floor of bits * 1e9 / rate, the simulator's rounding of wire time.
 nic::TimeNs WireNs(uint64_t bytes, uint64_t rate) {

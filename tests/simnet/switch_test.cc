@@ -13,8 +13,6 @@
 namespace rocemu::simnet {
 namespace {
 
-constexpr uint64_t k100G = 100'000'000'000;
-
 MacAddr HostMac(int i) {
   return {0x02, 0, 0, 0, 0, static_cast<uint8_t>(i + 1)};
 }

@@ -17,6 +17,9 @@
 namespace rocemu::simnet {
 
 inline constexpr uint16_t kTestUdpPort = 9000;
+// The link rate most tests use, in bits/s (one definition for all of the
+// simnet_test sources, which a unity build compiles as one).
+inline constexpr uint64_t k100G = 100'000'000'000;
 // Ethernet + IPv4 + UDP + flow id (4) + sequence number (8).
 inline constexpr uint32_t kTestFrameMinLen = 14 + 20 + 8 + 12;
 
