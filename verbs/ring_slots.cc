@@ -1,8 +1,35 @@
 #include "verbs/ring_slots.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace rocemu::verbs {
+
+void CopySqSlot(const void* slot, SqSlot* out) {
+  constexpr size_t kFixed = offsetof(SqSlot, sge);
+  const auto* from = static_cast<const uint8_t*>(slot);
+  std::memcpy(out, from, kFixed);
+  // BIND_MW carries its region's L_Key in sge[0] with num_sge 0.
+  size_t used = sizeof(WireSge);
+  if ((out->send_flags & nic::send_flags::kInline) != 0) {
+    used = std::max<size_t>(
+        used, std::min<size_t>(out->inline_len, nic::kMaxInlineData));
+  } else {
+    used = std::max<size_t>(
+        used, std::min<size_t>(out->num_sge, nic::kMaxSge) * sizeof(WireSge));
+  }
+  std::memcpy(reinterpret_cast<uint8_t*>(out) + kFixed, from + kFixed, used);
+}
+
+void CopyRqSlot(const void* slot, RqSlot* out) {
+  constexpr size_t kFixed = offsetof(RqSlot, sge);
+  const auto* from = static_cast<const uint8_t*>(slot);
+  std::memcpy(out, from, kFixed);
+  const size_t used =
+      std::min<size_t>(out->num_sge, nic::kMaxSge) * sizeof(WireSge);
+  std::memcpy(reinterpret_cast<uint8_t*>(out) + kFixed, from + kFixed, used);
+}
 
 bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {
   if (s.opcode > static_cast<uint8_t>(nic::WrOpcode::kSendWithInv)) {
@@ -49,21 +76,23 @@ bool RqSlotToRecvWr(const RqSlot& s, nic::RecvWr* wr) {
 }
 
 void CqeFromCompletion(const nic::WorkCompletion& wc, CqeSlot* out) {
-  *out = CqeSlot{};
-  out->wr_id = wc.wr_id;
-  out->status = static_cast<uint8_t>(wc.status);
-  out->opcode = static_cast<uint8_t>(wc.opcode);
-  out->pkey_index = wc.pkey_index;
-  out->vendor_err = wc.vendor_err;
-  out->byte_len = wc.byte_len;
-  out->imm_data = wc.imm_data;
-  out->invalidated_rkey = wc.invalidated_rkey;
-  out->qp_num = wc.qp_num;
-  out->src_qp = wc.src_qp;
-  out->wc_flags = wc.wc_flags;
-  out->slid = wc.slid;
-  out->sl = wc.sl;
-  out->dlid_path_bits = wc.dlid_path_bits;
+  // One store of the whole entry: `out` is shared memory the application
+  // polls, not worth writing twice (zeroed, then each field).
+  *out = CqeSlot{.wr_id = wc.wr_id,
+                 .status = static_cast<uint8_t>(wc.status),
+                 .opcode = static_cast<uint8_t>(wc.opcode),
+                 .pkey_index = wc.pkey_index,
+                 .vendor_err = wc.vendor_err,
+                 .byte_len = wc.byte_len,
+                 .imm_data = wc.imm_data,
+                 .invalidated_rkey = wc.invalidated_rkey,
+                 .qp_num = wc.qp_num,
+                 .src_qp = wc.src_qp,
+                 .wc_flags = wc.wc_flags,
+                 .slid = wc.slid,
+                 .sl = wc.sl,
+                 .dlid_path_bits = wc.dlid_path_bits,
+                 .flags = 0};
 }
 
 }  // namespace rocemu::verbs

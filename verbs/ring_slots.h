@@ -119,6 +119,14 @@ struct CmEventSlot {
 };
 static_assert(sizeof(CmEventSlot) == 336);
 
+// Copy a slot out of shared memory: its fixed part, then only the SGEs or
+// inline bytes that part says are used (bounded by the slot's capacity).
+// A whole SqSlot is 584 bytes, and copying all of it for a one-SGE WRITE
+// was most of what draining a send queue cost. The rest of `out` is left
+// as it was: the conversions below read only what the counts name.
+void CopySqSlot(const void* slot, SqSlot* out);
+void CopyRqSlot(const void* slot, RqSlot* out);
+
 // Fill a nic request from a slot copy; false when the slot is invalid
 // (opcode, SGE count or inline length out of range).
 bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr);

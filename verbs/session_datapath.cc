@@ -49,7 +49,7 @@ bool SessionServer::DrainSq(Qp& qp) {
       }
       return false;
     }
-    std::memcpy(&sq_slot_, s, sizeof(sq_slot_));
+    CopySqSlot(s, &sq_slot_);
     if (!SqSlotToSendWr(sq_slot_, &send_wr_)) {
       qp.sq.Release();
       ++counters_.bad_wqes;
@@ -101,7 +101,7 @@ bool SessionServer::DrainRq(Qp& qp, bool on_miss) {
       }
       return false;
     }
-    std::memcpy(&rq_slot_, s, sizeof(rq_slot_));
+    CopyRqSlot(s, &rq_slot_);
     if (!RqSlotToRecvWr(rq_slot_, &recv_wr_)) {
       if (on_miss) return true;
       qp.rq.Release();
@@ -189,7 +189,7 @@ bool SessionServer::DrainSrq(Srq& srq) {
       }
       return false;
     }
-    std::memcpy(&rq_slot_, s, sizeof(rq_slot_));
+    CopyRqSlot(s, &rq_slot_);
     if (!RqSlotToRecvWr(rq_slot_, &recv_wr_)) {
       // No QP to fail: an SRQ entry belongs to whichever QP takes it. The
       // entry is dropped and counted (ibv_post_srq_recv checked it first).

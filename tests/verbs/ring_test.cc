@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 
 #include "verbs/ring_slots.h"
 #include "verbs/shm_ring.h"
@@ -218,6 +219,66 @@ TEST(RingSlots, InvalidSlotsAreRefused) {
   nic::RecvWr rwr;
   r.num_sge = 1000;
   EXPECT_FALSE(RqSlotToRecvWr(r, &rwr));
+}
+
+TEST(RingSlots, CopiesOnlyTheUsedPartOfASlot) {
+  // The source is a heap slot of exactly the slot's size, so that a copy
+  // reading past it trips the sanitizer build.
+  auto src = std::make_unique<SqSlot>();
+  std::memset(src.get(), 0x11, sizeof(SqSlot));
+  src->send_flags = 0;
+  src->num_sge = 2;
+  SqSlot out;
+  std::memset(&out, 0xEE, sizeof(out));
+  CopySqSlot(src.get(), &out);
+  EXPECT_EQ(out.wr_id, src->wr_id);
+  EXPECT_EQ(out.reserved1, src->reserved1);
+  EXPECT_EQ(std::memcmp(out.sge, src->sge, 2 * sizeof(WireSge)), 0);
+  EXPECT_EQ(out.sge[2].lkey, 0xEEEEEEEEu);
+  // BIND_MW: no SGEs, but sge[0].lkey names the region.
+  src->num_sge = 0;
+  std::memset(&out, 0xEE, sizeof(out));
+  CopySqSlot(src.get(), &out);
+  EXPECT_EQ(out.sge[0].lkey, src->sge[0].lkey);
+  EXPECT_EQ(out.sge[1].lkey, 0xEEEEEEEEu);
+  // Inline: the payload's length, whatever num_sge says.
+  src->send_flags = nic::send_flags::kInline;
+  src->inline_len = 100;
+  src->num_sge = 0;
+  std::memset(&out, 0xEE, sizeof(out));
+  CopySqSlot(src.get(), &out);
+  EXPECT_EQ(std::memcmp(out.inline_data, src->inline_data, 100), 0);
+  EXPECT_EQ(out.inline_data[100], 0xEE);
+  // Counts beyond the slot's capacity copy the capacity, and the
+  // conversion then refuses the slot.
+  src->inline_len = 100000;
+  CopySqSlot(src.get(), &out);
+  EXPECT_EQ(std::memcmp(out.inline_data, src->inline_data, nic::kMaxInlineData),
+            0);
+  nic::SendWr wr;
+  src->opcode = 0;
+  out.opcode = 0;
+  EXPECT_FALSE(SqSlotToSendWr(out, &wr));
+  src->send_flags = 0;
+  src->num_sge = 255;
+  CopySqSlot(src.get(), &out);
+  EXPECT_EQ(out.sge[nic::kMaxSge - 1].lkey, src->sge[nic::kMaxSge - 1].lkey);
+  EXPECT_FALSE(SqSlotToSendWr(out, &wr));
+
+  auto rsrc = std::make_unique<RqSlot>();
+  std::memset(rsrc.get(), 0x22, sizeof(RqSlot));
+  rsrc->num_sge = 3;
+  RqSlot rout;
+  std::memset(&rout, 0xEE, sizeof(rout));
+  CopyRqSlot(rsrc.get(), &rout);
+  EXPECT_EQ(rout.wr_id, rsrc->wr_id);
+  EXPECT_EQ(std::memcmp(rout.sge, rsrc->sge, 3 * sizeof(WireSge)), 0);
+  EXPECT_EQ(rout.sge[3].lkey, 0xEEEEEEEEu);
+  rsrc->num_sge = 1000;
+  CopyRqSlot(rsrc.get(), &rout);
+  EXPECT_EQ(rout.sge[nic::kMaxSge - 1].lkey, rsrc->sge[nic::kMaxSge - 1].lkey);
+  nic::RecvWr rwr;
+  EXPECT_FALSE(RqSlotToRecvWr(rout, &rwr));
 }
 
 }  // namespace
