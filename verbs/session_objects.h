@@ -70,6 +70,9 @@ struct SessionServer::Client {
 struct SessionServer::Cq {
   nic::ClientId owner = 0;
   nic::CqHandle handle = 0;
+  // The RNIC's CQ behind it (destroyed only with this entry): every pass
+  // looks whether it holds completions, without a lookup by handle.
+  const nic::CompletionQueue* nic_cq = nullptr;
   uint32_t cqe = 0;
   ShmRing ring;
   EventFd channel;     // the client's eventfd, when it asked for one

@@ -44,6 +44,7 @@ absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
   auto cq = std::make_unique<Cq>();
   cq->owner = c.id;
   cq->handle = *h;
+  cq->nic_cq = rnic_.cq_table().Get(*h);
   cq->cqe = r.cqe;
   cq->ring = *std::move(ring);
   cq->channel = std::move(channel);

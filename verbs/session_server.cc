@@ -164,7 +164,9 @@ void SessionServer::PollData() {
   }
   DrainActive();
   if (unrung_clients_ > 0) DrainUnrung();
-  for (auto& [h, cq] : cqs_) DrainCq(*cq);
+  for (auto& [h, cq] : cqs_) {
+    if (cq->nic_cq->size() > 0) DrainCq(*cq);
+  }
   DeliverAsyncEvents();
   DeliverCmEvents();
 }
