@@ -536,7 +536,10 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
   for (unsigned i = 0; i < ports_.size(); ++i) {
     busy |= PollPort(i, now);
   }
-  next_event_ = RefreshNextEvents();
+  if (endpoints_touched_) {
+    next_event_ = RefreshNextEvents();
+    endpoints_touched_ = false;
+  }
   ++loops_;
   if (busy) idle_backoff_ = 1;
   // Verbs control messages: often enough to be interactive, and every
@@ -564,6 +567,9 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
       Slow(now);
     }
     SolicitForShards();
+    // Slow() and the shards' requests may have changed an endpoint's
+    // state after the refresh above.
+    endpoints_touched_ = true;
   }
   return busy;
 }

@@ -390,6 +390,10 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
   // not sleep on them); frames held by a pause are not work at all: the
   // pause's end is an endpoint event (NextEventTime) that wakes the loop.
   busy |= FlushTx(port, now) > 0;
+  // Received frames may also have gone to the congestion point, whose
+  // departure time is one of the events. Set, never cleared here: a
+  // PollPort from Sleep() is followed by a pass.
+  if (endpoint_due || busy) endpoints_touched_ = true;
   return busy;
 }
 
