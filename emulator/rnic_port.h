@@ -46,6 +46,7 @@ void ForEachQpCounter(const nic::QpCounters& c, F f) {
   f("rnr_naks_sent", c.rnr_naks_sent);
   f("naks_sent", c.naks_sent);
   f("acks_sent", c.acks_sent);
+  f("ack_deferred", c.ack_deferred);
   f("cnp_received", c.cnp_received);
 }
 

@@ -74,6 +74,7 @@ void QpCounters::AddTo(DeviceCounters& c) const {
   c.implied_nak_seq_err += implied_nak_seq_err;
   c.packet_seq_err += rcvd_seq_err;
   c.out_of_buffer += out_of_buffer + send_rnr_err;
+  c.ack_deferred += ack_deferred;
 }
 
 }  // namespace rocemu::nic

@@ -165,6 +165,7 @@ struct QpCounters {
   uint64_t rnr_naks_sent = 0;
   uint64_t naks_sent = 0;
   uint64_t acks_sent = 0;
+  uint64_t ack_deferred = 0;  // ACKs folded into a later, still queued one
   uint64_t cnp_received = 0;
 
   // Adds what the device's counters sum over QPs (rxe/mlx5 hw_counters).

@@ -40,6 +40,7 @@ void QueueAck(Rnic& nic, Qp& qp, uint32_t psn) {
         (r.resp_tail - 1 != r.resp_head || tail.next_pkt == 0)) {
       tail.psn = psn;
       tail.msn = r.msn;
+      ++qp.counters_.ack_deferred;
       return;
     }
   }

@@ -78,6 +78,9 @@ TEST(AckReqTest, AcksNotYetSentCoalesceWithTheRightMsn) {
   ASSERT_EQ(acks.size(), 1u);
   EXPECT_EQ(acks[0]->parsed.hdr.bth.psn, 102u);
   EXPECT_EQ(acks[0]->parsed.hdr.aeth.msn, 3u);
+  // The two folded into it are counted (rxe's ack_deffered).
+  EXPECT_EQ(net.b().QueryCounters().ack_deferred, 2u);
+  EXPECT_EQ(net.a().QueryCounters().ack_deferred, 0u);
   EXPECT_EQ(Poll(net.a(), p.ea.cq).size(), 3u);
   EXPECT_EQ(Poll(net.b(), p.eb.cq).size(), 3u);
 }
