@@ -482,6 +482,7 @@ void Daemon::SendGroupReport(Port& port, std::span<const IpAddr> groups,
 void Daemon::Slow(nic::TimeNs now) {
   for (auto& p : ports_) {
     p->neighbours.Expire(now);
+    if (!p->dev->memif()) UpdateLink(*p);
     // A new process with a recycled pid is placed afresh.
     ForgetDeadProcesses(*p);
     rte_eth_stats st;
@@ -492,6 +493,19 @@ void Daemon::Slow(nic::TimeNs now) {
       p->counters.rx_nombuf = st.rx_nombuf;
     }
   }
+}
+
+void Daemon::UpdateLink(Port& port) {
+  const bool up = port.dev->LinkUp();
+  if (up) port.link_seen_up = true;
+  if (!port.link_seen_up || up == port.link_up) return;
+  port.link_up = up;
+  ROCEMU_LOG_INFO("port %s: link %s", port.config.name, up ? "up" : "down");
+  if (port.index < rnics_.size() && rnics_[port.index] != nullptr) {
+    rnics_[port.index]->rnic().SetLinkUp(up);
+    endpoints_touched_ = true;
+  }
+  for (auto& s : port.shards) s->SetLinkUp(up);
 }
 
 void Daemon::Run(DaemonSignals* signals) {
@@ -555,7 +569,10 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
     next_fast_ = now + kFastPeriod;
     control_.Poll();
     metrics_.Poll();
-    for (auto& p : ports_) p->dev->FaultInSharedMemory();
+    for (auto& p : ports_) {
+      p->dev->FaultInSharedMemory();
+      if (p->dev->memif()) UpdateLink(*p);  // shared state: no syscall
+    }
     for (unsigned i = 0; i < rnics_.size(); ++i) ReportGroups(i, now);
     next_event_ = RefreshNextEvents();  // a control request may post work
     if (signals != nullptr && signals->reopen) {

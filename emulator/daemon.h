@@ -199,6 +199,12 @@ class Daemon {
     uint16_t tx_paused_count = 0;
     nic::FrameEndpoint* endpoint = nullptr;
     nic::TimeNs next_event = 0;  // endpoint's NextEventTime
+    // The link as the RNICs know it (UpdateLink). The port is ACTIVE until
+    // its link has been up once: a memif server's link is down until its
+    // peer starts, and programs refuse a port that is not ACTIVE
+    // (perftest), as they would a NIC with no cable.
+    bool link_seen_up = false;
+    bool link_up = true;
     // The RNIC's multicast groups as last reported (ReportGroups), the
     // last change, and when it is reported again (0: not).
     uint64_t groups_generation = 0;
@@ -231,6 +237,9 @@ class Daemon {
 
   // Returns whether any frame was received or sent.
   bool PollPort(unsigned index, nic::TimeNs now);
+  // Tells the port's RNICs (and shards) when its link went down or came
+  // back: port state, IBV_EVENT_PORT_ERR/ACTIVE, link_downed.
+  void UpdateLink(Port& port);
   // The congestion point's departures into the RNIC and its PFC frames
   // out; returns whether it did anything.
   bool PollIngress(Port& port, nic::TimeNs now);

@@ -182,6 +182,12 @@ void DpdkPort::FaultInSharedMemory() {
                   port_id_, bytes >> 10);
 }
 
+bool DpdkPort::LinkUp() const {
+  rte_eth_link link{};
+  return rte_eth_link_get_nowait(port_id_, &link) == 0 &&
+         link.link_status == RTE_ETH_LINK_UP;
+}
+
 void DpdkPort::Stop() {
   if (started_) {
     rte_eth_dev_stop(port_id_);

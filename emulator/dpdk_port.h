@@ -45,6 +45,10 @@ class DpdkPort {
   // faulted in; this does the same for memif once the link is up, off the
   // data path. Called every millisecond; a check of the link otherwise.
   void FaultInSharedMemory();
+  // The link status the PMD reports now. memif reads its shared state;
+  // kernel-backed PMDs (af_packet, tap) may ask the kernel (a syscall).
+  bool LinkUp() const;
+  bool memif() const { return memif_; }
   void Stop();
 
  private:

@@ -120,6 +120,9 @@ class Shard {
                                      nullptr);
   }
   bool HasTx() const { return RingCount(tx_) > 0; }
+  // The port's link went down or came back (Daemon::UpdateLink); the
+  // shard's RNIC learns it on its next pass.
+  void SetLinkUp(bool up) { link_up_.store(up, std::memory_order_relaxed); }
   // A client the first shard accepted (SessionServer route_client).
   void Adopt(int fd, const verbs::PeerCredentials& peer);
   // The RNIC's multicast table generation as of the shard's last pass: a
@@ -177,6 +180,8 @@ class Shard {
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> pause_req_{false};
   std::atomic<bool> paused_{false};
+  std::atomic<bool> link_up_{true};  // SetLinkUp
+  bool rnic_link_up_ = true;         // as last told to the RNIC
   std::atomic<bool> adopt_pending_{false};
   std::mutex adopt_mu_;
   std::vector<std::pair<int, verbs::PeerCredentials>> adopt_;

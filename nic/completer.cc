@@ -58,6 +58,12 @@ void CompleteHead(Rnic& nic, Qp& qp) {
   if (w.read_or_atomic && qp.req_.rd_atomic_outstanding > 0) {
     --qp.req_.rd_atomic_outstanding;
   }
+  // rxe's rdma_sends: SENDs done, signaled or not (rdma_recvs counts the
+  // receives they consumed on the other side).
+  if (w.wr.opcode == WrOpcode::kSend || w.wr.opcode == WrOpcode::kSendWithImm ||
+      w.wr.opcode == WrOpcode::kSendWithInv) {
+    ++nic.engine_counters().rdma_sends;
+  }
   if (w.wr.signaled() || qp.init_.sq_sig_all) {
     WorkCompletion wc;
     wc.wr_id = w.wr.wr_id;

@@ -109,6 +109,12 @@ struct DeviceAttr {
   absl::Status Validate() const;
 };
 
+// The RNIC's one port, as ibv_port_attr and async events number it.
+inline constexpr uint32_t kPortNumber = 1;
+// ibv_port_attr.phys_state values (IB spec PortPhysicalState).
+inline constexpr uint8_t kPhysDisabled = 3;
+inline constexpr uint8_t kPhysLinkUp = 5;
+
 // ibv_port_attr (RoCE: no LIDs, no SM).
 struct PortAttr {
   PortState state = PortState::kActive;
@@ -129,8 +135,8 @@ struct PortAttr {
   uint8_t init_type_reply = 0;
   uint8_t active_width = 2;   // IB_WIDTH_4X
   uint8_t active_speed = 32;  // IB_SPEED_EDR (25 Gb/s per lane)
-  uint8_t phys_state = 5;     // LinkUp
-  uint8_t link_layer = 2;     // IBV_LINK_LAYER_ETHERNET
+  uint8_t phys_state = kPhysLinkUp;
+  uint8_t link_layer = 2;  // IBV_LINK_LAYER_ETHERNET
 
   absl::Status Validate() const;
 };

@@ -544,6 +544,15 @@ void Rnic::PausePriority(uint8_t priority, bool paused) {
   paused_priorities_ = cc_.paused_mask();
 }
 
+void Rnic::SetLinkUp(bool up) {
+  if (up == (config_.port.state == PortState::kActive)) return;
+  config_.port.state = up ? PortState::kActive : PortState::kDown;
+  config_.port.phys_state = up ? kPhysLinkUp : kPhysDisabled;
+  if (!up) ++counters_.link_downed;
+  events_.Push({up ? AsyncEventType::kPortActive : AsyncEventType::kPortErr,
+                kPortNumber, kKernelClient});
+}
+
 void Rnic::SetPaceUntil(uint32_t qpn, TimeNs t) {
   if (Qp* qp = FindQp(qpn)) {
     qp->pace_until_ = t;

@@ -158,6 +158,14 @@ class Rnic final : public FrameEndpoint {
   void PausePriority(uint8_t priority, bool paused);
   void SetPaceUntil(uint32_t qpn, TimeNs t);
 
+  // --- the port's link ---
+  // The carrier's link went down or came back, as rxe and mlx5 report it:
+  // down, the port is DOWN (phys state Disabled), IBV_EVENT_PORT_ERR is
+  // raised and link_downed counts it; up, ACTIVE/LinkUp and
+  // IBV_EVENT_PORT_ACTIVE. QPs are left alone (their requests time out, as
+  // on a pulled cable). No change, no event.
+  void SetLinkUp(bool up);
+
   // Device counters: the receive-path drops kept here plus every QP's
   // engine counters summed.
   DeviceCounters QueryCounters() const;

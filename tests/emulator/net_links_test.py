@@ -3,7 +3,9 @@
 test creates:
   veth:  af_packet on a veth pair to a kernel peer in a second namespace,
          IPv4/IPv6 ping including 4 KiB frames (kernel MTU 9000).
-  memif: two daemons joined by memif resolve each other (ARP and ND).
+  memif: two daemons joined by memif resolve each other (ARP and ND); when
+         one goes, the other's port goes DOWN (link_downed counts it) and is
+         ACTIVE again when it comes back.
 Bounded in time; always cleans up.  Usage: net_links_test.py ROCEMUD veth|memif
 """
 import os
@@ -76,9 +78,10 @@ def memif(r):
     a, sock_a = r.start(ns, "memif-a", netns_util.port(
         "m0", f"net_memif0,role=server,socket={name},bsize=8192",
         "02:00:00:77:02:01", ["10.77.2.1/24", "fd77:2::1/64"], 4200))
-    b, sock_b = r.start(ns, "memif-b", netns_util.port(
+    port_b = netns_util.port(
         "m0", f"net_memif0,role=client,socket={name},bsize=8192",
-        "02:00:00:77:02:02", ["10.77.2.2/24", "fd77:2::2/64"], 4200))
+        "02:00:00:77:02:02", ["10.77.2.2/24", "fd77:2::2/64"], 4200)
+    b, sock_b = r.start(ns, "memif-b", port_b)
     for sock, ip, mac in ((sock_a, "10.77.2.2", "02:00:00:77:02:02"),
                           (sock_b, "10.77.2.1", "02:00:00:77:02:01"),
                           (sock_a, "fd77:2::2", "02:00:00:77:02:02"),
@@ -98,6 +101,23 @@ def memif(r):
     r.check(ca["tx_packets"] == cb["rx_packets"] and
             cb["tx_packets"] == ca["rx_packets"],
             "memif delivered every frame each way")
+
+    def link(sock):
+        state = control(sock, {"cmd": "ports"})["ports"][0]["attr"]["state"]
+        c = control(sock, {"cmd": "counters"})["ports"]["m0"]["rnic"]
+        return state, c["link_downed"]
+    r.check(link(sock_a) == ("IBV_PORT_ACTIVE", 0), "A's port ACTIVE")
+    # B goes: A's link drops, its port is DOWN and the drop counted once;
+    # B back, A's port is ACTIVE again (the daemon looks every ms).
+    r.stop(b, "memif-b")
+    got = wait_for("A's port DOWN", lambda: (lambda s: s[0] != "IBV_PORT_ACTIVE"
+                                             and s)(link(sock_a)))
+    r.check(got == ("IBV_PORT_DOWN", 1), f"A's link down: {got}")
+    b, sock_b = r.start(ns, "memif-b", port_b)
+    got = wait_for("A's port ACTIVE", lambda: (lambda s: s[0] == "IBV_PORT_ACTIVE"
+                                               and s)(link(sock_a)))
+    r.check(got == ("IBV_PORT_ACTIVE", 1), f"A's link up again: {got}")
+    r.check(link(sock_b) == ("IBV_PORT_ACTIVE", 0), "B's port ACTIVE")
     # The client goes first so the server never sends to a vanished peer.
     r.stop(b, "memif-b")
     # net_memif (22.11) handles the peer's disconnect on its interrupt

@@ -54,6 +54,8 @@ TEST(AckReqTest, LongMessageAsksEveryIntervalAndIsAckedPerRequest) {
   auto sc = Poll(net.a(), p.ea.cq);
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, WcStatus::kSuccess);
+  // A WRITE is no SEND.
+  EXPECT_EQ(net.a().QueryCounters().rdma_sends, 0u);
 }
 
 TEST(AckReqTest, AcksNotYetSentCoalesceWithTheRightMsn) {
@@ -81,6 +83,8 @@ TEST(AckReqTest, AcksNotYetSentCoalesceWithTheRightMsn) {
   // The two folded into it are counted (rxe's ack_deffered).
   EXPECT_EQ(net.b().QueryCounters().ack_deferred, 2u);
   EXPECT_EQ(net.a().QueryCounters().ack_deferred, 0u);
+  EXPECT_EQ(net.a().QueryCounters().rdma_sends, 3u);
+  EXPECT_EQ(net.b().QueryCounters().rdma_recvs, 3u);
   EXPECT_EQ(Poll(net.a(), p.ea.cq).size(), 3u);
   EXPECT_EQ(Poll(net.b(), p.eb.cq).size(), 3u);
 }

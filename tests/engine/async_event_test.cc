@@ -191,6 +191,39 @@ TEST(CommEstTest, FirstRequestInRtrRaisesItOnce) {
   EXPECT_TRUE(Events(net.a()).empty());
 }
 
+TEST(PortEventTest, LinkDownAndUpRaisePortErrAndPortActive) {
+  BackToBack net;
+  Pair p = Connect(net);
+  Rnic& a = net.a();
+  EXPECT_EQ(a.port_attr().state, PortState::kActive);
+  a.SetLinkUp(true);  // no change, no event
+  EXPECT_TRUE(Events(a).empty());
+
+  a.SetLinkUp(false);
+  EXPECT_EQ(a.port_attr().state, PortState::kDown);
+  EXPECT_EQ(a.port_attr().phys_state, kPhysDisabled);
+  EXPECT_EQ(a.QueryCounters().link_downed, 1u);
+  a.SetLinkUp(false);  // still down: counted once
+  auto ev = Events(a);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].type, AsyncEventType::kPortErr);
+  EXPECT_EQ(ev[0].element, kPortNumber);
+  EXPECT_EQ(ElementOf(ev[0].type), AsyncEventElement::kPortOrDevice);
+  // The QPs are not touched by the link (no flush, no QP event).
+  EXPECT_EQ(a.QueryQp(p.ea.qpn)->qp_state, QpState::kRts);
+
+  a.SetLinkUp(true);
+  EXPECT_EQ(a.port_attr().state, PortState::kActive);
+  EXPECT_EQ(a.port_attr().phys_state, kPhysLinkUp);
+  EXPECT_EQ(a.QueryCounters().link_downed, 1u);
+  ev = Events(a);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].type, AsyncEventType::kPortActive);
+  EXPECT_EQ(ev[0].element, kPortNumber);
+  EXPECT_TRUE(Events(net.b()).empty());
+  EXPECT_EQ(net.b().QueryCounters().link_downed, 0u);
+}
+
 // A request B must refuse; returns B's events.
 std::vector<AsyncEvent> ResponderError(BackToBack& net, Pair& p, uint32_t rkey,
                                        uint8_t syndrome) {
