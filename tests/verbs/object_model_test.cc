@@ -304,6 +304,59 @@ TEST_F(VerbsSessionTest, DeviceDiscoveryAndQueries) {
   unlink(plain.c_str());
 }
 
+// The port's link as a client sees it: IBV_EVENT_PORT_ERR and a DOWN port
+// when the link drops, IBV_EVENT_PORT_ACTIVE and ACTIVE when it is back.
+TEST_F(VerbsSessionTest, LinkChangesReachClientsAsPortEvents) {
+  StartServer();
+  const std::string path = path_;
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        rocemu_context* ctx = rocemu_open_device(path.c_str());
+        CHILD_CHECK(ctx != nullptr, kOpen);
+        char step = 'o';
+        WriteAll(up, &step, 1);
+        ReadAll(down, &step, 1);  // the link went down
+        rocemu_async_event ae{};
+        CHILD_CHECK(rocemu_get_async_event(ctx, &ae, 10000) == 0 &&
+                        ae.event_type == ROCEMU_EVENT_PORT_ERR &&
+                        ae.element.port_num == 1,
+                    20);
+        rocemu_ack_async_event(&ae);
+        rocemu_port_attr pa{};
+        CHILD_CHECK(rocemu_query_port(ctx, 1, &pa) == 0 &&
+                        pa.state == ROCEMU_PORT_DOWN && pa.phys_state == 3,
+                    21);
+        WriteAll(up, &step, 1);
+        ReadAll(down, &step, 1);  // and came back
+        CHILD_CHECK(rocemu_get_async_event(ctx, &ae, 10000) == 0 &&
+                        ae.event_type == ROCEMU_EVENT_PORT_ACTIVE &&
+                        ae.element.port_num == 1,
+                    22);
+        rocemu_ack_async_event(&ae);
+        CHILD_CHECK(rocemu_query_port(ctx, 1, &pa) == 0 &&
+                        pa.state == ROCEMU_PORT_ACTIVE && pa.phys_state == 5,
+                    23);
+        CHILD_CHECK(rocemu_get_async_event(ctx, &ae, 0) == ETIMEDOUT, 24);
+        rocemu_close_device(ctx);
+      },
+      &from_child, &to_child);
+  char step;
+  ASSERT_TRUE(PumpRead(from_child, &step, 1))
+      << "client exited with " << PumpUntilExit(pid);
+  net_.a().SetLinkUp(false);
+  ASSERT_EQ(write(to_child, "d", 1), 1);
+  ASSERT_TRUE(PumpRead(from_child, &step, 1))
+      << "client exited with " << PumpUntilExit(pid);
+  net_.a().SetLinkUp(true);
+  ASSERT_EQ(write(to_child, "u", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  EXPECT_EQ(server_->counters().async_events, 2u);
+  EXPECT_EQ(net_.a().QueryCounters().link_downed, 1u);
+  close(from_child);
+  close(to_child);
+}
+
 // The first number after `key` in the state JSON (handles of a client).
 uint32_t JsonNumberAfter(const std::string& json, const std::string& key) {
   const size_t at = json.find(key);
