@@ -169,9 +169,7 @@ DpdkPort::DpdkPort(DpdkPort&& o) noexcept
 
 void DpdkPort::FaultInSharedMemory() {
   if (!memif_) return;
-  rte_eth_link link{};
-  if (rte_eth_link_get_nowait(port_id_, &link) != 0 ||
-      link.link_status == RTE_ETH_LINK_DOWN) {
+  if (!LinkUp()) {
     shared_faulted_in_ = false;  // a reconnection maps new regions
     return;
   }

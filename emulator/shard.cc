@@ -143,11 +143,7 @@ void Shard::Run() {
 bool Shard::Pass(nic::TimeNs now) {
   bool busy = false;
   bool due = now >= next_event_;
-  if (const bool up = link_up_.load(std::memory_order_relaxed);
-      up != rnic_link_up_) {
-    rnic_link_up_ = up;
-    rnic_->rnic().SetLinkUp(up);
-  }
+  rnic_->rnic().SetLinkUp(link_up_.load(std::memory_order_relaxed));
   if (adopt_pending_.exchange(false, std::memory_order_acq_rel)) {
     std::vector<std::pair<int, verbs::PeerCredentials>> adopted;
     {

@@ -121,7 +121,8 @@ class Shard {
   }
   bool HasTx() const { return RingCount(tx_) > 0; }
   // The port's link went down or came back (Daemon::UpdateLink); the
-  // shard's RNIC learns it on its next pass.
+  // shard's RNIC learns it on its next pass (Rnic::SetLinkUp ignores what
+  // it already knows).
   void SetLinkUp(bool up) { link_up_.store(up, std::memory_order_relaxed); }
   // A client the first shard accepted (SessionServer route_client).
   void Adopt(int fd, const verbs::PeerCredentials& peer);
@@ -181,7 +182,6 @@ class Shard {
   std::atomic<bool> pause_req_{false};
   std::atomic<bool> paused_{false};
   std::atomic<bool> link_up_{true};  // SetLinkUp
-  bool rnic_link_up_ = true;         // as last told to the RNIC
   std::atomic<bool> adopt_pending_{false};
   std::mutex adopt_mu_;
   std::vector<std::pair<int, verbs::PeerCredentials>> adopt_;

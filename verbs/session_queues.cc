@@ -74,8 +74,7 @@ absl::Status SessionServer::OnResizeCq(Client& c, const wire::ResizeCqReq& r,
   // or in the engine). The daemon runs one thread, so each is counted once,
   // and the answer does not depend on how far the engine has got.
   const uint64_t in_ring = cq.ring.Unconsumed();
-  const nic::CompletionQueue* nq = rnic_.cq_table().Get(cq.handle);
-  uint64_t pending = nq != nullptr ? nq->size() : 0;
+  uint64_t pending = cq.nic_cq->size();
   for (const auto& [qpn, qp] : qps_) {
     if (qp->send_cq != &cq) continue;
     pending += PendingSignaledSends(*qp);

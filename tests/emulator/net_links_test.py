@@ -106,16 +106,19 @@ def memif(r):
         state = control(sock, {"cmd": "ports"})["ports"][0]["attr"]["state"]
         c = control(sock, {"cmd": "counters"})["ports"]["m0"]["rnic"]
         return state, c["link_downed"]
+
+    def a_link_leaves(state):
+        # A's (state, link_downed) once its state is no longer `state`.
+        return wait_for(f"A's port leaving {state}",
+                        lambda: (s := link(sock_a))[0] != state and s)
     r.check(link(sock_a) == ("IBV_PORT_ACTIVE", 0), "A's port ACTIVE")
     # B goes: A's link drops, its port is DOWN and the drop counted once;
     # B back, A's port is ACTIVE again (the daemon looks every ms).
     r.stop(b, "memif-b")
-    got = wait_for("A's port DOWN", lambda: (lambda s: s[0] != "IBV_PORT_ACTIVE"
-                                             and s)(link(sock_a)))
+    got = a_link_leaves("IBV_PORT_ACTIVE")
     r.check(got == ("IBV_PORT_DOWN", 1), f"A's link down: {got}")
     b, sock_b = r.start(ns, "memif-b", port_b)
-    got = wait_for("A's port ACTIVE", lambda: (lambda s: s[0] == "IBV_PORT_ACTIVE"
-                                               and s)(link(sock_a)))
+    got = a_link_leaves("IBV_PORT_DOWN")
     r.check(got == ("IBV_PORT_ACTIVE", 1), f"A's link up again: {got}")
     r.check(link(sock_b) == ("IBV_PORT_ACTIVE", 0), "B's port ACTIVE")
     # The client goes first so the server never sends to a vanished peer.
