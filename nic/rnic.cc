@@ -465,22 +465,29 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
   n += gsi_->Transmit(frames.subspan(n));
   counters_.sent_pkts += n;
   int failures = 0;
+  // Responses are only queued by Receive: once a scan finds none, none
+  // appear during this call, and later frames skip the scan (with many
+  // QPs it was a walk over all of them per frame).
+  bool responses = true;
   while (n < frames.size() && !active_.empty() && failures < 8) {
     const size_t count = active_.size();
     Qp* picked = nullptr;
     bool response = false;
-    for (size_t k = 0; k < count; ++k) {
-      const size_t i = (rr_resp_ + k) % count;
-      if (Responder::HasResponse(*active_[i]) && !Paused(*active_[i])) {
-        picked = active_[i];
-        rr_resp_ = i + 1;
-        response = true;
-        break;
+    if (responses) {
+      size_t i = rr_resp_ < count ? rr_resp_ : rr_resp_ % count;
+      for (size_t k = 0; k < count; ++k, i = i + 1 == count ? 0 : i + 1) {
+        if (Responder::HasResponse(*active_[i]) && !Paused(*active_[i])) {
+          picked = active_[i];
+          rr_resp_ = i + 1;
+          response = true;
+          break;
+        }
       }
+      responses = response;
     }
     if (picked == nullptr) {
-      for (size_t k = 0; k < count; ++k) {
-        const size_t i = (rr_req_ + k) % count;
+      size_t i = rr_req_ < count ? rr_req_ : rr_req_ % count;
+      for (size_t k = 0; k < count; ++k, i = i + 1 == count ? 0 : i + 1) {
         if (Requester::Ready(*this, *active_[i], now)) {
           picked = active_[i];
           rr_req_ = i + 1;

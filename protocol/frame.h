@@ -20,8 +20,10 @@
 #define ROCEMU_PROTOCOL_FRAME_H_
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 
@@ -72,10 +74,21 @@ constexpr IpAddr Ipv4Mapped(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
 }
 // ::ffff:a.b.c.d, the form an IPv4 address takes as a RoCEv2 GID.
 constexpr bool IsIpv4Mapped(const IpAddr& ip) {
-  for (int i = 0; i < 10; ++i) {
-    if (ip[i] != 0) return false;
+  if (std::is_constant_evaluated()) {
+    for (int i = 0; i < 10; ++i) {
+      if (ip[i] != 0) return false;
+    }
+    return ip[10] == 0xFF && ip[11] == 0xFF;
   }
-  return ip[10] == 0xFF && ip[11] == 0xFF;
+  // Every frame built asks (the GID picks IPv4 or IPv6): two word compares
+  // rather than a loop over twelve bytes.
+  uint64_t head;
+  uint32_t mid;
+  std::memcpy(&head, ip.data(), 8);
+  std::memcpy(&mid, ip.data() + 8, 4);
+  constexpr uint32_t kMid =
+      std::endian::native == std::endian::little ? 0xFFFF0000u : 0x0000FFFFu;
+  return head == 0 && mid == kMid;
 }
 
 struct FrameSpec {

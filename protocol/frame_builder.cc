@@ -105,11 +105,11 @@ BuildError RoceFrameWriter::Begin(const FrameSpec& spec, size_t payload_len,
 
   uint8_t* p = out.data();
   EncodeNetHeaders(spec.net, udp_len, p);
-  Bth bth = spec.hdr.bth;
-  bth.pad_cnt = static_cast<uint8_t>(pad);
-  TransportHeaders hdr = spec.hdr;
-  hdr.bth = bth;
-  EncodeTransportHeaders(hdr, info, p + headers);
+  // The pad count is the payload's, whatever spec.hdr says: set in the
+  // encoded BTH (byte 1, bits 5:4) rather than in a copy of the headers.
+  EncodeTransportHeaders(spec.hdr, info, p + headers);
+  p[headers + 1] =
+      static_cast<uint8_t>((p[headers + 1] & ~0x30) | (pad & 0x3) << 4);
 
   out_ = out.first(frame_len);
   payload_ = out.subspan(headers + info.header_len, payload_len);

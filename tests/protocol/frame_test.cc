@@ -53,6 +53,25 @@ TransportHeaders HeadersFor(uint8_t opcode) {
   return h;
 }
 
+// Checked at compile time (constexpr) and at run time (word compares).
+static_assert(IsIpv4Mapped(Ipv4Mapped(10, 0, 0, 1)));
+static_assert(!IsIpv4Mapped(IpAddr{0xfe, 0x80}));
+
+TEST(FrameTest, Ipv4MappedFormIsExact) {
+  const IpAddr mapped = Ipv4Mapped(192, 0, 2, 7);
+  EXPECT_TRUE(IsIpv4Mapped(mapped));
+  EXPECT_TRUE(IsIpv4Mapped(Ipv4Mapped(0, 0, 0, 0)));
+  for (size_t i = 0; i < 12; ++i) {
+    IpAddr a = mapped;
+    a[i] ^= 0x01;  // any other byte before the IPv4 address breaks the form
+    EXPECT_FALSE(IsIpv4Mapped(a)) << i;
+  }
+  IpAddr a = mapped;
+  a[15] = 0xFF;  // the IPv4 address itself is free
+  EXPECT_TRUE(IsIpv4Mapped(a));
+  EXPECT_FALSE(IsIpv4Mapped(IpAddr{}));
+}
+
 TEST(FrameTest, RoundTripEveryOpcode) {
   int built = 0;
   for (int code = 0; code < 256; ++code) {

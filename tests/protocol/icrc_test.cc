@@ -73,6 +73,24 @@ TEST(IcrcTest, MatchesZlibForManyShapes) {
   }
 }
 
+// Short frames are CRC'd in one call over a copy, longer ones in two (the
+// masked prefix, then the frame in place): both sides of that limit, and an
+// ACK, whose AETH is a 4-byte tail.
+TEST(IcrcTest, MatchesZlibAcrossTheOneCallLimit) {
+  for (bool ipv6 : {false, true}) {
+    for (size_t len = 170; len <= 230; ++len) {
+      const std::vector<uint8_t> frame = Build(ipv6, false, len);
+      std::vector<uint8_t> l3(frame.begin() + 14, frame.end());
+      EXPECT_EQ(LoadIcrc(&frame[frame.size() - 4]), ZlibIcrc(l3, ipv6))
+          << ipv6 << " " << len;
+    }
+    const std::vector<uint8_t> ack = Build(ipv6, true, 0, kRcAcknowledge);
+    std::vector<uint8_t> l3(ack.begin() + 18, ack.end());
+    EXPECT_EQ(LoadIcrc(&ack[ack.size() - 4]), ZlibIcrc(l3, ipv6)) << ipv6;
+    EXPECT_TRUE(Valid(ack, ipv6, true));
+  }
+}
+
 TEST(IcrcTest, SegmentsChainToTheContiguousValue) {
   for (bool ipv6 : {false, true}) {
     const std::vector<uint8_t> frame = Build(ipv6, false, 777);

@@ -24,8 +24,10 @@ namespace {
 
 // The pair the benchmarks below stream over (100 Gb/s, 1 us link when
 // simulated); nullptr (and the benchmark marked failed) if it cannot be set up.
-std::unique_ptr<MatrixPair> BenchPair(benchmark::State& state) {
+std::unique_ptr<MatrixPair> BenchPair(benchmark::State& state,
+                                      uint32_t qps = 1) {
   PairOptions po;
+  po.extra_qps = qps - 1;
   po.mtu = nic::PathMtu::kMtu4096;
   po.link.rate_bps = 100'000'000'000;
   po.link.propagation_delay_ns = 1000;
@@ -110,13 +112,15 @@ BENCHMARK(BM_Send64B)->Unit(benchmark::kMillisecond);
 // straight to B and back in bursts of 32 (no simulator, no event heap), so
 // the time is requester + responder + completer + codec + the CQ and queue
 // work around them. One signaled 64 B WRITE or SEND per message, 64 in
-// flight. Reports engine ns per frame and per message; BM_Codec* below give
-// the codec's own share of the same frames for scripts/bench_engine.sh.
-void Engine(benchmark::State& state, nic::WrOpcode op) {
-  std::unique_ptr<MatrixPair> pair = BenchPair(state);
+// flight per QP, posted round-robin over `qps` QPs (the RNIC's scheduler
+// then picks among them per frame, as with perftest's -q). Reports engine ns
+// per frame and per message; BM_Codec* below give the codec's own share of
+// the same frames for scripts/bench_engine.sh.
+void Engine(benchmark::State& state, nic::WrOpcode op, uint32_t qps = 1) {
+  std::unique_ptr<MatrixPair> pair = BenchPair(state, qps);
   if (pair == nullptr) return;
   MatrixPair& p = *pair;
-  constexpr uint32_t kWindow = 64;
+  const uint32_t kWindow = 64 * qps;
   constexpr size_t kBurst = 32;
   constexpr uint32_t kLen = 64;
   struct Wire {
@@ -149,16 +153,17 @@ void Engine(benchmark::State& state, nic::WrOpcode op) {
     const uint64_t target = done + 4096;
     while (done < target) {
       while (posted - done < kWindow) {
-        const uint64_t off = (posted % kWindow) * 8192;
+        const uint64_t off = (posted % 64) * 8192;
+        const size_t q = posted % qps;
         wr.wr_id = posted++;
         wr.sg_list = {nic::Sge{p.a().Va(off), kLen, p.a().key}};
         wr.rdma.remote_addr = p.b().Va(off);
         if (op == nic::WrOpcode::kSend) {
           r.wr_id = wr.wr_id;
           r.sg_list = {nic::Sge{p.b().Va(off), 8192, p.b().key}};
-          (void)p.b().nic.PostRecv(p.b().qpn, r);
+          (void)p.b().nic.PostRecv(p.b().qpns[q], r);
         }
-        (void)p.a().nic.PostSend(p.a().qpn, wr);
+        (void)p.a().nic.PostSend(p.a().qpns[q], wr);
       }
       frames += ab.Move(p.a().nic, p.b().nic, now);
       const size_t back = ba.Move(p.b().nic, p.a().nic, now);
@@ -196,8 +201,13 @@ void BM_EngineSend64B(benchmark::State& s) { Engine(s, nic::WrOpcode::kSend); }
 void BM_EngineWrite64B(benchmark::State& s) {
   Engine(s, nic::WrOpcode::kRdmaWrite);
 }
+// 16 QPs, as the message-rate goal (perftest -q 16).
+void BM_EngineWrite64B16Qp(benchmark::State& s) {
+  Engine(s, nic::WrOpcode::kRdmaWrite, 16);
+}
 BENCHMARK(BM_EngineSend64B);
 BENCHMARK(BM_EngineWrite64B);
+BENCHMARK(BM_EngineWrite64B16Qp);
 
 // The codec's share of those frames, same run: build (headers, payload
 // copy, IPv4 checksum, ICRC) and parse with every check of one RC frame of

@@ -27,9 +27,12 @@ absl::Status Setup(const PairOptions& o, PairSide* s) {
   init.send_cq = s->cq;
   init.recv_cq = s->cq;
   init.cap = {o.max_send_wr, o.max_recv_wr, 1, 1, 0};
-  absl::StatusOr<uint32_t> qpn = s->nic.CreateQp(s->pd, init);
-  if (!qpn.ok()) return qpn.status();
-  s->qpn = *qpn;
+  for (uint32_t i = 0; i <= o.extra_qps; ++i) {
+    absl::StatusOr<uint32_t> qpn = s->nic.CreateQp(s->pd, init);
+    if (!qpn.ok()) return qpn.status();
+    s->qpns.push_back(*qpn);
+  }
+  s->qpn = s->qpns.front();
   s->buf.assign(o.buf_size, 0);
   absl::StatusOr<uint32_t> key =
       s->nic.RegMr(s->pd, s->buf.data(), s->buf.size(),
@@ -43,7 +46,8 @@ absl::Status Setup(const PairOptions& o, PairSide* s) {
 // RESET -> INIT -> RTR -> RTS towards `peer`, as ibv_modify_qp is called
 // for an RC QP.
 absl::Status Connect(const PairOptions& o, PairSide& self, PairSide& peer,
-                     uint32_t sq_psn, uint32_t rq_psn) {
+                     size_t index, uint32_t sq_psn, uint32_t rq_psn) {
+  const uint32_t qpn = self.qpns[index];
   using namespace nic::qp_attr;  // NOLINT
   nic::QpAttr a;
   a.qp_state = nic::QpState::kInit;
@@ -51,19 +55,19 @@ absl::Status Connect(const PairOptions& o, PairSide& self, PairSide& peer,
   a.port_num = 1;
   a.qp_access_flags = nic::access::kRemoteWrite | nic::access::kRemoteRead |
                       nic::access::kRemoteAtomic;
-  absl::Status st = self.nic.ModifyQp(
-      self.qpn, a, kState | kPkeyIndex | kPort | kAccessFlags);
+  absl::Status st =
+      self.nic.ModifyQp(qpn, a, kState | kPkeyIndex | kPort | kAccessFlags);
   if (!st.ok()) return st;
   a.qp_state = nic::QpState::kRtr;
   a.path_mtu = o.mtu;
-  a.dest_qp_num = peer.qpn;
+  a.dest_qp_num = peer.qpns[index];
   a.rq_psn = rq_psn;
   a.max_dest_rd_atomic = o.max_rd_atomic;
   a.min_rnr_timer = o.min_rnr_timer;
   a.ah_attr.dgid = peer.nic.config().gid;
   a.ah_attr.dmac = peer.nic.config().mac;
   a.ah_attr.traffic_class = 26 << 2;
-  st = self.nic.ModifyQp(self.qpn, a,
+  st = self.nic.ModifyQp(qpn, a,
                          kState | kAv | kPathMtu | kDestQpn | kRqPsn |
                              kMaxDestRdAtomic | kMinRnrTimer);
   if (!st.ok()) return st;
@@ -74,7 +78,7 @@ absl::Status Connect(const PairOptions& o, PairSide& self, PairSide& peer,
   a.rnr_retry = o.rnr_retry;
   a.max_rd_atomic = o.max_rd_atomic;
   return self.nic.ModifyQp(
-      self.qpn, a,
+      qpn, a,
       kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic);
 }
 
@@ -105,10 +109,12 @@ absl::Status MatrixPair::Init() {
   // PSNs near the 24-bit wrap so that every long cell crosses it.
   constexpr uint32_t kPsnA = 0xFFFF00;
   constexpr uint32_t kPsnB = 0xFFFFF0;
-  st = Connect(options_, *a_, *b_, kPsnA, kPsnB);
-  if (!st.ok()) return st;
-  st = Connect(options_, *b_, *a_, kPsnB, kPsnA);
-  if (!st.ok()) return st;
+  for (size_t i = 0; i < a_->qpns.size(); ++i) {
+    st = Connect(options_, *a_, *b_, i, kPsnA, kPsnB);
+    if (!st.ok()) return st;
+    st = Connect(options_, *b_, *a_, i, kPsnB, kPsnA);
+    if (!st.ok()) return st;
+  }
   a_->node = net_->AddNode(&a_->nic, 1, "a");
   b_->node = net_->AddNode(&b_->nic, 1, "b");
   absl::StatusOr<simnet::LinkId> link =

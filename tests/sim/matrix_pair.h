@@ -1,6 +1,6 @@
-// Two RNIC devices with one connected RC queue pair between them, wired
-// through one simulated link (tests/simnet) under virtual time. Used by the
-// reliability matrix and the simulator benchmarks.
+// Two RNIC devices with a connected RC queue pair (or several) between them,
+// wired through one simulated link (tests/simnet) under virtual time. Used by
+// the reliability matrix and the simulator benchmarks.
 #ifndef ROCEMU_TESTS_SIM_MATRIX_PAIR_H_
 #define ROCEMU_TESTS_SIM_MATRIX_PAIR_H_
 
@@ -34,6 +34,9 @@ struct PairOptions {
   uint32_t max_recv_wr = 256;
   uint32_t cqe = 1024;
   size_t buf_size = 1 << 20;  // registered bytes per side
+  // More connected RC QPs between the same two sides (qpns[1..]), sharing
+  // the CQ and the buffer: the multi-QP engine benchmarks.
+  uint32_t extra_qps = 0;
   // Pcap of A's port (A's frames as sent, B's as delivered to A).
   std::string capture_path;
   // Pcap of both directions as they go onto the link, before any
@@ -48,7 +51,8 @@ struct PairSide {
   nic::Rnic nic;
   nic::PdHandle pd = 0;
   nic::CqHandle cq = 0;
-  uint32_t qpn = 0;
+  uint32_t qpn = 0;            // qpns[0]
+  std::vector<uint32_t> qpns;  // QP i connects to the peer's qpns[i]
   std::vector<uint8_t> buf;
   uint32_t key = 0;
   simnet::NodeId node = 0;
