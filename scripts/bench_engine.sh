@@ -5,13 +5,16 @@
 #   BM_Engine{Send,Write}64B  two nic::Rnic wired directly (no simulator):
 #                             post, requester, responder, completer, ACKs,
 #                             CQ polls, 64 signaled 64 B messages in flight
+#   BM_EngineWrite64B16Qp     the same over 16 QPs, 64 in flight on each
 #   BM_Codec{Send,Write}64B   BuildRoceFrame + ParseFrame (every check) of
 #   BM_CodecAck               the data frame / the ACK frame
 # Ceiling per message = codec(data frame) + ACKs per message x codec(ACK).
 # Also prints heap bytes per idle RC QP (BM_IdleQpBytes), the 64 K QP and
 # 1 M MR scale figures (time, heap and resident bytes to create them, lookup
 # cost at that size next to 16 objects and to a flat_hash_map of the same
-# keys; tests/nic/mr_bench). CPU time, median of 5.
+# keys; tests/nic/mr_bench). CPU time, median of 5. For a figure that does
+# not move with the host's load, scripts/bench_engine_ir.sh counts the
+# instructions per message of the same engine benchmarks.
 # usage: scripts/bench_engine.sh [BUILD_DIR]        (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,18 +41,18 @@ def load(path):  # {name without BM_: the median row (or the only row)}
 med = load(sys.argv[1])
 def ns_per(name, key): return med[name][key]  # inverted rate of 1e-9 x count: ns
 ack = ns_per("CodecAck", "ns_per_frame")
-print("%-8s %14s %16s %13s %14s %12s %8s" % (
+print("%-12s %10s %16s %13s %14s %12s %8s" % (
     "message", "engine ns/msg", "codec data ns", "codec ACK ns",
     "ACKs per msg", "ceiling ns", "ratio"))
-for op in ("Send", "Write"):
-    e = med["Engine%s64B" % op]
-    eng = ns_per("Engine%s64B" % op, "ns_per_msg")
+for op, qps in (("Send", ""), ("Write", ""), ("Write", "16Qp")):
+    e = med["Engine%s64B%s" % (op, qps)]
+    eng = e["ns_per_msg"]
     data = ns_per("Codec%s64B" % op, "ns_per_frame")
     acks = e["acks_per_msg"]
     ceil = data + acks * ack
-    print("%-8s %14.1f %16.1f %13.1f %14.3f %12.1f %7.2fx  (%.2f Mmsg/s per core)" % (
-        "%s 64B" % op.upper(), eng, data, ack, acks, ceil, eng / ceil,
-        e["msgs_per_s"] / 1e6))
+    label = "%s 64B%s" % (op.upper(), " x16" if qps else "")
+    print("%-12s %10.1f %16.1f %13.1f %14.3f %12.1f %7.2fx  (%.2f Mmsg/s per core)" % (
+        label, eng, data, ack, acks, ceil, eng / ceil, e["msgs_per_s"] / 1e6))
 print()
 for name, b in sorted(med.items()):
     if name.startswith("IdleQpBytes"):
