@@ -26,6 +26,7 @@
 #include <cstring>
 #include <span>
 #include <string_view>
+#include <type_traits>
 
 #include "absl/status/statusor.h"
 #include "protocol/errors.h"
