@@ -465,35 +465,36 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
   n += gsi_->Transmit(frames.subspan(n));
   counters_.sent_pkts += n;
   int failures = 0;
+  // The first active QP from `next` on (wrapping) that `ok` accepts; `next`
+  // moves past it.
+  auto pick = [this](size_t& next, auto&& ok) -> Qp* {
+    const size_t count = active_.size();
+    size_t i = next < count ? next : next % count;
+    for (size_t k = 0; k < count; ++k, i = i + 1 == count ? 0 : i + 1) {
+      if (ok(*active_[i])) {
+        next = i + 1;
+        return active_[i];
+      }
+    }
+    return nullptr;
+  };
   // Responses are only queued by Receive: once a scan finds none, none
   // appear during this call, and later frames skip the scan (with many
   // QPs it was a walk over all of them per frame).
   bool responses = true;
   while (n < frames.size() && !active_.empty() && failures < 8) {
-    const size_t count = active_.size();
     Qp* picked = nullptr;
-    bool response = false;
     if (responses) {
-      size_t i = rr_resp_ < count ? rr_resp_ : rr_resp_ % count;
-      for (size_t k = 0; k < count; ++k, i = i + 1 == count ? 0 : i + 1) {
-        if (Responder::HasResponse(*active_[i]) && !Paused(*active_[i])) {
-          picked = active_[i];
-          rr_resp_ = i + 1;
-          response = true;
-          break;
-        }
-      }
-      responses = response;
+      picked = pick(rr_resp_, [this](const Qp& q) {
+        return Responder::HasResponse(q) && !Paused(q);
+      });
+      responses = picked != nullptr;
     }
+    const bool response = picked != nullptr;
     if (picked == nullptr) {
-      size_t i = rr_req_ < count ? rr_req_ : rr_req_ % count;
-      for (size_t k = 0; k < count; ++k, i = i + 1 == count ? 0 : i + 1) {
-        if (Requester::Ready(*this, *active_[i], now)) {
-          picked = active_[i];
-          rr_req_ = i + 1;
-          break;
-        }
-      }
+      picked = pick(rr_req_, [this, now](const Qp& q) {
+        return Requester::Ready(*this, q, now);
+      });
     }
     if (picked == nullptr) break;
     TxFrame& f = frames[n];
