@@ -160,6 +160,7 @@ absl::Status GidTable::Set(uint32_t index, const Gid& gid, GidType type) {
   if (e.valid) by_gid_.erase(e.gid);
   e = Entry{gid, type, true};
   by_gid_[gid] = index;
+  ++generation_;
   return absl::OkStatus();
 }
 
@@ -169,6 +170,7 @@ absl::StatusOr<uint32_t> GidTable::Add(const Gid& gid, GidType type) {
     if (!entries_[i].valid) {
       entries_[i] = Entry{gid, type, true};
       by_gid_[gid] = i;
+      ++generation_;
       return i;
     }
   }
@@ -182,6 +184,7 @@ absl::Status GidTable::Remove(uint32_t index) {
   }
   by_gid_.erase(entries_[index].gid);
   entries_[index].valid = false;
+  ++generation_;
   return absl::OkStatus();
 }
 

@@ -62,6 +62,9 @@ class GidTable {
     return Find(ip);
   }
   uint32_t size() const { return static_cast<uint32_t>(by_gid_.size()); }
+  // Changes with every Set, Add of a new GID and Remove, never 0: what a
+  // header encoded from an entry checks to know it is still current.
+  uint64_t generation() const { return generation_; }
 
  private:
   struct Entry {
@@ -71,6 +74,7 @@ class GidTable {
   };
   std::vector<Entry> entries_;
   absl::flat_hash_map<Gid, uint32_t> by_gid_;
+  uint64_t generation_ = 1;
 };
 
 }  // namespace rocemu::nic

@@ -6,6 +6,7 @@
 #define ROCEMU_NIC_QP_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,6 +19,7 @@
 #include "nic/qp_attr.h"
 #include "nic/recv_queue.h"
 #include "nic/work_request.h"
+#include "protocol/net_header_template.h"
 
 namespace rocemu::nic {
 
@@ -172,6 +174,15 @@ struct QpCounters {
   void AddTo(DeviceCounters& c) const;
 };
 
+// The headers below the BTH of every frame a connected (RC/UC) QP sends,
+// encoded once (Rnic::ConnectedHeaders) and again only when the path or
+// the GID table changes.
+struct ConnectedPathHeaders {
+  protocol::NetHeaderTemplate headers;
+  // GidTable::generation() at encoding; 0 = to be encoded.
+  uint64_t gid_generation = 0;
+};
+
 class Qp {
  public:
   // recv_max_sge: the SRQ's max_sge when the QP takes its receives there.
@@ -238,6 +249,8 @@ class Qp {
   ResponderState resp_;
   Ring<ResponseItem> resp_queue_;
   std::vector<ResponderResource> resources_;
+  // Allocated at INIT->RTR (RC/UC), so that an idle QP does not carry it.
+  std::unique_ptr<ConnectedPathHeaders> path_headers_;
 
   QpCounters counters_;
   // Congestion-control hook: the requester sends no new packet before this

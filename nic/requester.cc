@@ -221,8 +221,11 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
     }
     if (err == WcStatus::kSuccess && w.wr.opcode != WrOpcode::kRdmaRead &&
         !IsAtomic(w.wr.opcode) && !w.wr.is_inline()) {
-      if (CheckSgList(nic.mrs(), qp.pd_, w.wr.sg_list.span(), access::kNone) !=
-          MrStatus::kOk) {
+      // A message of several packets is checked whole before its first
+      // packet leaves. A one-packet message is not: its gather below checks
+      // the same keys over the same bytes and fails it the same way.
+      if (w.npkts > 1 && CheckSgList(nic.mrs(), qp.pd_, w.wr.sg_list.span(),
+                                     access::kNone) != MrStatus::kOk) {
         err = WcStatus::kLocProtErr;
       }
     } else if (err == WcStatus::kSuccess && !w.wr.is_inline()) {
@@ -237,11 +240,11 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
     }
   }
 
-  protocol::FrameSpec spec;
-  protocol::TransportHeaders& h = spec.hdr;
-  const QpPath* path = &qp.attr_.ah_attr;
-  QpPath ud_path;
+  protocol::TransportHeaders h;
+  const protocol::NetHeaderTemplate* net;
+  protocol::NetHeaderTemplate ud_net;
   if (qp.type() == QpType::kUd) {
+    QpPath ud_path;
     if (!nic.AhPath(qp, w.wr.ud.ah, &ud_path)) {
       WorkCompletion wc;
       wc.wr_id = w.wr.wr_id;
@@ -253,9 +256,13 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
       nic.MoveToSqe(qp);
       return false;
     }
-    path = &ud_path;
+    protocol::NetHeaders n;
+    nic.FillNet(qp, ud_path, &n);
+    ud_net = protocol::NetHeaderTemplate(n);
+    net = &ud_net;
+  } else {
+    net = &nic.ConnectedHeaders(qp);
   }
-  nic.FillNet(qp, *path, &spec.net);
   h.bth.pkey = nic.pkey_table().Get(qp.attr_.pkey_index);
   h.bth.dest_qp = qp.attr_.dest_qp_num;
   h.bth.psn = r.psn;
@@ -332,7 +339,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   }
 
   protocol::RoceFrameWriter writer;
-  if (writer.Begin(spec, payload_len, {out.data, out.capacity}) !=
+  if (writer.Begin(*net, h, payload_len, {out.data, out.capacity}) !=
       protocol::BuildError::kOk) {
     ++nic.engine_counters().send_err;
     return false;

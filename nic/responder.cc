@@ -610,9 +610,8 @@ void Responder::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
 bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
   ResponderState& r = qp.resp_;
   ResponseItem& it = qp.resp_queue_.at(r.resp_head);
-  protocol::FrameSpec spec;
-  protocol::TransportHeaders& h = spec.hdr;
-  nic.FillNet(qp, qp.attr().ah_attr, &spec.net);
+  protocol::TransportHeaders h;
+  const protocol::NetHeaderTemplate& net = nic.ConnectedHeaders(qp);
   h.bth.pkey = nic.pkey_table().Get(qp.attr().pkey_index);
   h.bth.dest_qp = qp.attr().dest_qp_num;
   h.aeth.msn = it.msn;
@@ -659,7 +658,7 @@ bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
     }
   }
   protocol::RoceFrameWriter writer;
-  if (writer.Begin(spec, payload_len, {out.data, out.capacity}) !=
+  if (writer.Begin(net, h, payload_len, {out.data, out.capacity}) !=
       protocol::BuildError::kOk) {
     ++nic.engine_counters().send_err;
     return false;

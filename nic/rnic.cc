@@ -337,6 +337,21 @@ void Rnic::FillNet(const Qp& qp, const QpPath& path,
   }
 }
 
+const protocol::NetHeaderTemplate& Rnic::ConnectedHeaders(Qp& qp) const {
+  if (qp.path_headers_ == nullptr) {
+    // INIT->RTR allocates it; this covers a QP that reached RTS another way.
+    qp.path_headers_ = std::make_unique<ConnectedPathHeaders>();
+  }
+  ConnectedPathHeaders& p = *qp.path_headers_;
+  if (p.gid_generation != gids_.generation()) {
+    protocol::NetHeaders net;
+    FillNet(qp, qp.attr_.ah_attr, &net);
+    p.headers = protocol::NetHeaderTemplate(net);
+    p.gid_generation = gids_.generation();
+  }
+  return p.headers;
+}
+
 // --- data path --------------------------------------------------------------
 
 void Rnic::Receive(uint16_t /*port*/, std::span<const RxFrame> frames,

@@ -225,6 +225,9 @@ class Rnic final : public FrameEndpoint {
   // The network headers of a frame of `qp` towards `path`.
   void FillNet(const Qp& qp, const QpPath& path,
                protocol::NetHeaders* net) const;
+  // FillNet for an RC/UC QP's own path, encoded: re-encoded when the QP's
+  // path or the GID table changed since the last frame.
+  const protocol::NetHeaderTemplate& ConnectedHeaders(Qp& qp) const;
   // The path of a UD send's address handle; false when it is unusable.
   bool AhPath(const Qp& qp, AhHandle ah, QpPath* path) const;
 

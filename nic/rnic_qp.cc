@@ -188,7 +188,10 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
   if (mask & kPort) q.port_num = a.port_num;
   if (mask & kQkey) q.qkey = a.qkey;
   if (mask & kAccessFlags) q.qp_access_flags = a.qp_access_flags;
-  if (mask & kAv) q.ah_attr = a.ah_attr;
+  if (mask & kAv) {
+    q.ah_attr = a.ah_attr;
+    if (qp->path_headers_ != nullptr) qp->path_headers_->gid_generation = 0;
+  }
   if (mask & kPathMtu) q.path_mtu = a.path_mtu;
   if (mask & kDestQpn) q.dest_qp_num = a.dest_qp_num;
   if (mask & kRqPsn) q.rq_psn = a.rq_psn;
@@ -224,6 +227,9 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
         qp->resources_.assign(q.max_dest_rd_atomic, ResponderResource{});
         qp->resp_queue_.Init(2 * std::max<uint32_t>(1, q.max_dest_rd_atomic) +
                              8);
+        if (qp->type() != QpType::kUd) {
+          qp->path_headers_ = std::make_unique<ConnectedPathHeaders>();
+        }
         cc_.InitQp(*qp);
       }
       break;

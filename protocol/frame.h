@@ -110,10 +110,15 @@ size_t RoceFrameLength(const NetHeaders& net, uint8_t opcode,
 // payload(), Finish writes the pad, lengths, checksums and ICRC.
 // bth.pad_cnt is taken from the payload length, not from the spec.
 // Defined but unsupported opcodes (RD, FLUSH) can be built, for tests.
+class NetHeaderTemplate;
 class RoceFrameWriter {
  public:
   BuildError Begin(const FrameSpec& spec, size_t payload_len,
                    std::span<uint8_t> out);
+  // The same with the headers below the BTH encoded ahead of time, as the
+  // RNIC does once per connected QP (net_header_template.h).
+  BuildError Begin(const NetHeaderTemplate& net, const TransportHeaders& hdr,
+                   size_t payload_len, std::span<uint8_t> out);
   std::span<uint8_t> payload() const { return payload_; }
   // Returns the frame length.
   size_t Finish();

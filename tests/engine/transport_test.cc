@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "tests/engine/back_to_back.h"
 
@@ -83,6 +84,54 @@ TEST(RKeyTest, RegionOfAnotherPd) {
       RefusedWrite(net, p, reinterpret_cast<uint64_t>(other.data()), *key),
       WcStatus::kRemAccessErr);
   EXPECT_EQ(other[0], 0);
+}
+
+// A bad L_Key fails the WR with IBV_WC_LOC_PROT_ERR before any of its
+// packets leaves: checked whole up front for a message of several packets,
+// by the gather for a one-packet message. The bad SGE is the second one, so
+// that the first is gathered before the failure is found.
+TEST(LKeyTest, BadLocalKeyFailsTheMessageBeforeAnyPacket) {
+  for (QpType type : {QpType::kRc, QpType::kUc}) {
+    for (uint32_t len : {64u, 3000u}) {  // 1 and 3 packets of 1024
+      for (int flaw = 0; flaw < 3; ++flaw) {
+        SCOPED_TRACE("type " + std::to_string(static_cast<int>(type)) +
+                     " len " + std::to_string(len) + " flaw " +
+                     std::to_string(flaw));
+        BackToBack net;
+        ConnectOptions o;
+        o.type = type;
+        Pair p = Connect(net, o);
+        Sge bad = SgeOf(p.ea, len, len / 2);
+        if (flaw == 0) bad.lkey ^= 0x55;                          // no such key
+        if (flaw == 1) bad.addr = Va(p.ea, p.ea.buf.size() - 8);  // bounds
+        if (flaw == 2) {  // a region of another PD
+          absl::StatusOr<PdHandle> pd2 = net.a().AllocPd();
+          ASSERT_TRUE(pd2.ok());
+          absl::StatusOr<uint32_t> k = net.a().RegMr(
+              *pd2, p.ea.buf.data(), p.ea.buf.size(), access::kLocalWrite);
+          ASSERT_TRUE(k.ok());
+          bad.lkey = *k;
+        }
+        SendWr wr;
+        wr.wr_id = 7;
+        wr.opcode = WrOpcode::kRdmaWrite;
+        wr.send_flags = send_flags::kSignaled;
+        wr.sg_list = {SgeOf(p.ea, 0, len - len / 2), bad};
+        wr.rdma.remote_addr = Va(p.eb, 0);
+        wr.rdma.rkey = p.eb.key;
+        ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
+        net.Run();
+        EXPECT_TRUE(net.Frames(0).empty()) << "a packet left";
+        const std::vector<WorkCompletion> wc = Poll(net.a(), p.ea.cq);
+        ASSERT_EQ(wc.size(), 1u);
+        EXPECT_EQ(wc[0].wr_id, 7u);
+        EXPECT_EQ(wc[0].status, WcStatus::kLocProtErr);
+        // RC ends in ERR; UC's send queue stops in SQE (IBTA 10.3.1).
+        EXPECT_EQ(net.a().QueryQp(p.ea.qpn)->qp_state,
+                  type == QpType::kRc ? QpState::kErr : QpState::kSqe);
+      }
+    }
+  }
 }
 
 std::vector<uint8_t> CraftRequest(BackToBack& net, uint32_t dest_qp,
