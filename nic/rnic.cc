@@ -393,7 +393,7 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     ReceiveMulticast(frame, now);
     return;
   }
-  Qp* qp = FindQp(parsed_.hdr.bth.dest_qp);
+  Qp* qp = LookupQp(parsed_.hdr.bth.dest_qp);
   if (qp == nullptr) {
     ++counters_.rx_unknown_qp;
     return;

@@ -107,6 +107,7 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
   qp->counters_.AddTo(retired_);
   cm_->OnQpDestroyed(qpn);
   mcast_.DetachAll(qpn);
+  if (QpCacheEntry& e = qp_cache_[qpn % kQpCacheSize]; e.qpn == qpn) e = {};
   qps_.erase(qpn);
   return absl::OkStatus();
 }
@@ -274,7 +275,7 @@ absl::StatusOr<QpAttr> Rnic::QueryQp(uint32_t qpn) const {
 }
 
 absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
-  Qp* qp = FindQp(qpn);
+  Qp* qp = LookupQp(qpn);
   if (qp == nullptr) return absl::NotFoundError("no such QP");
   const QpState st = qp->attr_.qp_state;
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) {
@@ -311,7 +312,7 @@ absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
 }
 
 absl::Status Rnic::PostRecv(uint32_t qpn, const RecvWr& wr) {
-  Qp* qp = FindQp(qpn);
+  Qp* qp = LookupQp(qpn);
   if (qp == nullptr) return absl::NotFoundError("no such QP");
   if (qp->init_.has_srq) {
     return absl::InvalidArgumentError("QP uses an SRQ");

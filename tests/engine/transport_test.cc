@@ -134,6 +134,38 @@ TEST(LKeyTest, BadLocalKeyFailsTheMessageBeforeAnyPacket) {
   }
 }
 
+// Frames for a QP that was destroyed after it carried traffic (so that the
+// data path's QPN lookup cached it) are counted as rx_unknown_qp: under
+// ASan, a stale pointer left by DestroyQp fails here.
+TEST(QpLookupTest, DestroyedQpIsForgottenByTheDataPath) {
+  BackToBack net;
+  ConnectOptions o;
+  o.retry_cnt = 1;
+  Pair p = Connect(net, o);
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = send_flags::kSignaled;
+  wr.sg_list = {SgeOf(p.ea, 0, 64)};
+  wr.rdma.remote_addr = Va(p.eb, 0);
+  wr.rdma.rkey = p.eb.key;
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
+  net.Run();
+  ASSERT_EQ(Poll(net.a(), p.ea.cq).size(), 1u);
+
+  ASSERT_TRUE(net.b().DestroyQp(p.eb.qpn).ok());
+  const uint64_t unknown = net.b().QueryCounters().rx_unknown_qp;
+  wr.wr_id = 2;
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
+  net.Run();
+  // The first try and one retry, both dropped; A gives up.
+  EXPECT_EQ(net.b().QueryCounters().rx_unknown_qp, unknown + 2);
+  const std::vector<WorkCompletion> wc = Poll(net.a(), p.ea.cq);
+  ASSERT_GE(wc.size(), 1u);
+  EXPECT_EQ(wc[0].wr_id, 2u);
+  EXPECT_EQ(wc[0].status, WcStatus::kRetryExcErr);
+}
+
 std::vector<uint8_t> CraftRequest(BackToBack& net, uint32_t dest_qp,
                                   uint8_t opcode, uint16_t pkey, uint32_t psn,
                                   uint32_t qkey = 0) {
