@@ -60,6 +60,7 @@ absl::Status AhTable::SetDmac(AhHandle ah, const protocol::MacAddr& mac) {
   }
   a->dmac = mac;
   a->dmac_resolved = true;
+  a->headers_gid_generation = 0;
   return absl::OkStatus();
 }
 

@@ -15,6 +15,7 @@
 #include "nic/handles.h"
 #include "nic/pd_table.h"
 #include "protocol/frame.h"
+#include "protocol/net_header_template.h"
 
 namespace rocemu::nic {
 
@@ -37,6 +38,15 @@ struct AddressHandle {
   protocol::MacAddr dmac{};
   bool dmac_resolved = false;
   bool ipv6() const { return !GidIsIpv4Mapped(attr.dgid); }
+
+  // The headers below the BTH of the last UD QP that sent through this AH
+  // (Rnic::UdHeaders), so that a stream of sends to one destination
+  // encodes them once. They hold that QP's UDP source port and were
+  // encoded at GID table generation `headers_gid_generation` (0: not
+  // encoded). Written by the data path through a const AH: a cache.
+  mutable protocol::NetHeaderTemplate headers;
+  mutable uint64_t headers_gid_generation = 0;
+  mutable uint16_t headers_udp_sport = 0;
 };
 
 class AhTable {

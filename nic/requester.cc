@@ -242,10 +242,9 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
 
   protocol::TransportHeaders h;
   const protocol::NetHeaderTemplate* net;
-  protocol::NetHeaderTemplate ud_net;
   if (qp.type() == QpType::kUd) {
-    QpPath ud_path;
-    if (!nic.AhPath(qp, w.wr.ud.ah, &ud_path)) {
+    net = nic.UdHeaders(qp, w.wr.ud.ah);
+    if (net == nullptr) {
       WorkCompletion wc;
       wc.wr_id = w.wr.wr_id;
       wc.status = WcStatus::kLocQpOpErr;
@@ -256,10 +255,6 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
       nic.MoveToSqe(qp);
       return false;
     }
-    protocol::NetHeaders n;
-    nic.FillNet(qp, ud_path, &n);
-    ud_net = protocol::NetHeaderTemplate(n);
-    net = &ud_net;
   } else {
     net = &nic.ConnectedHeaders(qp);
   }

@@ -305,17 +305,27 @@ bool Rnic::PopRecvWqe(Qp& qp) {
   return true;
 }
 
-bool Rnic::AhPath(const Qp& qp, AhHandle ah, QpPath* path) const {
+const protocol::NetHeaderTemplate* Rnic::UdHeaders(const Qp& qp,
+                                                   AhHandle ah) const {
   const AddressHandle* h = ahs_.Get(ah);
-  if (h == nullptr || h->pd != qp.pd_ || !h->dmac_resolved) return false;
-  path->dgid = h->attr.dgid;
-  path->sgid_index = h->attr.sgid_index;
-  path->dmac = h->dmac;
-  path->traffic_class = h->attr.traffic_class;
-  path->flow_label = h->attr.flow_label;
-  path->hop_limit = h->attr.hop_limit;
-  path->sl = h->attr.sl;
-  return true;
+  if (h == nullptr || h->pd != qp.pd_ || !h->dmac_resolved) return nullptr;
+  if (h->headers_gid_generation != gids_.generation() ||
+      h->headers_udp_sport != qp.udp_sport_) {
+    QpPath path;
+    path.dgid = h->attr.dgid;
+    path.sgid_index = h->attr.sgid_index;
+    path.dmac = h->dmac;
+    path.traffic_class = h->attr.traffic_class;
+    path.flow_label = h->attr.flow_label;
+    path.hop_limit = h->attr.hop_limit;
+    path.sl = h->attr.sl;
+    protocol::NetHeaders net;
+    FillNet(qp, path, &net);
+    h->headers = protocol::NetHeaderTemplate(net);
+    h->headers_gid_generation = gids_.generation();
+    h->headers_udp_sport = qp.udp_sport_;
+  }
+  return &h->headers;
 }
 
 void Rnic::FillNet(const Qp& qp, const QpPath& path,

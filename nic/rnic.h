@@ -229,8 +229,9 @@ class Rnic final : public FrameEndpoint {
   // FillNet for an RC/UC QP's own path, encoded: re-encoded when the QP's
   // path or the GID table changed since the last frame.
   const protocol::NetHeaderTemplate& ConnectedHeaders(Qp& qp) const;
-  // The path of a UD send's address handle; false when it is unusable.
-  bool AhPath(const Qp& qp, AhHandle ah, QpPath* path) const;
+  // The encoded headers of a UD send of `qp` through `ah` (cached in the
+  // AH), or nullptr when the AH is unusable (gone, another PD, no MAC yet).
+  const protocol::NetHeaderTemplate* UdHeaders(const Qp& qp, AhHandle ah) const;
 
  private:
   Qp* FindQp(uint32_t qpn) const;

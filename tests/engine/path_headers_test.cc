@@ -1,8 +1,11 @@
 // The headers below the BTH of a connected QP's frames are encoded once per
 // path (Rnic::ConnectedHeaders): they must follow a change of the QP's path
 // (SQD->SQD with a new address vector, IBTA 11.2.4.2) and of the GID table
-// entry the path names, from the next frame on.
+// entry the path names, from the next frame on. A UD send's headers are
+// kept in its address handle for the QP that last sent through it.
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tests/engine/back_to_back.h"
 
@@ -88,6 +91,57 @@ TEST(PathHeadersTest, ChangedSourceGidIsSentFromTheNextFrame) {
   const std::vector<WorkCompletion> wc = Poll(net.a(), p.ea.cq);
   ASSERT_EQ(wc.size(), 2u);
   EXPECT_EQ(wc[1].status, WcStatus::kSuccess);
+}
+
+// Two UD QPs send through one AH in turn: each frame carries its own QP's
+// UDP source port (the AH's cached headers are the last QP's), and a GID
+// change reaches the next send.
+TEST(PathHeadersTest, UdSendsThroughOneAhFromTwoQps) {
+  BackToBack net;
+  ConnectOptions o;
+  o.type = QpType::kUd;
+  Pair p = Connect(net, o);
+  AhAttr attr;
+  attr.dgid = net.b().config().gid;
+  absl::StatusOr<AhHandle> ah =
+      net.a().CreateAh(p.ea.pd, attr, net.b().config().mac);
+  ASSERT_TRUE(ah.ok()) << ah.status();
+  QpInitAttr init;
+  init.qp_type = QpType::kUd;
+  init.send_cq = init.recv_cq = p.ea.cq;
+  init.cap = {o.max_send_wr, o.max_recv_wr, 4, 4, 256};
+  absl::StatusOr<uint32_t> qpn2 = net.a().CreateQp(p.ea.pd, init);
+  ASSERT_TRUE(qpn2.ok());
+  Endpoint e2 = {.pd = p.ea.pd, .cq = p.ea.cq, .qpn = *qpn2};
+  ASSERT_TRUE(ConnectQp(net.a(), e2, net.b().config(), p.eb.qpn, 0, 0, o).ok());
+  const uint16_t sport1 = net.a().GetQp(p.ea.qpn)->udp_sport();
+  const uint16_t sport2 = net.a().GetQp(*qpn2)->udp_sport();
+  ASSERT_NE(sport1, sport2);
+
+  const Gid moved = GidFromIpv4(10, 0, 0, 77);
+  const uint32_t senders[] = {p.ea.qpn, *qpn2, *qpn2, p.ea.qpn, *qpn2};
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE("send " + std::to_string(i));
+    if (i == 2) {  // between two sends of the same QP
+      ASSERT_TRUE(net.a().gid_table().Set(0, moved).ok());
+    }
+    ASSERT_TRUE(
+        net.b().PostRecv(p.eb.qpn, {uint64_t(i), {SgeOf(p.eb, 0, 100)}}).ok());
+    SendWr wr;
+    wr.wr_id = i;
+    wr.opcode = WrOpcode::kSend;
+    wr.sg_list = {SgeOf(p.ea, 0, 32)};
+    wr.ud = {*ah, p.eb.qpn, o.qkey};
+    ASSERT_TRUE(net.a().PostSend(senders[i], wr).ok());
+    net.Run();
+    const protocol::NetHeaders& sent = LastSent(net);
+    EXPECT_EQ(net.Frames(0).back()->parsed.hdr.deth.src_qp, senders[i]);
+    EXPECT_EQ(sent.udp_src_port, senders[i] == p.ea.qpn ? sport1 : sport2);
+    EXPECT_EQ(sent.src_ip, i >= 2 ? moved : net.a().config().gid);
+    EXPECT_EQ(sent.dst_mac, net.b().config().mac);
+  }
+  EXPECT_EQ(net.Frames(0).size(), 5u);
+  EXPECT_EQ(Poll(net.b(), p.eb.cq).size(), 5u);
 }
 
 }  // namespace
