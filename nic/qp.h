@@ -48,7 +48,7 @@ class Ring {
     size_t n = 1;
     while (n < capacity) n <<= 1;
     slots_.assign(n, T{});
-    mask_ = n - 1;
+    mask_ = static_cast<uint32_t>(n - 1);
     capacity_ = capacity;
   }
   uint32_t capacity() const { return capacity_; }
@@ -60,7 +60,9 @@ class Ring {
 
  private:
   std::vector<T> slots_;
-  uint64_t mask_ = 0;
+  // 32 bits, so that a ring is 32 bytes: two in every QP (queues are far
+  // below 2^31 slots: max_qp_wr).
+  uint32_t mask_ = 0;
   uint32_t capacity_ = 0;
 };
 
