@@ -68,6 +68,12 @@ size_t MemoryRegion::Translate(uint64_t va, uint64_t len,
 void MemoryRegion::HostCopyOut(uint64_t va, std::span<uint8_t> dst) const {
   if (dst.empty()) return;
   uint64_t off = va - iova_;
+  if (chunks_.size() == 1) {
+    // One buffer (a malloc'd or memfd region): no chunk to look up, and the
+    // caller checked the bounds.
+    std::memcpy(dst.data(), chunks_[0].host + off, dst.size());
+    return;
+  }
   size_t c = ChunkAt(off);
   size_t done = 0;
   while (done < dst.size()) {
@@ -84,6 +90,10 @@ void MemoryRegion::HostCopyOut(uint64_t va, std::span<uint8_t> dst) const {
 void MemoryRegion::HostCopyIn(uint64_t va, std::span<const uint8_t> src) const {
   if (src.empty()) return;
   uint64_t off = va - iova_;
+  if (chunks_.size() == 1) {
+    std::memcpy(chunks_[0].host + off, src.data(), src.size());
+    return;
+  }
   size_t c = ChunkAt(off);
   size_t done = 0;
   while (done < src.size()) {
