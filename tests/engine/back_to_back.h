@@ -257,6 +257,33 @@ inline uint64_t Va(const Endpoint& e, size_t offset) {
   return reinterpret_cast<uint64_t>(e.buf.data() + offset);
 }
 
+// A signaled WRITE of `len` bytes from A's buffer at `off` to B's at `off`.
+inline SendWr WriteWr(const Pair& p, uint64_t id, uint32_t len,
+                      size_t off = 0) {
+  SendWr wr;
+  wr.wr_id = id;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = send_flags::kSignaled;
+  wr.sg_list = {SgeOf(p.ea, off, len)};
+  wr.rdma.remote_addr = Va(p.eb, off);
+  wr.rdma.rkey = p.eb.key;
+  return wr;
+}
+
+// A connected pair of UD QPs and, in *ah_to_b, A's address handle for B.
+inline Pair ConnectUd(BackToBack& net, AhHandle* ah_to_b) {
+  ConnectOptions o;
+  o.type = QpType::kUd;
+  Pair p = Connect(net, o);
+  AhAttr attr;
+  attr.dgid = net.b().config().gid;
+  absl::StatusOr<AhHandle> ah =
+      net.a().CreateAh(p.ea.pd, attr, net.b().config().mac);
+  EXPECT_TRUE(ah.ok()) << ah.status();
+  *ah_to_b = ah.ok() ? *ah : 0;
+  return p;
+}
+
 inline void Fill(std::vector<uint8_t>& buf, size_t off, size_t len,
                  uint8_t seed) {
   for (size_t i = 0; i < len; ++i) {

@@ -14,17 +14,6 @@ namespace {
 
 using protocol::Opcode;
 
-SendWr Write(const Pair& p, uint64_t id, uint32_t len, size_t off) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.send_flags = send_flags::kSignaled;
-  wr.sg_list = {SgeOf(p.ea, off, len)};
-  wr.rdma.remote_addr = Va(p.eb, off);
-  wr.rdma.rkey = p.eb.key;
-  return wr;
-}
-
 // The MSNs of the ACKs B sent, in wire order.
 std::vector<uint32_t> AckMsns(const BackToBack& net) {
   std::vector<uint32_t> out;
@@ -55,7 +44,7 @@ TEST(MsnReplayTest, DuplicateAtomicCarriesTheOriginalMsn) {
            f.index == 0;
   };
   ASSERT_TRUE(net.a().PostSend(p.ea.qpn, fa).ok());
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 2, 256, 1024)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 2, 256, 1024)).ok());
   net.Run();
 
   const auto acks = net.Frames(1, Opcode::kRcAtomicAcknowledge);
@@ -93,10 +82,10 @@ TEST(MsnReplayTest, DuplicateReadResponsesCarryTheOriginalMsn) {
            f.parsed.hdr.bth.opcode == Opcode::kRcRdmaReadResponseLast &&
            f.index == 2;
   };
-  SendWr rd = Write(p, 1, 3000, 0);
+  SendWr rd = WriteWr(p, 1, 3000, 0);
   rd.opcode = WrOpcode::kRdmaRead;
   ASSERT_TRUE(net.a().PostSend(p.ea.qpn, rd).ok());
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 2, 256, 8192)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 2, 256, 8192)).ok());
   net.Run();
 
   const auto first = net.Frames(1, Opcode::kRcRdmaReadResponseFirst);

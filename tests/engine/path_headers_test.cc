@@ -12,17 +12,6 @@
 namespace rocemu::nic::testing {
 namespace {
 
-SendWr Write(const Pair& p, uint64_t id, uint32_t len) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.send_flags = send_flags::kSignaled;
-  wr.sg_list = {SgeOf(p.ea, 0, len)};
-  wr.rdma.remote_addr = Va(p.eb, 0);
-  wr.rdma.rkey = p.eb.key;
-  return wr;
-}
-
 // The last frame A sent.
 const protocol::NetHeaders& LastSent(BackToBack& net) {
   const std::vector<const WireFrame*> sent = net.Frames(0);
@@ -33,7 +22,7 @@ const protocol::NetHeaders& LastSent(BackToBack& net) {
 TEST(PathHeadersTest, NewAddressVectorInSqdChangesTheNextFrames) {
   BackToBack net;
   Pair p = Connect(net);
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 64)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 64)).ok());
   net.Run();
   EXPECT_EQ(LastSent(net).ttl, 64);
   EXPECT_EQ(LastSent(net).dscp, 26);
@@ -53,7 +42,7 @@ TEST(PathHeadersTest, NewAddressVectorInSqdChangesTheNextFrames) {
   a.qp_state = QpState::kRts;
   ASSERT_TRUE(net.a().ModifyQp(p.ea.qpn, a, qp_attr::kState).ok());
 
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 2, 64)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 2, 64)).ok());
   net.Run();
   EXPECT_EQ(LastSent(net).ttl, 7);
   EXPECT_EQ(LastSent(net).dscp, 10);
@@ -67,7 +56,7 @@ TEST(PathHeadersTest, NewAddressVectorInSqdChangesTheNextFrames) {
 TEST(PathHeadersTest, ChangedSourceGidIsSentFromTheNextFrame) {
   BackToBack net;
   Pair p = Connect(net);
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 64)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 64)).ok());
   net.Run();
   EXPECT_EQ(LastSent(net).src_ip, net.a().config().gid);
 
@@ -84,7 +73,7 @@ TEST(PathHeadersTest, ChangedSourceGidIsSentFromTheNextFrame) {
   b.qp_state = QpState::kRts;
   ASSERT_TRUE(net.b().ModifyQp(p.eb.qpn, b, qp_attr::kState).ok());
 
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 2, 64)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 2, 64)).ok());
   net.Run();
   EXPECT_EQ(LastSent(net).src_ip, moved);
   EXPECT_EQ(net.Frames(1).back()->parsed.net.dst_ip, moved);
@@ -98,14 +87,10 @@ TEST(PathHeadersTest, ChangedSourceGidIsSentFromTheNextFrame) {
 // change reaches the next send.
 TEST(PathHeadersTest, UdSendsThroughOneAhFromTwoQps) {
   BackToBack net;
+  AhHandle ah;
+  Pair p = ConnectUd(net, &ah);
   ConnectOptions o;
   o.type = QpType::kUd;
-  Pair p = Connect(net, o);
-  AhAttr attr;
-  attr.dgid = net.b().config().gid;
-  absl::StatusOr<AhHandle> ah =
-      net.a().CreateAh(p.ea.pd, attr, net.b().config().mac);
-  ASSERT_TRUE(ah.ok()) << ah.status();
   QpInitAttr init;
   init.qp_type = QpType::kUd;
   init.send_cq = init.recv_cq = p.ea.cq;
@@ -131,7 +116,7 @@ TEST(PathHeadersTest, UdSendsThroughOneAhFromTwoQps) {
     wr.wr_id = i;
     wr.opcode = WrOpcode::kSend;
     wr.sg_list = {SgeOf(p.ea, 0, 32)};
-    wr.ud = {*ah, p.eb.qpn, o.qkey};
+    wr.ud = {ah, p.eb.qpn, o.qkey};
     ASSERT_TRUE(net.a().PostSend(senders[i], wr).ok());
     net.Run();
     const protocol::NetHeaders& sent = LastSent(net);

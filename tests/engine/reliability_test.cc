@@ -14,19 +14,8 @@ using protocol::AethType;
 using protocol::NakCode;
 using protocol::Opcode;
 
-SendWr Write(const Pair& p, uint64_t id, uint32_t len, size_t off = 0) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.send_flags = send_flags::kSignaled;
-  wr.sg_list = {SgeOf(p.ea, off, len)};
-  wr.rdma.remote_addr = Va(p.eb, off);
-  wr.rdma.rkey = p.eb.key;
-  return wr;
-}
-
 SendWr Read(const Pair& p, uint64_t id, uint32_t len, size_t off = 0) {
-  SendWr wr = Write(p, id, len, off);
+  SendWr wr = WriteWr(p, id, len, off);
   wr.opcode = WrOpcode::kRdmaRead;
   return wr;
 }
@@ -37,7 +26,7 @@ TEST(ReliabilityTest, LostMiddlePacketGetsOneSequenceNakAndGoBackN) {
   Fill(p.ea.buf, 0, 5000, 11);
   // Drop the first transmission of PSN 101 (second packet).
   net.drop = [](const WireFrame& f) { return f.dir == 0 && f.index == 1; };
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 5000)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 5000)).ok());
   net.Run();
   auto naks = net.Frames(1, Opcode::kRcAcknowledge);
   ASSERT_GE(naks.size(), 2u);
@@ -66,7 +55,7 @@ TEST(ReliabilityTest, LocalAckTimeoutRetransmitsALostLastPacket) {
   Pair p = Connect(net);
   Fill(p.ea.buf, 0, 2048, 2);
   net.drop = [](const WireFrame& f) { return f.dir == 0 && f.index == 1; };
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 2048)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 2048)).ok());
   net.Run();
   // No NAK is possible (nothing followed the loss): the 4.096 us * 2^14
   // timer fired once and the last packet went again.
@@ -227,8 +216,8 @@ TEST(NegativeTest, RetryLimitExceeded) {
   o.retry_cnt = 2;
   o.timeout = 8;
   Pair p = Connect(net, o);
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 100)).ok());
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 2, 100)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 100)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 2, 100)).ok());
   net.drop = [](const WireFrame& f) { return f.dir == 0; };
   net.Run();
   // Original + retry_cnt retransmissions of both packets, then ERR.
@@ -247,7 +236,7 @@ TEST(NegativeTest, RetryLimitNotExceeded) {
   o.retry_cnt = 2;
   o.timeout = 8;
   Pair p = Connect(net, o);
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 100)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 100)).ok());
   net.drop = [](const WireFrame& f) { return f.dir == 0 && f.index < 2; };
   net.Run();
   EXPECT_EQ(net.Frames(0).size(), 3u);
@@ -277,7 +266,7 @@ TEST(NegativeTest, ImpliedNakForReadResponseSkippingPsns) {
 TEST(NegativeTest, GhostAckIsIgnored) {
   BackToBack net;
   Pair p = Connect(net);
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 3000)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 3000)).ok());
   // Capture the first request but hold the rest: inject an ACK for a PSN
   // that was never sent.
   net.drop = [](const WireFrame& f) { return f.dir == 0; };
@@ -311,7 +300,7 @@ TEST(NegativeTest, PsnWrapsAround) {
   Pair p = Connect(net, o);
   Fill(p.ea.buf, 0, 5000, 6);
   net.drop = [](const WireFrame& f) { return f.dir == 0 && f.index == 3; };
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 5000)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 5000)).ok());
   net.Run();
   auto req = net.Frames(0);
   ASSERT_GE(req.size(), 5u);

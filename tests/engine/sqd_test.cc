@@ -18,17 +18,6 @@ std::vector<AsyncEvent> Events(Rnic& nic) {
   return out;
 }
 
-SendWr Write(const Pair& p, uint64_t id, uint32_t len) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.send_flags = send_flags::kSignaled;
-  wr.sg_list = {SgeOf(p.ea, 0, len)};
-  wr.rdma.remote_addr = Va(p.eb, 0);
-  wr.rdma.rkey = p.eb.key;
-  return wr;
-}
-
 absl::Status ToSqd(Rnic& nic, uint32_t qpn, bool notify) {
   QpAttr a;
   a.qp_state = QpState::kSqd;
@@ -43,13 +32,13 @@ TEST(SqdTest, DrainsOutstandingStartsNothingNewAndResumes) {
   // WR 1 goes out (PSNs 100..102); its ACK is lost, so it is outstanding.
   bool drop_acks = true;
   net.drop = [&](const WireFrame& f) { return f.dir == 1 && drop_acks; };
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 1, 2500)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 1, 2500)).ok());
   net.RunUntil(net.clock().Now() + 1'000'000);
   ASSERT_EQ(net.Frames(0).size(), 3u);
 
   ASSERT_TRUE(ToSqd(net.a(), p.ea.qpn, true).ok());
   // WRs may be posted in SQD; they wait.
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 2, 100)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 2, 100)).ok());
   EXPECT_EQ(net.a().QueryQp(p.ea.qpn)->qp_state, QpState::kSqd);
   EXPECT_EQ(net.a().QueryQp(p.ea.qpn)->sq_draining, 1);
   EXPECT_TRUE(Events(net.a()).empty());
@@ -103,7 +92,7 @@ TEST(SqdTest, IdleQueueDrainsAtOnceAndNotifyIsOptional) {
   EXPECT_EQ(net.b().QueryQp(p.eb.qpn)->sq_draining, 0);
   EXPECT_TRUE(Events(net.b()).empty());
   // A WR posted in SQD stays on the queue.
-  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, Write(p, 3, 10)).ok());
+  ASSERT_TRUE(net.a().PostSend(p.ea.qpn, WriteWr(p, 3, 10)).ok());
   net.Run();
   EXPECT_TRUE(net.Frames(0).empty());
   EXPECT_TRUE(Poll(net.a(), p.ea.cq).empty());

@@ -112,13 +112,8 @@ TEST(LKeyTest, BadLocalKeyFailsTheMessageBeforeAnyPacket) {
           ASSERT_TRUE(k.ok());
           bad.lkey = *k;
         }
-        SendWr wr;
-        wr.wr_id = 7;
-        wr.opcode = WrOpcode::kRdmaWrite;
-        wr.send_flags = send_flags::kSignaled;
+        SendWr wr = WriteWr(p, 7, len);
         wr.sg_list = {SgeOf(p.ea, 0, len - len / 2), bad};
-        wr.rdma.remote_addr = Va(p.eb, 0);
-        wr.rdma.rkey = p.eb.key;
         ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
         net.Run();
         EXPECT_TRUE(net.Frames(0).empty()) << "a packet left";
@@ -142,13 +137,7 @@ TEST(QpLookupTest, DestroyedQpIsForgottenByTheDataPath) {
   ConnectOptions o;
   o.retry_cnt = 1;
   Pair p = Connect(net, o);
-  SendWr wr;
-  wr.wr_id = 1;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.send_flags = send_flags::kSignaled;
-  wr.sg_list = {SgeOf(p.ea, 0, 64)};
-  wr.rdma.remote_addr = Va(p.eb, 0);
-  wr.rdma.rkey = p.eb.key;
+  SendWr wr = WriteWr(p, 1, 64);
   ASSERT_TRUE(net.a().PostSend(p.ea.qpn, wr).ok());
   net.Run();
   ASSERT_EQ(Poll(net.a(), p.ea.cq).size(), 1u);
@@ -252,19 +241,6 @@ TEST(DropTest, BadIcrcIsCounted) {
   f[f.size() - 1] ^= 0xFF;
   net.Inject(1, f);
   EXPECT_EQ(net.b().QueryCounters().rx_icrc_encapsulated, 1u);
-}
-
-Pair ConnectUd(BackToBack& net, AhHandle* ah_to_b) {
-  ConnectOptions o;
-  o.type = QpType::kUd;
-  Pair p = Connect(net, o);
-  AhAttr attr;
-  attr.dgid = net.b().config().gid;
-  absl::StatusOr<AhHandle> ah =
-      net.a().CreateAh(p.ea.pd, attr, net.b().config().mac);
-  EXPECT_TRUE(ah.ok()) << ah.status();
-  *ah_to_b = ah.ok() ? *ah : 0;
-  return p;
 }
 
 TEST(UdTest, SendFillsTheGrhAreaAndSourceQp) {
