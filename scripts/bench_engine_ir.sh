@@ -15,9 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 . scripts/bench_lib.sh
-if ! command -v valgrind >/dev/null; then
-  sudo apt-get install -y valgrind >/dev/null
-fi
+# valgrind is in scripts/packages.txt: the project's installer puts it in
+# (as root or through sudo) when this machine has not run setup yet.
+command -v valgrind >/dev/null || scripts/setup.sh --no-build
 bench_prepare bench_engine_ir "$build" tests/sim/matrix_bench
 bench_out
 for b in BM_EngineWrite64B BM_EngineSend64B BM_EngineWrite64B16Qp; do

@@ -1,5 +1,5 @@
 # Sourced by the Google Benchmark scripts (bench_codec.sh, bench_engine.sh,
-# bench_memory.sh), from the repository's root.
+# bench_engine_ir.sh, bench_memory.sh), from the repository's root.
 #   bench_prepare NAME BUILD_DIR TARGET...
 # configures BUILD_DIR if needed, builds the targets and prints the machine
 # line every figure in docs/performance.md is recorded with.
