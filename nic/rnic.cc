@@ -319,44 +319,43 @@ const protocol::NetHeaderTemplate* Rnic::UdHeaders(const Qp& qp,
     path.flow_label = h->attr.flow_label;
     path.hop_limit = h->attr.hop_limit;
     path.sl = h->attr.sl;
-    protocol::NetHeaders net;
-    FillNet(qp, path, &net);
-    h->headers = protocol::NetHeaderTemplate(net);
+    h->headers = EncodePath(qp, path);
     h->headers_gid_generation = gids_.generation();
     h->headers_udp_sport = qp.udp_sport_;
   }
   return &h->headers;
 }
 
-void Rnic::FillNet(const Qp& qp, const QpPath& path,
-                   protocol::NetHeaders* net) const {
-  net->src_mac = config_.mac;
-  net->dst_mac = path.dmac;
-  net->ipv6 = !GidIsIpv4Mapped(path.dgid);
-  net->src_ip = gids_.Get(path.sgid_index).value_or(config_.gid);
-  net->dst_ip = path.dgid;
-  net->dscp = cc_.DscpOf(path.traffic_class);
-  net->ecn = cc_.EcnBits();  // ECT(0) by default: DCQCN needs marks
-  net->ttl = path.hop_limit;
-  net->flow_label = path.flow_label;
-  net->udp_src_port = qp.udp_sport_;
+protocol::NetHeaderTemplate Rnic::EncodePath(const Qp& qp,
+                                             const QpPath& path) const {
+  protocol::NetHeaders net;
+  net.src_mac = config_.mac;
+  net.dst_mac = path.dmac;
+  net.ipv6 = !GidIsIpv4Mapped(path.dgid);
+  net.src_ip = gids_.Get(path.sgid_index).value_or(config_.gid);
+  net.dst_ip = path.dgid;
+  net.dscp = cc_.DscpOf(path.traffic_class);
+  net.ecn = cc_.EcnBits();  // ECT(0) by default: DCQCN needs marks
+  net.ttl = path.hop_limit;
+  net.flow_label = path.flow_label;
+  net.udp_src_port = qp.udp_sport_;
   if (config_.vlan_id.has_value()) {
-    net->has_vlan = true;
-    net->vlan.vid = *config_.vlan_id;
-    net->vlan.pcp = path.sl != 0 ? path.sl & 7 : cc_.config().roce_prio;
+    net.has_vlan = true;
+    net.vlan.vid = *config_.vlan_id;
+    net.vlan.pcp = path.sl != 0 ? path.sl & 7 : cc_.config().roce_prio;
   }
+  return protocol::NetHeaderTemplate(net);
 }
 
 const protocol::NetHeaderTemplate& Rnic::ConnectedHeaders(Qp& qp) const {
   if (qp.path_headers_ == nullptr) {
-    // INIT->RTR allocates it; this covers a QP that reached RTS another way.
+    // INIT->RTR, the only way into RTR, allocates it: this guard turns a
+    // missed allocation into a late one rather than a null dereference.
     qp.path_headers_ = std::make_unique<ConnectedPathHeaders>();
   }
   ConnectedPathHeaders& p = *qp.path_headers_;
   if (p.gid_generation != gids_.generation()) {
-    protocol::NetHeaders net;
-    FillNet(qp, qp.attr_.ah_attr, &net);
-    p.headers = protocol::NetHeaderTemplate(net);
+    p.headers = EncodePath(qp, qp.attr_.ah_attr);
     p.gid_generation = gids_.generation();
   }
   return p.headers;

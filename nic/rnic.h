@@ -223,11 +223,9 @@ class Rnic final : public FrameEndpoint {
   // The carrier's source of posted-but-unseen receive WQEs (nullptr: none;
   // everything is posted with PostRecv/PostSrqRecv directly).
   void set_recv_wqe_fetcher(RecvWqeFetcher* f) { fetcher_ = f; }
-  // The network headers of a frame of `qp` towards `path`.
-  void FillNet(const Qp& qp, const QpPath& path,
-               protocol::NetHeaders* net) const;
-  // FillNet for an RC/UC QP's own path, encoded: re-encoded when the QP's
-  // path or the GID table changed since the last frame.
+  // The headers below the BTH of an RC/UC QP's frames to its own path,
+  // encoded again when the QP's path or the GID table changed since the
+  // last frame.
   const protocol::NetHeaderTemplate& ConnectedHeaders(Qp& qp) const;
   // The encoded headers of a UD send of `qp` through `ah` (cached in the
   // AH), or nullptr when the AH is unusable (gone, another PD, no MAC yet).
@@ -235,6 +233,9 @@ class Rnic final : public FrameEndpoint {
 
  private:
   Qp* FindQp(uint32_t qpn) const;
+  // The headers below the BTH of a frame of `qp` towards `path`, encoded.
+  protocol::NetHeaderTemplate EncodePath(const Qp& qp,
+                                         const QpPath& path) const;
   // FindQp for the data path (a received frame's DestQP, a post): a
   // direct-mapped cache in front of qps_, because a hash lookup costs ~47
   // instructions and a hit here ~10. Only the non-const data path fills
