@@ -63,9 +63,9 @@ void Stream(benchmark::State& state, nic::WrOpcode op, uint32_t len) {
       nic::RecvWr r;
       r.wr_id = wr.wr_id;
       r.sg_list = {nic::Sge{p.b().Va(off), 8192, p.b().key}};
-      (void)p.b().nic.PostRecv(p.b().qpn, r);
+      (void)p.b().nic.PostRecv(p.b().qpn(), r);
     }
-    (void)p.a().nic.PostSend(p.a().qpn, wr);
+    (void)p.a().nic.PostSend(p.a().qpn(), wr);
   };
   uint64_t frames = 0;
   for (auto _ : state) {

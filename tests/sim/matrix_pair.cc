@@ -32,7 +32,6 @@ absl::Status Setup(const PairOptions& o, PairSide* s) {
     if (!qpn.ok()) return qpn.status();
     s->qpns.push_back(*qpn);
   }
-  s->qpn = s->qpns.front();
   s->buf.assign(o.buf_size, 0);
   absl::StatusOr<uint32_t> key =
       s->nic.RegMr(s->pd, s->buf.data(), s->buf.size(),

@@ -51,8 +51,8 @@ struct PairSide {
   nic::Rnic nic;
   nic::PdHandle pd = 0;
   nic::CqHandle cq = 0;
-  uint32_t qpn = 0;            // qpns[0]
   std::vector<uint32_t> qpns;  // QP i connects to the peer's qpns[i]
+  uint32_t qpn() const { return qpns.front(); }  // the first (or only) QP
   std::vector<uint8_t> buf;
   uint32_t key = 0;
   simnet::NodeId node = 0;

@@ -216,14 +216,14 @@ void Driver::PostOne() {
       rwr.wr_id = id;
       rwr.sg_list = {nic::Sge{b_.Va(p.off),
                               static_cast<uint32_t>(slot_end - p.off), b_.key}};
-      absl::Status st = b_.nic.PostRecv(b_.qpn, rwr);
+      absl::Status st = b_.nic.PostRecv(b_.qpn(), rwr);
       if (!st.ok()) Error("PostRecv ", id, ": ", st.ToString());
       expect_recv_.push_back(id);
     }
     r_.data_bytes += p.len;
   }
   pend_.push_back(p);
-  absl::Status st = a_.nic.PostSend(a_.qpn, wr);
+  absl::Status st = a_.nic.PostSend(a_.qpn(), wr);
   if (!st.ok()) {
     Error("PostSend ", id, ": ", st.ToString());
     pend_.back().active = false;
@@ -273,7 +273,7 @@ void Driver::OnRecvCompletion(const WorkCompletion& wc) {
   if (wc.byte_len != p.len) {
     Error("receive ", wc.wr_id, ": byte_len ", wc.byte_len, " != ", p.len);
   }
-  if (wc.qp_num != b_.qpn || wc.src_qp != a_.qpn) {
+  if (wc.qp_num != b_.qpn() || wc.src_qp != a_.qpn()) {
     Error("receive ", wc.wr_id, ": qp_num/src_qp ", wc.qp_num, "/", wc.src_qp);
   }
   p.recv_done = true;
@@ -302,7 +302,7 @@ void Driver::OnSendCompletion(const WorkCompletion& wc) {
   if (wc.byte_len != p.len) {
     Error("wr_id ", id, ": byte_len ", wc.byte_len, " != ", p.len);
   }
-  if (wc.qp_num != a_.qpn) Error("wr_id ", id, ": qp_num ", wc.qp_num);
+  if (wc.qp_num != a_.qpn()) Error("wr_id ", id, ": qp_num ", wc.qp_num);
   const uint8_t* abuf = a_.buf.data() + p.off;
   const uint8_t* bbuf = b_.buf.data() + p.off;
   switch (p.op) {
@@ -366,9 +366,9 @@ WorkloadResult Driver::Run() {
     Error(expect_recv_.size(), " receives never completed");
   }
   for (PairSide* s : {&a_, &b_}) {
-    const nic::Qp* qp = s->nic.GetQp(s->qpn);
+    const nic::Qp* qp = s->nic.GetQp(s->qpn());
     if (qp == nullptr || qp->state() != nic::QpState::kRts) {
-      Error("QP ", s->qpn, " not in RTS at the end");
+      Error("QP ", s->qpn(), " not in RTS at the end");
     }
   }
   if (r_.finished) {
