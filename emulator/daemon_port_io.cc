@@ -181,8 +181,8 @@ uint16_t Daemon::HoldPaused(Port& port, uint8_t paused) {
 uint16_t Daemon::LoopBack(Port& port, rte_mbuf** pkts, uint16_t n,
                           nic::TimeNs now) {
   const MacAddr& own = port.stack->mac();
-  nic::RxFrame looped[kBurst * 8];
-  rte_mbuf* looped_bufs[kBurst * 8];
+  nic::RxFrame looped[2 * kTxBatch];
+  rte_mbuf* looped_bufs[2 * kTxBatch];
   size_t nlooped = 0;
   uint16_t kept = 0;
   uint32_t kicks = 0;
@@ -231,7 +231,7 @@ uint16_t Daemon::LoopBack(Port& port, rte_mbuf** pkts, uint16_t n,
 }
 
 uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
-  rte_mbuf* staged[kBurst * 8];
+  rte_mbuf* staged[2 * kTxBatch];  // fault injection may duplicate each
   rte_mbuf** pkts = port.tx_batch;
   uint16_t n = port.tx_count;
   port.tx_count = 0;
@@ -281,10 +281,10 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
   Port& port = *ports_[index];
   nic::FrameEndpoint* const endpoint = port.endpoint;
   bool endpoint_due = endpoint != nullptr && now >= port.next_event;
-  rte_mbuf* rx[kBurst];
-  rte_mbuf* staged[kBurst * 3];
+  rte_mbuf* rx[kRxBurst];
+  rte_mbuf* staged[kRxBurst * 3];
   uint32_t kicks = 0;
-  uint16_t n = rte_eth_rx_burst(port.dev->port_id(), 0, rx, kBurst);
+  uint16_t n = rte_eth_rx_burst(port.dev->port_id(), 0, rx, kRxBurst);
   bool busy = n > 0;
   for (uint16_t i = 0; i < n; ++i) {
     port.counters.rx_bytes += rte_pktmbuf_pkt_len(rx[i]);
@@ -377,8 +377,8 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
     if (port.tx_stash.size() > 0) {
       const size_t filled = endpoint->Transmit(static_cast<uint16_t>(index),
                                                port.tx_stash.room(), now);
-      rte_mbuf* built[kBurst];
-      uint8_t priorities[kBurst];
+      rte_mbuf* built[kTxBurst];
+      uint8_t priorities[kTxBurst];
       port.tx_stash.Take(filled, built, priorities);
       for (size_t i = 0; i < filled; ++i) {
         QueueTx(port, built[i], priorities[i]);
