@@ -336,8 +336,9 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
               !DispatchToShards(port, &pkts[i], &kicks)) {
             break;  // another shard's (pkts[i] is null once handed over)
           }
+          // The stack verified the IPv4 header checksum (kNic).
           frames[nic_frames++] = {data.data(),
-                                  static_cast<uint32_t>(data.size())};
+                                  static_cast<uint32_t>(data.size()), true};
           break;
         case RxVerdict::kConsumed:
         case RxVerdict::kDropped:
@@ -409,8 +410,9 @@ bool Daemon::PollIngress(Port& port, nic::TimeNs now) {
       if (!port.shards.empty() && !DispatchToShards(port, &out[i], &kicks)) {
         continue;
       }
+      // Queued by PollPort after the stack's checks (kNic).
       frames[local++] = {rte_pktmbuf_mtod(out[i], const uint8_t*),
-                         rte_pktmbuf_data_len(out[i])};
+                         rte_pktmbuf_data_len(out[i]), true};
     }
     if (local > 0) port.endpoint->Receive(port.index, {frames, local}, now);
     rte_pktmbuf_free_bulk(out, static_cast<unsigned>(n));

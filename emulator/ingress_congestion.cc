@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "pfc_ecn/counters.h"
+#include "protocol/checksum.h"
 #include "protocol/ethernet.h"
 #include "protocol/pfc.h"
 
@@ -75,10 +76,7 @@ void MarkCe(uint8_t* d, size_t len) {
   const size_t ihl = (ip[0] & 0x0F) * 4u;
   if (ihl < 20 || c.l3 + ihl > len) return;
   ip[10] = ip[11] = 0;
-  uint32_t sum = 0;
-  for (size_t i = 0; i < ihl; i += 2) sum += Be16(ip + i);
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  const uint16_t csum = static_cast<uint16_t>(~sum);
+  const uint16_t csum = protocol::Ipv4HeaderChecksum({ip, ihl});
   ip[10] = static_cast<uint8_t>(csum >> 8);
   ip[11] = static_cast<uint8_t>(csum);
 }

@@ -27,6 +27,11 @@ struct TxFrame {
 struct RxFrame {
   const uint8_t* data;
   uint32_t len;
+  // The carrier verified the IPv4 header checksum already (the daemon's
+  // net stack does for every frame it hands over, as a NIC's RX checksum
+  // offload would): the RNIC does not sum the header again. {data, len}
+  // leaves it false.
+  bool ip_checksum_good;
   std::span<const uint8_t> bytes() const { return {data, len}; }
 };
 

@@ -370,7 +370,12 @@ void Rnic::Receive(uint16_t /*port*/, std::span<const RxFrame> frames,
 }
 
 void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
-  const protocol::ParseError e = protocol::ParseFrame(frame.bytes(), &parsed_);
+  static constexpr protocol::ParseOptions kVerifyAll{};
+  static constexpr protocol::ParseOptions kIpChecksumGood{.verify_ip_checksum =
+                                                              false};
+  const protocol::ParseError e = protocol::ParseFrame(
+      frame.bytes(), &parsed_,
+      frame.ip_checksum_good ? kIpChecksumGood : kVerifyAll);
   if (e != protocol::ParseError::kOk) {
     if (e == protocol::ParseError::kBadIcrc) {
       ++counters_.rx_icrc_encapsulated;

@@ -69,9 +69,12 @@ class BackToBack {
     ADD_FAILURE() << "back-to-back loop did not settle";
   }
 
-  // Delivers a hand-made frame to side `to` (0: A, 1: B).
-  void Inject(int to, std::span<const uint8_t> bytes) {
-    RxFrame f{bytes.data(), static_cast<uint32_t>(bytes.size())};
+  // Delivers a hand-made frame to side `to` (0: A, 1: B), as a carrier
+  // that verified its IPv4 header checksum or not.
+  void Inject(int to, std::span<const uint8_t> bytes,
+              bool ip_checksum_good = false) {
+    RxFrame f{bytes.data(), static_cast<uint32_t>(bytes.size()),
+              ip_checksum_good};
     (to == 0 ? a_ : b_).Receive(0, {&f, 1}, clock_.Now());
   }
 

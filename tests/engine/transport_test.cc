@@ -243,6 +243,23 @@ TEST(DropTest, BadIcrcIsCounted) {
   EXPECT_EQ(net.b().QueryCounters().rx_icrc_encapsulated, 1u);
 }
 
+TEST(DropTest, BadIpv4HeaderChecksumUnlessTheCarrierVerifiedIt) {
+  BackToBack net;
+  Pair p = Connect(net);
+  ASSERT_TRUE(net.b().PostRecv(p.eb.qpn, {1, {SgeOf(p.eb, 0, 64)}}).ok());
+  auto f = CraftRequest(net, p.eb.qpn, Opcode::kRcSendOnly, 0xFFFF, 0);
+  f[14 + 10] ^= 0x5A;  // the IPv4 header checksum (the ICRC masks it)
+  const uint64_t pkts = net.b().QueryCounters().rcvd_pkts;
+  net.Inject(1, f);
+  EXPECT_EQ(net.b().QueryCounters().rx_malformed, 1u);
+  EXPECT_EQ(net.b().QueryCounters().rcvd_pkts, pkts);
+  // The daemon's net stack verified and dropped such a frame already; what
+  // it hands over is not summed again.
+  net.Inject(1, f, /*ip_checksum_good=*/true);
+  EXPECT_EQ(net.b().QueryCounters().rx_malformed, 1u);
+  EXPECT_EQ(net.b().QueryCounters().rcvd_pkts, pkts + 1);
+}
+
 TEST(UdTest, SendFillsTheGrhAreaAndSourceQp) {
   BackToBack net;
   AhHandle ah;
