@@ -22,12 +22,14 @@ namespace rocemu::verbs {
 
 // --- data path -----------------------------------------------------------
 
-bool SessionServer::OwnsKeys(nic::ClientId client,
-                             const nic::SgList& sgl) const {
+bool SessionServer::OwnsKeys(nic::ClientId client, const nic::SgList& sgl,
+                             OwnedKey* last) const {
   for (const nic::Sge& s : sgl) {
     if (s.length == 0) continue;
+    if (s.lkey == last->lkey && last->releases == mr_releases_) continue;
     auto it = mrs_.find(s.lkey);
     if (it == mrs_.end() || it->second->owner != client) return false;
+    *last = {s.lkey, mr_releases_};
   }
   return true;
 }
@@ -59,7 +61,7 @@ bool SessionServer::DrainSq(Qp& qp) {
     if (send_wr_.local()) {
       RefuseForeignWindowKeys(qp.owner, &send_wr_);
     } else if (!send_wr_.is_inline()) {
-      RefuseForeignKeys(qp.owner, &send_wr_.sg_list);
+      RefuseForeignKeys(qp.owner, &send_wr_.sg_list, &qp.owned_key);
     }
     const absl::Status st = rnic_.PostSend(qp.qpn, send_wr_);
     if (st.code() == absl::StatusCode::kResourceExhausted)
@@ -109,7 +111,7 @@ bool SessionServer::DrainRq(Qp& qp, bool on_miss) {
       FailWqe(qp, false, rq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
       continue;
     }
-    RefuseForeignKeys(qp.owner, &recv_wr_.sg_list);
+    RefuseForeignKeys(qp.owner, &recv_wr_.sg_list, &qp.owned_key);
     const absl::Status st = rnic_.PostRecv(qp.qpn, recv_wr_);
     if (st.code() == absl::StatusCode::kResourceExhausted) return true;
     // A WQE the RNIC refuses fails the QP: not mid-receive (see on_miss).
@@ -146,8 +148,9 @@ void SessionServer::FetchSrqRecv(nic::SrqHandle handle) {
   if (counters_.srq_wqes != before) ++counters_.rq_fetches;
 }
 
-bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl) {
-  if (OwnsKeys(client, *sgl)) return false;
+bool SessionServer::RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl,
+                                      OwnedKey* last) {
+  if (OwnsKeys(client, *sgl, last)) return false;
   ++counters_.lkey_violations;
   for (uint32_t k = 0; k < sgl->size(); ++k) {
     nic::Sge& g = (*sgl)[k];
@@ -197,7 +200,7 @@ bool SessionServer::DrainSrq(Srq& srq) {
       ++counters_.bad_wqes;
       continue;
     }
-    RefuseForeignKeys(srq.owner, &recv_wr_.sg_list);
+    RefuseForeignKeys(srq.owner, &recv_wr_.sg_list, &srq.owned_key);
     const absl::Status st = rnic_.PostSrqRecv(srq.handle, recv_wr_);
     if (st.code() == absl::StatusCode::kResourceExhausted) return true;
     srq.ring.Release();

@@ -196,6 +196,7 @@ absl::Status SessionServer::OnReregMr(Client& c, const wire::ReregMrReq& r) {
 }
 
 void SessionServer::ReleaseMr(uint32_t key, Mr& mr) {
+  ++mr_releases_;
   (void)rnic_.mr_table().Deregister(nic::kKernelClient, key);
   if (mr.map != nullptr) munmap(mr.map, mr.map_len);
 }

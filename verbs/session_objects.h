@@ -79,6 +79,14 @@ struct SessionServer::Cq {
   uint32_t users = 0;  // QPs bound to it
 };
 
+// The last L_Key a queue's owner was found to own, valid while no region
+// was released since (SessionServer::mr_releases_). Programs post from one
+// region or a few, so the ownership check of a WQE is mostly a compare.
+struct SessionServer::OwnedKey {
+  uint32_t lkey = 0;
+  uint64_t releases = ~uint64_t{0};  // matches no count: nothing learnt yet
+};
+
 struct SessionServer::Srq {
   nic::ClientId owner = 0;
   nic::SrqHandle handle = 0;
@@ -86,6 +94,7 @@ struct SessionServer::Srq {
   ShmRing ring;
   uint32_t users = 0;   // QPs bound to it
   bool active = false;  // in active_ (its doorbell was taken)
+  OwnedKey owned_key;
 };
 
 struct SessionServer::Qp {
@@ -99,6 +108,7 @@ struct SessionServer::Qp {
   Srq* srq = nullptr;
   bool sq_active = false;  // in active_
   bool rq_active = false;
+  OwnedKey owned_key;  // of both queues (one owner)
 };
 
 struct SessionServer::Mr {

@@ -207,6 +207,7 @@ class SessionServer final : private nic::RecvWqeFetcher {
   struct Cq;
   struct Qp;
   struct Mr;
+  struct OwnedKey;
   struct Srq;
   // A request's fds, owned until the handler keeps them.
   struct Fds;
@@ -343,12 +344,15 @@ class SessionServer final : private nic::RecvWqeFetcher {
   void ReleaseCmIds(nic::ClientId id);
   void PushAsyncEvent(Client& c, const nic::AsyncEvent& e);
   // Rewrites the L_Keys of `sgl` that `client` does not own to a key the
-  // RNIC never issues; true when it had to.
-  bool RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl);
+  // RNIC never issues; true when it had to. `last` is the posting queue's
+  // memory of the key it last found owned.
+  bool RefuseForeignKeys(nic::ClientId client, nic::SgList* sgl,
+                         OwnedKey* last);
   // Ends `qp` with an error completion for `wr_id` (after what the RNIC
   // already completed on that CQ) and moves it to ERR.
   void FailWqe(Qp& qp, bool send, uint64_t wr_id, nic::WcStatus status);
-  bool OwnsKeys(nic::ClientId client, const nic::SgList& sgl) const;
+  bool OwnsKeys(nic::ClientId client, const nic::SgList& sgl,
+                OwnedKey* last) const;
   void ReleaseNicCq(nic::CqHandle cq);
   void ReleaseNicPd(nic::PdHandle pd);
   void ReleaseNicAh(nic::AhHandle ah);
@@ -376,7 +380,10 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;  // by QPN
   absl::flat_hash_map<uint32_t, std::unique_ptr<Cq>> cqs_;  // by handle
   absl::flat_hash_map<uint32_t, std::unique_ptr<Mr>> mrs_;  // by key
-  absl::flat_hash_map<uint32_t, nic::ClientId> pds_;        // by handle
+  // Regions released so far: an OwnedKey learnt before the last release
+  // may name a key that is gone (or issued again, to another client).
+  uint64_t mr_releases_ = 0;
+  absl::flat_hash_map<uint32_t, nic::ClientId> pds_;  // by handle
   struct AhRec {
     nic::ClientId owner = 0;
     nic::PdHandle pd = 0;

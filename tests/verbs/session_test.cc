@@ -186,6 +186,50 @@ TEST_F(VerbsSessionTest, OtherClientsKeysAreRefused) {
   for (int fd : {from1, to1, from2, to2}) close(fd);
 }
 
+// The session remembers the L_Key a queue last used (OwnedKey); a region
+// deregistered since must not pass on that memory.
+TEST_F(VerbsSessionTest, KeyOfADeregisteredRegionIsRefusedAfterUse) {
+  StartServer();
+  Endpoint eb = MakePeer();
+  const Peer peer = PeerOf(eb);
+  const std::string path = path_;
+  int from, to;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs o = OpenClient(path, 4096);
+        ClientInfo info{rocemu_qp_num(o.qp), o.mr->lkey, 0,
+                        rocemu_client_id(o.ctx)};
+        ConnectClient(o, peer);
+        WriteAll(up, &info, sizeof(info));
+        char go;
+        ReadAll(down, &go, 1);
+        rocemu_sge sge{reinterpret_cast<uint64_t>(o.buf->addr), 64, o.mr->lkey};
+        rocemu_send_wr wr = RdmaWriteWr(1, &sge, 1, peer);
+        rocemu_send_wr* bad = nullptr;
+        if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
+        rocemu_wc w = PollCompletion(o);
+        if (w.wr_id != 1 || w.status != ROCEMU_WC_SUCCESS) _exit(kWriteWc);
+        if (rocemu_dereg_mr(o.mr) != 0) _exit(kMr);
+        wr.wr_id = 2;
+        if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
+        w = PollCompletion(o);
+        if (w.wr_id != 2 || w.status != ROCEMU_WC_LOC_PROT_ERR) _exit(kProtWc);
+      },
+      &from, &to);
+  ClientInfo info;
+  ASSERT_TRUE(PumpRead(from, &info, sizeof(info)))
+      << "client exited with " << PumpUntilExit(pid);
+  ConnectPeer(eb, info.qpn);
+  ASSERT_EQ(write(to, "g", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  // Refused by the session (not only by the RNIC, which no longer knows
+  // the key either): the remembered key was forgotten at the release.
+  EXPECT_EQ(server_->counters().sq_wqes, 2u);
+  EXPECT_EQ(server_->counters().lkey_violations, 1u);
+  close(from);
+  close(to);
+}
+
 TEST_F(VerbsSessionTest, RaiiLayerDestroysEverythingExplicitly) {
   StartServer();
   const std::string path = path_;
