@@ -53,10 +53,16 @@ inline bool SendOpcodeAllowed(int qp_type, int op) {
 // Tells the daemon that `ring` (a queue of this client) got work: a
 // doorbell when the queue had none outstanding, and a wake-up when the
 // daemon sleeps (verbs/doorbell.h). No syscall while the daemon is busy.
+// A queue the daemon keeps polling (its doorbell still rung) costs one
+// fence and two loads.
 inline void RingDoorbell(rocemu_context* ctx, ShmRing& ring, DoorbellKind kind,
                          uint32_t handle) {
   if (!ctx->doorbells.valid()) return;  // a daemon that scans every queue
-  if (ring.RingDoorbell()) {
+  // The entries are published; the fence orders that before reading the
+  // doorbell (and `sleeping`), against the daemon's clear-then-drain: a
+  // doorbell seen rung was cleared after the entries were visible.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!ring.doorbell_rung() && ring.RingDoorbell()) {
     std::lock_guard<SpinLock> lock(ctx->doorbell_lock);
     if (ctx->doorbells.Push(DoorbellSlot{static_cast<uint32_t>(kind),
                                          handle}) != RingResult::kOk) {
@@ -64,8 +70,10 @@ inline void RingDoorbell(rocemu_context* ctx, ShmRing& ring, DoorbellKind kind,
       // every queue of this client).
       ctx->doorbells.RingDoorbell();
     }
+    // The doorbell before `sleeping`, against the daemon's PrepareToSleep.
+    // Without a new doorbell the queue is still active: no sleep.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   }
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (ctx->wake->sleeping.load(std::memory_order_relaxed) != 0) {
     const uint64_t one = 1;
     (void)!write(ctx->wake_fd, &one, sizeof(one));

@@ -351,6 +351,23 @@ void SessionServer::Activate(nic::ClientId owner, QueueRef ref) {
   active_.push_back(ref);
 }
 
+// A queue that had work since the last pass stays active with its
+// doorbell left rung, so the client's next posts to it ring nothing (no
+// doorbell slot, no spin lock): a busy queue is polled, an idle one waits
+// for a doorbell (as NAPI does with interrupts). A queue found
+// empty clears its doorbell, then is drained once more: a post racing with
+// the clear is either seen by that drain or rings again. True while the
+// queue stays active.
+template <typename Drain>
+bool SessionServer::KeepDraining(ShmRing& ring, Drain drain) {
+  if (ring.HasPending()) {
+    drain();
+    return true;
+  }
+  ring.ClearDoorbell();
+  return drain();
+}
+
 void SessionServer::DrainActive() {
   size_t keep = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
@@ -362,14 +379,10 @@ void SessionServer::DrainActive() {
         auto it = qps_.find(ref.handle);
         if (it == qps_.end()) break;  // destroyed since it rang
         Qp& q = *it->second;
-        // Clear first, then drain: a post racing with this either is seen
-        // by the drain or rings again.
         if (static_cast<DoorbellKind>(ref.kind) == DoorbellKind::kSq) {
-          q.sq.ClearDoorbell();
-          more = q.sq_active = DrainSq(q);
+          more = q.sq_active = KeepDraining(q.sq, [&] { return DrainSq(q); });
         } else {
-          q.rq.ClearDoorbell();
-          more = q.rq_active = DrainRq(q);
+          more = q.rq_active = KeepDraining(q.rq, [&] { return DrainRq(q); });
         }
         break;
       }
@@ -377,8 +390,8 @@ void SessionServer::DrainActive() {
         auto it = srqs_.find(ref.handle);
         if (it == srqs_.end()) break;
         Srq& srq = *it->second;
-        srq.ring.ClearDoorbell();
-        more = srq.active = DrainSrq(srq);
+        more = srq.active =
+            KeepDraining(srq.ring, [&] { return DrainSrq(srq); });
         break;
       }
     }

@@ -307,6 +307,8 @@ class SessionServer final : private nic::RecvWqeFetcher {
   void Activate(nic::ClientId owner, QueueRef ref);
   // Drains the queues in active_, keeping those not done.
   void DrainActive();
+  template <typename Drain>
+  bool KeepDraining(ShmRing& ring, Drain drain);
   // Scans every queue of clients that have no doorbells (older clients,
   // tests driving rings by hand).
   void DrainUnrung();
