@@ -6,6 +6,21 @@
 
 namespace rocemu::verbs {
 
+namespace {
+
+// The variable part of a slot. One SGE, the usual WQE, is a 16-byte move,
+// where a copy of variable length is a `rep movs` whose start-up costs
+// more than the bytes.
+void CopySges(uint8_t* to, const uint8_t* from, size_t used) {
+  if (used == sizeof(WireSge)) {
+    std::memcpy(to, from, sizeof(WireSge));
+  } else {
+    std::memcpy(to, from, used);
+  }
+}
+
+}  // namespace
+
 void CopySqSlot(const void* slot, SqSlot* out) {
   constexpr size_t kFixed = offsetof(SqSlot, sge);
   const auto* from = static_cast<const uint8_t*>(slot);
@@ -19,7 +34,7 @@ void CopySqSlot(const void* slot, SqSlot* out) {
     used = std::max<size_t>(
         used, std::min<size_t>(out->num_sge, nic::kMaxSge) * sizeof(WireSge));
   }
-  std::memcpy(reinterpret_cast<uint8_t*>(out) + kFixed, from + kFixed, used);
+  CopySges(reinterpret_cast<uint8_t*>(out) + kFixed, from + kFixed, used);
 }
 
 void CopyRqSlot(const void* slot, RqSlot* out) {
@@ -28,7 +43,7 @@ void CopyRqSlot(const void* slot, RqSlot* out) {
   std::memcpy(out, from, kFixed);
   const size_t used =
       std::min<size_t>(out->num_sge, nic::kMaxSge) * sizeof(WireSge);
-  std::memcpy(reinterpret_cast<uint8_t*>(out) + kFixed, from + kFixed, used);
+  CopySges(reinterpret_cast<uint8_t*>(out) + kFixed, from + kFixed, used);
 }
 
 bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {

@@ -274,6 +274,17 @@ TEST(RingSlots, CopiesOnlyTheUsedPartOfASlot) {
   EXPECT_EQ(rout.wr_id, rsrc->wr_id);
   EXPECT_EQ(std::memcmp(rout.sge, rsrc->sge, 3 * sizeof(WireSge)), 0);
   EXPECT_EQ(rout.sge[3].lkey, 0xEEEEEEEEu);
+  // One SGE (the fixed-size copy), and none.
+  rsrc->num_sge = 1;
+  std::memset(&rout, 0xEE, sizeof(rout));
+  CopyRqSlot(rsrc.get(), &rout);
+  EXPECT_EQ(std::memcmp(&rout.sge[0], &rsrc->sge[0], sizeof(WireSge)), 0);
+  EXPECT_EQ(rout.sge[1].lkey, 0xEEEEEEEEu);
+  rsrc->num_sge = 0;
+  std::memset(&rout, 0xEE, sizeof(rout));
+  CopyRqSlot(rsrc.get(), &rout);
+  EXPECT_EQ(rout.num_sge, 0u);
+  EXPECT_EQ(rout.sge[0].lkey, 0xEEEEEEEEu);
   rsrc->num_sge = 1000;
   CopyRqSlot(rsrc.get(), &rout);
   EXPECT_EQ(rout.sge[nic::kMaxSge - 1].lkey, rsrc->sge[nic::kMaxSge - 1].lkey);
