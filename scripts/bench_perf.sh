@@ -55,8 +55,8 @@ seconds, use_yield, append = float(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
 sys.path.insert(0, os.path.join(root, "tests", "emulator"))
 sys.path.insert(0, os.path.join(root, "scripts"))
 import bench_memif
+import bench_pair
 import net_perf_test as t
-import netns_util
 
 pktio = os.path.join(root, build, "emulator", "rocemu-bench-pktio")
 rocemud = os.path.join(root, build, "emulator", "rocemud")
@@ -64,7 +64,6 @@ perf = os.path.join(root, build, "verbs", "tools", "rocemu-perf")
 for f in (pktio, rocemud, perf):
     if not os.path.exists(f):
         sys.exit(f"missing {f}: build {build} first")
-pid = os.getpid()
 SIZES = [64, 256, 1024, 4096, 64 << 10, 1 << 20]
 MTU = 4096
 HDR_ONLY = 14 + 20 + 8 + 12 + 16 + 4   # Eth IPv4 UDP BTH RETH ICRC
@@ -78,75 +77,19 @@ def frame_of(size):
     return HDR_MIDDLE + MTU, MTU
 
 
-def ex(ns):
-    return ["ip", "netns", "exec", ns]
-
-
-def perf_pair(r, ns, test, args, server, client, wait_for=None):
-    """rocemu-perf's server, then its client; `server` and `client` are
-    (extra argv, environment or None). The client starts once the server
-    made `wait_for` (a path), if given."""
-    extra = ["--yield"] if use_yield else []
-    r.port += 1
-    common = [test, "-p", str(r.port), "--json", "--timeout", "60"] + extra + args
-    srv = subprocess.Popen(ex(ns) + [perf, *common, *server[0]],
-                           env=server[1], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    r.procs.append(srv)
-    try:
-        deadline = time.monotonic() + 20
-        while wait_for and not os.path.exists(wait_for) and \
-                srv.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        cli = subprocess.run(ex(ns) + [perf, *common, *client[0],
-                                       "127.0.0.1"],
-                             env=client[1], capture_output=True, text=True,
-                             timeout=180)
-        srv.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        return None, "timed out"
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
-        r.procs.remove(srv)
-    if cli.returncode != 0:
-        return None, cli.stderr.strip()[-400:]
-    return [json.loads(l) for l in cli.stdout.splitlines()
-            if l.startswith("{")][-1], ""
-
-
 def perf_run(r, ns, a, b, test, args):
     """rocemu-perf on daemon A's and daemon B's verbs sockets."""
-    return perf_pair(r, ns, test, args, (["-d", a.verbs_sock], None),
-                     (["-d", b.verbs_sock], None))
+    return bench_pair.perf_pair(r, ns, perf, test, args,
+                                (["-d", a.verbs_sock], None),
+                                (["-d", b.verbs_sock], None),
+                                use_yield=use_yield)
 
 
 def embedded_run(r, ns, test, args):
-    """rocemu-perf with each side's RNIC in its own process."""
-    tmp = os.path.join(r.tmp, "embedded")
-    os.makedirs(tmp, exist_ok=True)
-    env = []
-    for name, role, last in (("a", "server", 1), ("b", "client", 2)):
-        cfg = os.path.join(tmp, f"{name}.yaml")
-        netns_util.write_rocemud_config(
-            cfg, f"bperf-emb-{name}-{pid}",
-            [netns_util.port("p0", f"net_memif0,role={role},"
-                             f"socket=bperf-emb-{pid},bsize=8192",
-                             f"02:00:00:79:03:0{last}", f"10.79.3.{last}/24",
-                             4200)],
-            control={"socket": os.path.join(tmp, f"{name}-ctl.sock")},
-            verbs={"socket": os.path.join(tmp, f"{name}-verbs.sock")},
-            logging={"file": os.path.join(tmp, f"{name}.log")})
-        env.append(dict(os.environ, ROCEMU_EMBEDDED=cfg))
-    dev = ["-d", "rocemu_p0"]
-    try:
-        return perf_pair(r, ns, test, args, (dev, env[0]), (dev, env[1]),
-                         wait_for=os.path.join(tmp, "a-verbs.sock"))
-    finally:
-        for f in os.listdir(tmp):
-            if f.endswith(".sock"):
-                os.unlink(os.path.join(tmp, f))
+    """rocemu-perf with each side's RNIC in its own process (DPDK's
+    default memif ring, as the ceilings)."""
+    return bench_pair.embedded_run(r, ns, perf, test, args,
+                                   use_yield=use_yield)
 
 
 def iters_for(size):

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# bench_embedded_ab.sh - two builds' embedded pairs, run in alternation.
+#
+# The embedded pair (docs/embedded.md: two rocemu-perf processes, each its
+# RNIC in-process, over one memif link in a network namespace) moves by
+# +-30 % between runs of the same binaries on these 2-core VMs, with the
+# host. A change is therefore judged on rounds that run the old and the new
+# build back to back, in alternating order, many times: per round 64 B
+# write_lat (20000 iterations) and 64 B write_bw on 16 QPs (100000 WRITEs
+# each), malloc'd buffers, each build's own rocemu-perf and embedded module.
+# Prints every run, then each build's median, range and the rounds the
+# new build won. Needs root (namespaces).
+#
+#   sudo scripts/bench_embedded_ab.sh --old DIR --new DIR [--rounds N]
+#        [--memif-extra ,rsize=8]
+# DIR: a build directory (e.g. a clone's build/ at the old commit). The
+# memif devargs default to rsize=8 (256 slots), as the example configs.
+set -euo pipefail
+old=""
+new=""
+rounds=8
+extra=",rsize=8"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --old) old="$(cd "$2" && pwd)"; shift 2 ;;
+    --new) new="$(cd "$2" && pwd)"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --memif-extra) extra="$2"; shift 2 ;;
+    *) echo "usage: $0 --old DIR --new DIR [--rounds N] [--memif-extra S]" >&2
+       exit 2 ;;
+  esac
+done
+if [[ -z "$old" || -z "$new" ]]; then
+  echo "usage: $0 --old DIR --new DIR [--rounds N] [--memif-extra S]" >&2
+  exit 2
+fi
+root="$(cd "$(dirname "$0")/.." && pwd)"
+exec python3 - "$root" "$old" "$new" "$rounds" "$extra" <<'PY'
+import os, statistics, subprocess, sys
+root, old, new, rounds, extra = sys.argv[1:6]
+sys.path.insert(0, os.path.join(root, "tests", "emulator"))
+sys.path.insert(0, os.path.join(root, "scripts"))
+import bench_pair
+import net_perf_test as t
+
+builds = {"old": old, "new": new}
+perfs = {k: os.path.join(v, "verbs", "tools", "rocemu-perf")
+         for k, v in builds.items()}
+for p in perfs.values():
+    if not os.path.exists(p):
+        sys.exit(f"missing {p}")
+rocemud = os.path.join(new, "emulator", "rocemud")
+print("load:", subprocess.run(["uptime"], capture_output=True,
+                              text=True).stdout.strip(), flush=True)
+lat = {"old": [], "new": []}
+bw16 = {"old": [], "new": []}
+r = t.Run(rocemud, perfs["new"])
+try:
+    ns = r.netns("bench-ab")
+    for i in range(int(rounds)):
+        order = ("old", "new") if i % 2 == 0 else ("new", "old")
+        for side in order:
+            res, err = bench_pair.embedded_run(
+                r, ns, perfs[side], "write_lat",
+                ["-s", "64", "-n", "20000", "--memory=malloc"], extra)
+            lat[side].append(res["p50_us"] if res else None)
+            res2, err2 = bench_pair.embedded_run(
+                r, ns, perfs[side], "write_bw",
+                ["-s", "64", "-q", "16", "-n", str(16 * 100000),
+                 "--memory=malloc"], extra)
+            bw16[side].append(res2["msg_rate_mpps"] if res2 else None)
+            print(f"round {i + 1} {side}: write_lat p50 "
+                  f"{res['p50_us'] if res else err} us, write_bw 16 QPs "
+                  f"{res2['msg_rate_mpps'] if res2 else err2} Mmsg/s",
+                  flush=True)
+finally:
+    r.cleanup()
+
+
+def summary(name, d, unit, higher_better):
+    ok = {k: [x for x in v if x is not None] for k, v in d.items()}
+    pairs = [(o, n) for o, n in zip(d["old"], d["new"])
+             if o is not None and n is not None]
+    won = sum(1 for o, n in pairs if (n > o if higher_better else n < o))
+    parts = []
+    for k in ("old", "new"):
+        v = ok[k]
+        parts.append(f"{k} median {statistics.median(v):.3g} {unit} "
+                     f"({min(v):.3g}-{max(v):.3g}, {len(v)} runs)"
+                     if v else f"{k}: no run")
+    print(f"{name}: " + "; ".join(parts) +
+          f"; new better in {won} of {len(pairs)} rounds")
+
+
+summary("write_lat 64 B p50", lat, "us", False)
+summary("write_bw 64 B x 16 QPs", bw16, "Mmsg/s", True)
+PY
