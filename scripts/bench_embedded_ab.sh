@@ -46,7 +46,11 @@ import net_perf_test as t
 builds = {"old": old, "new": new}
 perfs = {k: os.path.join(v, "verbs", "tools", "rocemu-perf")
          for k, v in builds.items()}
-for p in perfs.values():
+# Each build's own module: the library's built-in path is absolute, so a
+# copied build directory would load the original's.
+modules = {k: os.path.join(v, "emulator", "librocemu_embedded.so")
+           for k, v in builds.items()}
+for p in list(perfs.values()) + list(modules.values()):
     if not os.path.exists(p):
         sys.exit(f"missing {p}")
 rocemud = os.path.join(new, "emulator", "rocemud")
@@ -62,12 +66,13 @@ try:
         for side in order:
             res, err = bench_pair.embedded_run(
                 r, ns, perfs[side], "write_lat",
-                ["-s", "64", "-n", "20000", "--memory=malloc"], extra)
+                ["-s", "64", "-n", "20000", "--memory=malloc"], extra,
+                module=modules[side])
             lat[side].append(res["p50_us"] if res else None)
             res2, err2 = bench_pair.embedded_run(
                 r, ns, perfs[side], "write_bw",
                 ["-s", "64", "-q", "16", "-n", str(16 * 100000),
-                 "--memory=malloc"], extra)
+                 "--memory=malloc"], extra, module=modules[side])
             bw16[side].append(res2["msg_rate_mpps"] if res2 else None)
             print(f"round {i + 1} {side}: write_lat p50 "
                   f"{res['p50_us'] if res else err} us, write_bw 16 QPs "

@@ -53,10 +53,12 @@ def perf_pair(r, ns, perf, test, args, server, client, wait_for=None,
             if l.startswith("{")][-1], ""
 
 
-def embedded_run(r, ns, perf, test, args, memif_extra="", use_yield=False):
+def embedded_run(r, ns, perf, test, args, memif_extra="", use_yield=False,
+                 module=None):
     """rocemu-perf with each side's RNIC in its own process: two configs
     naming the two ends of one memif link (`memif_extra` is appended to
-    the devargs, e.g. ",rsize=8")."""
+    the devargs, e.g. ",rsize=8"). `module`: the librocemu_embedded.so to
+    load, where not the one whose path the library was built with."""
     tmp = os.path.join(r.tmp, "embedded")
     os.makedirs(tmp, exist_ok=True)
     pid = os.getpid()
@@ -72,7 +74,10 @@ def embedded_run(r, ns, perf, test, args, memif_extra="", use_yield=False):
             control={"socket": os.path.join(tmp, f"{name}-ctl.sock")},
             verbs={"socket": os.path.join(tmp, f"{name}-verbs.sock")},
             logging={"file": os.path.join(tmp, f"{name}.log")})
-        env.append(dict(os.environ, ROCEMU_EMBEDDED=cfg))
+        e = dict(os.environ, ROCEMU_EMBEDDED=cfg)
+        if module:
+            e["ROCEMU_EMBEDDED_MODULE"] = module
+        env.append(e)
     dev = ["-d", "rocemu_p0"]
     try:
         return perf_pair(r, ns, perf, test, args, (dev, env[0]),
