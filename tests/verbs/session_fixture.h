@@ -184,6 +184,20 @@ inline void ConnectClient(const ClientObjs& o, const Peer& peer) {
   }
 }
 
+// A forked client's usual start: its objects (OpenClient), its QP
+// connected to `peer`, its ClientInfo sent `up`; returns once the parent
+// says go on `down` (B is connected to it).
+inline ClientObjs OpenConnectedClient(const std::string& path, size_t buf_len,
+                                      const Peer& peer, int up, int down) {
+  ClientObjs o = OpenClient(path, buf_len);
+  ClientInfo info{rocemu_qp_num(o.qp), o.mr->lkey, 0, rocemu_client_id(o.ctx)};
+  ConnectClient(o, peer);
+  WriteAll(up, &info, sizeof(info));
+  char go;
+  ReadAll(down, &go, 1);
+  return o;
+}
+
 // A signalled RDMA WRITE of `sge` to the peer's buffer (+ offset).
 inline rocemu_send_wr RdmaWriteWr(uint64_t wr_id, rocemu_sge* sge, int num_sge,
                                   const Peer& peer, uint64_t offset = 0) {

@@ -48,20 +48,14 @@ TEST_F(VerbsSessionTest, SigkilledClientIsCleanedUpAndOthersCarryOn) {
   int from_child, to_child;
   const pid_t pid = Fork(
       [&](int up, int down) {
-        ClientObjs o = OpenClient(path, kLen);
-        ClientInfo info{rocemu_qp_num(o.qp), o.mr->lkey, 0,
-                        rocemu_client_id(o.ctx)};
-        ConnectClient(o, peer);
-        WriteAll(up, &info, sizeof(info));
-        char go;
-        ReadAll(down, &go, 1);
+        ClientObjs o = OpenConnectedClient(path, kLen, peer, up, down);
         rocemu_sge sge{reinterpret_cast<uint64_t>(o.buf->addr), kLen,
                        o.mr->lkey};
         rocemu_send_wr wr = RdmaWriteWr(1, &sge, 1, peer);
         rocemu_send_wr* bad = nullptr;
         if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
-        WriteAll(up, &go, 1);
-        pause();  // killed here, mid-transfer
+        WriteAll(up, "g", 1);  // echoes the go
+        pause();               // killed here, mid-transfer
       },
       &from_child, &to_child);
   ClientInfo info;
@@ -142,13 +136,7 @@ TEST_F(VerbsSessionTest, OtherClientsKeysAreRefused) {
   const pid_t thief = Fork(
       [&](int up, int down) {
         if (root && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(kOpen);
-        ClientObjs o = OpenClient(path, 4096);
-        ClientInfo info{rocemu_qp_num(o.qp), o.mr->lkey, 0,
-                        rocemu_client_id(o.ctx)};
-        ConnectClient(o, peer);
-        WriteAll(up, &info, sizeof(info));
-        char go;
-        ReadAll(down, &go, 1);
+        ClientObjs o = OpenConnectedClient(path, 4096, peer, up, down);
         rocemu_sge sge{victim_info.addr, 4096, victim_info.lkey};
         rocemu_send_wr wr = RdmaWriteWr(13, &sge, 1, peer);
         rocemu_send_wr* bad = nullptr;
@@ -196,13 +184,7 @@ TEST_F(VerbsSessionTest, KeyOfADeregisteredRegionIsRefusedAfterUse) {
   int from, to;
   const pid_t pid = Fork(
       [&](int up, int down) {
-        ClientObjs o = OpenClient(path, 4096);
-        ClientInfo info{rocemu_qp_num(o.qp), o.mr->lkey, 0,
-                        rocemu_client_id(o.ctx)};
-        ConnectClient(o, peer);
-        WriteAll(up, &info, sizeof(info));
-        char go;
-        ReadAll(down, &go, 1);
+        ClientObjs o = OpenConnectedClient(path, 4096, peer, up, down);
         rocemu_sge sge{reinterpret_cast<uint64_t>(o.buf->addr), 64, o.mr->lkey};
         rocemu_send_wr wr = RdmaWriteWr(1, &sge, 1, peer);
         rocemu_send_wr* bad = nullptr;
@@ -490,19 +472,13 @@ TEST_F(VerbsSessionTest, ReceiveStillInTheRingIsFoundByTheSend) {
   int from_child, to_child;
   const pid_t pid = Fork(
       [&](int up, int down) {
-        ClientObjs o = OpenClient(path, 1 << 16);
-        ClientInfo info{rocemu_qp_num(o.qp), o.mr->lkey, 0,
-                        rocemu_client_id(o.ctx)};
-        ConnectClient(o, peer);
-        WriteAll(up, &info, sizeof(info));
-        char go;
-        ReadAll(down, &go, 1);
+        ClientObjs o = OpenConnectedClient(path, 1 << 16, peer, up, down);
         auto* base = static_cast<uint8_t*>(o.buf->addr);
         rocemu_sge rsge{reinterpret_cast<uint64_t>(base), 4096, o.mr->lkey};
         rocemu_recv_wr rwr{11, nullptr, &rsge, 1};
         rocemu_recv_wr* bad_r = nullptr;
         if (rocemu_post_recv(o.qp, &rwr, &bad_r) != 0) _exit(kPostRecv);
-        WriteAll(up, &go, 1);  // posted: the peer may send
+        WriteAll(up, "g", 1);  // posted: the peer may send
         const rocemu_wc r = PollCompletion(o);
         if (r.wr_id != 11 || r.status != ROCEMU_WC_SUCCESS ||
             r.opcode != ROCEMU_WC_RECV || r.byte_len != kSendLen) {
