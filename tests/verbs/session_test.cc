@@ -212,6 +212,76 @@ TEST_F(VerbsSessionTest, KeyOfADeregisteredRegionIsRefusedAfterUse) {
   close(to);
 }
 
+// Doorbells (verbs/doorbell.h): a queue that had work at the last pass is
+// polled with its doorbell left rung, so the next post rings nothing; a
+// pass that finds it empty clears the doorbell, and the post after that
+// rings again. Each post is drained either way.
+TEST_F(VerbsSessionTest, BusyQueueIsPolledWithoutNewDoorbells) {
+  StartServer();
+  Endpoint eb = MakePeer();
+  const Peer peer = PeerOf(eb);
+  const std::string path = path_;
+  int from, to;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs o = OpenConnectedClient(path, 4096, peer, up, down);
+        rocemu_sge sge{reinterpret_cast<uint64_t>(o.buf->addr), 64, o.mr->lkey};
+        for (uint64_t id = 1; id <= 3; ++id) {
+          rocemu_send_wr wr = RdmaWriteWr(id, &sge, 1, peer);
+          rocemu_send_wr* bad = nullptr;
+          if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
+          const char posted = static_cast<char>('0' + id);
+          WriteAll(up, &posted, 1);
+          if (id < 3) {
+            char go;
+            ReadAll(down, &go, 1);
+          }
+        }
+        for (uint64_t id = 1; id <= 3; ++id) {
+          const rocemu_wc w = PollCompletion(o);
+          if (w.wr_id != id || w.status != ROCEMU_WC_SUCCESS) _exit(kWriteWc);
+        }
+      },
+      &from, &to);
+  ClientInfo info;
+  ASSERT_TRUE(PumpRead(from, &info, sizeof(info)))
+      << "client exited with " << PumpUntilExit(pid);
+  ConnectPeer(eb, info.qpn);
+  ASSERT_EQ(write(to, "g", 1), 1);
+  // The parent pumps only when told, so each pass is known: it waits for
+  // the client's byte without pumping (the pipe does not block).
+  auto posted = [&](char want) {
+    char c = 0;
+    const time_t give_up = time(nullptr) + 30;
+    ssize_t r;
+    while ((r = read(from, &c, 1)) < 0 && errno == EAGAIN &&
+           time(nullptr) < give_up) {
+      usleep(50);
+    }
+    ASSERT_EQ(r, 1) << "client exited with " << PumpUntilExit(pid);
+    ASSERT_EQ(c, want);
+  };
+  const uint64_t d0 = server_->counters().doorbells;
+  ASSERT_NO_FATAL_FAILURE(posted('1'));
+  Pump();
+  EXPECT_EQ(server_->counters().sq_wqes, 1u);
+  EXPECT_EQ(server_->counters().doorbells, d0 + 1);
+  ASSERT_EQ(write(to, "g", 1), 1);
+  ASSERT_NO_FATAL_FAILURE(posted('2'));
+  Pump();  // still active from the pass that took WRITE 1
+  EXPECT_EQ(server_->counters().sq_wqes, 2u);
+  EXPECT_EQ(server_->counters().doorbells, d0 + 1);
+  Pump();  // found empty: the doorbell is cleared
+  ASSERT_EQ(write(to, "g", 1), 1);
+  ASSERT_NO_FATAL_FAILURE(posted('3'));
+  Pump();
+  EXPECT_EQ(server_->counters().sq_wqes, 3u);
+  EXPECT_EQ(server_->counters().doorbells, d0 + 2);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  close(from);
+  close(to);
+}
+
 TEST_F(VerbsSessionTest, RaiiLayerDestroysEverythingExplicitly) {
   StartServer();
   const std::string path = path_;
