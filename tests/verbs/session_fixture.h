@@ -184,6 +184,20 @@ inline void ConnectClient(const ClientObjs& o, const Peer& peer) {
   }
 }
 
+// One byte from a child's pipe (which does not block), waiting up to 30 s
+// without pumping: for tests that choose when the server takes a pass.
+// 0 when nothing came or the child is gone.
+inline char ReadByteWithoutPumping(int fd) {
+  const time_t give_up = time(nullptr) + 30;
+  for (;;) {
+    char c = 0;
+    const ssize_t r = read(fd, &c, 1);
+    if (r == 1) return c;
+    if (r == 0 || errno != EAGAIN || time(nullptr) >= give_up) return 0;
+    usleep(50);
+  }
+}
+
 // A forked client's usual start: its objects (OpenClient), its QP
 // connected to `peer`, its ClientInfo sent `up`; returns once the parent
 // says go on `down` (B is connected to it).
@@ -335,6 +349,16 @@ class VerbsSessionTest : public ::testing::Test {
     ASSERT_TRUE(nic::testing::ConnectQp(net_.b(), e, net_.a().config(),
                                         client_qpn, 5000, 100, ConnectOptions{})
                     .ok());
+  }
+
+  // The parent's side of OpenConnectedClient: the child's ClientInfo into
+  // *info, B's endpoint connected to the child's QP, and the go.
+  void AcceptConnectedClient(pid_t pid, int from, int to, const Endpoint& eb,
+                             ClientInfo* info) {
+    ASSERT_TRUE(PumpRead(from, info, sizeof(*info)))
+        << "client exited with " << PumpUntilExit(pid);
+    ASSERT_NO_FATAL_FAILURE(ConnectPeer(eb, info->qpn));
+    ASSERT_EQ(write(to, "g", 1), 1);
   }
 
   // A signaled SEND of eb.buf[offset, offset + len) from B's endpoint.

@@ -199,10 +199,7 @@ TEST_F(VerbsSessionTest, KeyOfADeregisteredRegionIsRefusedAfterUse) {
       },
       &from, &to);
   ClientInfo info;
-  ASSERT_TRUE(PumpRead(from, &info, sizeof(info)))
-      << "client exited with " << PumpUntilExit(pid);
-  ConnectPeer(eb, info.qpn);
-  ASSERT_EQ(write(to, "g", 1), 1);
+  ASSERT_NO_FATAL_FAILURE(AcceptConnectedClient(pid, from, to, eb, &info));
   EXPECT_EQ(PumpUntilExit(pid), 0);
   // Refused by the session (not only by the RNIC, which no longer knows
   // the key either): the remembered key was forgotten at the release.
@@ -244,22 +241,11 @@ TEST_F(VerbsSessionTest, BusyQueueIsPolledWithoutNewDoorbells) {
       },
       &from, &to);
   ClientInfo info;
-  ASSERT_TRUE(PumpRead(from, &info, sizeof(info)))
-      << "client exited with " << PumpUntilExit(pid);
-  ConnectPeer(eb, info.qpn);
-  ASSERT_EQ(write(to, "g", 1), 1);
-  // The parent pumps only when told, so each pass is known: it waits for
-  // the client's byte without pumping (the pipe does not block).
+  ASSERT_NO_FATAL_FAILURE(AcceptConnectedClient(pid, from, to, eb, &info));
+  // The parent pumps only when told, so each pass is known.
   auto posted = [&](char want) {
-    char c = 0;
-    const time_t give_up = time(nullptr) + 30;
-    ssize_t r;
-    while ((r = read(from, &c, 1)) < 0 && errno == EAGAIN &&
-           time(nullptr) < give_up) {
-      usleep(50);
-    }
-    ASSERT_EQ(r, 1) << "client exited with " << PumpUntilExit(pid);
-    ASSERT_EQ(c, want);
+    ASSERT_EQ(ReadByteWithoutPumping(from), want)
+        << "client exited with " << PumpUntilExit(pid);
   };
   const uint64_t d0 = server_->counters().doorbells;
   ASSERT_NO_FATAL_FAILURE(posted('1'));
@@ -560,18 +546,12 @@ TEST_F(VerbsSessionTest, ReceiveStillInTheRingIsFoundByTheSend) {
       },
       &from_child, &to_child);
   ClientInfo info;
-  ASSERT_TRUE(PumpRead(from_child, &info, sizeof(info)))
-      << "client exited with " << PumpUntilExit(pid);
-  ConnectPeer(eb, info.qpn);
-  ASSERT_EQ(write(to_child, "g", 1), 1);
+  ASSERT_NO_FATAL_FAILURE(
+      AcceptConnectedClient(pid, from_child, to_child, eb, &info));
   // Waits for "posted" without serving the client: its RQ ring is not
   // drained by the loop.
-  char posted = 0;
-  const time_t give_up = time(nullptr) + 30;
-  while (read(from_child, &posted, 1) != 1 && time(nullptr) < give_up) {
-    usleep(50);
-  }
-  ASSERT_EQ(posted, 'g') << "client exited with " << PumpUntilExit(pid);
+  ASSERT_EQ(ReadByteWithoutPumping(from_child), 'g')
+      << "client exited with " << PumpUntilExit(pid);
   EXPECT_EQ(server_->counters().rq_wqes, 0u);
   for (size_t i = 0; i < kSendLen; ++i) eb.buf[i] = Pattern(i, 9);
   ASSERT_TRUE(PeerSend(eb, 5, 0, kSendLen).ok());
