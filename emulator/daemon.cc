@@ -374,18 +374,24 @@ void Daemon::StopWorkers() {
   workers_running_ = false;
 }
 
-bool Daemon::PollSessionData() {
-  uint64_t work = 0;
+void Daemon::PollSessionPosts() {
   for (unsigned i = 0; i < sessions_.size(); ++i) {
     verbs::SessionServer* s = sessions_[i].get();
     if (s == nullptr) continue;
     const uint64_t before = SessionWork(s->counters());
-    s->PollData();
-    const uint64_t after = SessionWork(s->counters());
+    s->PollPosts();
     // Posted work must go out in this pass, not when the RNIC's last
     // reported event time comes round.
-    if (after != before) ports_[i]->next_event = 0;
-    work += after;
+    if (SessionWork(s->counters()) != before) ports_[i]->next_event = 0;
+  }
+}
+
+bool Daemon::PollSessionCompletions() {
+  uint64_t work = 0;
+  for (const auto& s : sessions_) {
+    if (s == nullptr) continue;
+    s->PollCompletions();
+    work += SessionWork(s->counters());
   }
   const bool moved = work != session_work_;
   session_work_ = work;
@@ -545,11 +551,14 @@ bool Daemon::Pass(DaemonSignals* signals) {
 }
 
 bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
-  // Applications post without syscalls: their rings are read every pass.
-  bool busy = !sessions_.empty() && PollSessionData();
+  // Applications post without syscalls: their rings are read every pass,
+  // posts before the ports and completions after them.
+  if (!sessions_.empty()) PollSessionPosts();
+  bool busy = false;
   for (unsigned i = 0; i < ports_.size(); ++i) {
     busy |= PollPort(i, now);
   }
+  busy |= !sessions_.empty() && PollSessionCompletions();
   if (endpoints_touched_) {
     next_event_ = RefreshNextEvents();
     endpoints_touched_ = false;

@@ -292,10 +292,12 @@ class Daemon {
              nic::TimeNs idle_sleep_ns);
   // One session server per port with a verbs socket (AttachRnics).
   absl::Status StartSessions();
-  // Moves posted work requests into the RNICs and completions out to the
-  // rings; returns whether anything moved. Ports with new work are made due
-  // for transmission in this very pass.
-  bool PollSessionData();
+  // Moves posted work requests into the RNICs; ports with new work are
+  // made due for transmission in this very pass.
+  void PollSessionPosts();
+  // Moves completions and events out to the rings; returns whether the
+  // sessions moved anything (posts included) since the last call.
+  bool PollSessionCompletions();
   // --- eal.lcores > 1 (shard.h) ---
   absl::Status StartShards();
   // SessionServer::route_client of shard 0: the shard of the client's

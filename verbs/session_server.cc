@@ -157,6 +157,11 @@ void SessionServer::PollControl() {
 }
 
 void SessionServer::PollData() {
+  PollPosts();
+  PollCompletions();
+}
+
+void SessionServer::PollPosts() {
   // Only queues whose clients rang (verbs/doorbell.h), plus every queue of
   // clients that have no doorbells.
   for (auto& [id, c] : clients_) {
@@ -164,6 +169,9 @@ void SessionServer::PollData() {
   }
   DrainActive();
   if (unrung_clients_ > 0) DrainUnrung();
+}
+
+void SessionServer::PollCompletions() {
   for (auto& [h, cq] : cqs_) {
     if (cq->nic_cq->size() > 0) DrainCq(*cq);
   }

@@ -170,8 +170,14 @@ class SessionServer final : private nic::RecvWqeFetcher {
   // The control plane (see the file comment): makes syscalls, may allocate.
   void PollControl();
   // The data plane: rings only, allocation-free, no syscall but eventfd
-  // writes.
+  // writes. PollData() is PollPosts() then PollCompletions(); the daemon
+  // calls them around its ports, so that what a pass completes reaches the
+  // CQ rings in that pass.
   void PollData();
+  // Work requests from the SQ, RQ and SRQ rings into the RNIC.
+  void PollPosts();
+  // Completions, async events and CM events out to the rings.
+  void PollCompletions();
   // Appends one JSON object describing the server (socket, device,
   // counters, clients and their objects), no trailing comma or newline.
   void AppendStateJson(std::string* out) const;
