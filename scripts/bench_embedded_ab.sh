@@ -5,14 +5,15 @@
 # RNIC in-process, over one memif link in a network namespace) moves by
 # +-30 % between runs of the same binaries on these 2-core VMs, with the
 # host. A change is therefore judged on rounds that run the old and the new
-# build back to back, in alternating order, many times: per round 64 B
-# write_lat (20000 iterations) and 64 B write_bw on 16 QPs (100000 WRITEs
-# each), malloc'd buffers, each build's own rocemu-perf and embedded module.
+# build back to back, in alternating order, many times: per round the
+# chosen cases (default 64 B write_lat, 20000 iterations, and 64 B write_bw
+# on 16 QPs, 100000 WRITEs each; send_lat, 20000 iterations, on request),
+# malloc'd buffers, each build's own rocemu-perf and embedded module.
 # Prints every run, then each build's median, range and the rounds the
 # new build won. Needs root (namespaces).
 #
 #   sudo scripts/bench_embedded_ab.sh --old DIR --new DIR [--rounds N]
-#        [--memif-extra ,rsize=8]
+#        [--memif-extra ,rsize=8] [--cases write_lat,write_bw16,send_lat]
 # DIR: a build directory (e.g. a clone's build/ at the old commit). The
 # memif devargs default to rsize=8 (256 slots), as the example configs.
 set -euo pipefail
@@ -20,13 +21,16 @@ old=""
 new=""
 rounds=8
 extra=",rsize=8"
+cases="write_lat,write_bw16"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --old) old="$(cd "$2" && pwd)"; shift 2 ;;
     --new) new="$(cd "$2" && pwd)"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --memif-extra) extra="$2"; shift 2 ;;
-    *) echo "usage: $0 --old DIR --new DIR [--rounds N] [--memif-extra S]" >&2
+    --cases) cases="$2"; shift 2 ;;
+    *) echo "usage: $0 --old DIR --new DIR [--rounds N] [--memif-extra S]" \
+            "[--cases C,...]" >&2
        exit 2 ;;
   esac
 done
@@ -35,9 +39,9 @@ if [[ -z "$old" || -z "$new" ]]; then
   exit 2
 fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
-exec python3 - "$root" "$old" "$new" "$rounds" "$extra" <<'PY'
+exec python3 - "$root" "$old" "$new" "$rounds" "$extra" "$cases" <<'PY'
 import os, statistics, subprocess, sys
-root, old, new, rounds, extra = sys.argv[1:6]
+root, old, new, rounds, extra, cases = sys.argv[1:7]
 sys.path.insert(0, os.path.join(root, "tests", "emulator"))
 sys.path.insert(0, os.path.join(root, "scripts"))
 import bench_pair
@@ -56,28 +60,36 @@ for p in list(perfs.values()) + list(modules.values()):
 rocemud = os.path.join(new, "emulator", "rocemud")
 print("load:", subprocess.run(["uptime"], capture_output=True,
                               text=True).stdout.strip(), flush=True)
-lat = {"old": [], "new": []}
-bw16 = {"old": [], "new": []}
+# name: (rocemu-perf test, arguments, result key, unit, higher is better)
+CASES = {
+    "write_lat": ("write_lat", ["-s", "64", "-n", "20000"], "p50_us",
+                  "us", False),
+    "send_lat": ("send_lat", ["-s", "64", "-n", "20000"], "p50_us", "us",
+                 False),
+    "write_bw16": ("write_bw", ["-s", "64", "-q", "16", "-n",
+                                str(16 * 100000)], "msg_rate_mpps",
+                   "Mmsg/s", True),
+}
+chosen = cases.split(",")
+for c in chosen:
+    if c not in CASES:
+        sys.exit(f"unknown case {c}: one of {', '.join(CASES)}")
+results = {c: {"old": [], "new": []} for c in chosen}
 r = t.Run(rocemud, perfs["new"])
 try:
     ns = r.netns("bench-ab")
     for i in range(int(rounds)):
         order = ("old", "new") if i % 2 == 0 else ("new", "old")
         for side in order:
-            res, err = bench_pair.embedded_run(
-                r, ns, perfs[side], "write_lat",
-                ["-s", "64", "-n", "20000", "--memory=malloc"], extra,
-                module=modules[side])
-            lat[side].append(res["p50_us"] if res else None)
-            res2, err2 = bench_pair.embedded_run(
-                r, ns, perfs[side], "write_bw",
-                ["-s", "64", "-q", "16", "-n", str(16 * 100000),
-                 "--memory=malloc"], extra, module=modules[side])
-            bw16[side].append(res2["msg_rate_mpps"] if res2 else None)
-            print(f"round {i + 1} {side}: write_lat p50 "
-                  f"{res['p50_us'] if res else err} us, write_bw 16 QPs "
-                  f"{res2['msg_rate_mpps'] if res2 else err2} Mmsg/s",
-                  flush=True)
+            line = []
+            for c in chosen:
+                test, args, key, unit, _ = CASES[c]
+                res, err = bench_pair.embedded_run(
+                    r, ns, perfs[side], test, args + ["--memory=malloc"],
+                    extra, module=modules[side])
+                results[c][side].append(res[key] if res else None)
+                line.append(f"{c} {res[key] if res else err} {unit}")
+            print(f"round {i + 1} {side}: " + ", ".join(line), flush=True)
 finally:
     r.cleanup()
 
@@ -97,6 +109,7 @@ def summary(name, d, unit, higher_better):
           f"; new better in {won} of {len(pairs)} rounds")
 
 
-summary("write_lat 64 B p50", lat, "us", False)
-summary("write_bw 64 B x 16 QPs", bw16, "Mmsg/s", True)
+for c in chosen:
+    _, _, _, unit, higher = CASES[c]
+    summary(f"{c} 64 B", results[c], unit, higher)
 PY
