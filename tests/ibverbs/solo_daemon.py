@@ -25,10 +25,12 @@ class SoloDaemon:
         self.verbs = os.path.join(self.tmp, "verbs.sock")
         self.log = os.path.join(self.tmp, "rocemud.log")
         cfg = os.path.join(self.tmp, "rocemud.yaml")
+        self.mac = "02:00:00:78:00:01"
+        self.addresses = ["10.78.0.1/24", "fd78::1/64"]
         netns_util.write_rocemud_config(
             cfg, f"rocemu-solo-{os.getpid()}",
-            [netns_util.port(name, "net_ring0", "02:00:00:78:00:01",
-                             ["10.78.0.1/24", "fd78::1/64"], 4200)],
+            [netns_util.port(name, "net_ring0", self.mac, self.addresses,
+                             4200)],
             eal={"memory_mb": 256, "hugepages": "no"},
             control={"socket": self.ctl},
             verbs={"socket": self.verbs, "socket_mode": "0666"},
