@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """ibv_probe (an ordinary program built against Debian's libibverbs) over
 the drop-in library and one rocemud: completion-channel and async fds,
-several threads posting to one QP, refusals, fork (a child's copy of
-registered memory), discovery with no daemon (an
+several threads posting to one QP, refusals, parent domains, fork (a
+child's copy of registered memory), discovery with no daemon (an
 empty list and one stderr line naming the socket tried), and the daemon
 killed under the running program (DEVICE_FATAL, errors instead of hangs,
 releases that free everything).
@@ -39,7 +39,8 @@ def main():
     d = SoloDaemon(rocemud, prefix="rocemu-probe-")
     try:
         env = d.env(dropin)
-        for scenario in ("channel", "threads", "refuse", "fork", "marshall"):
+        for scenario in ("channel", "threads", "refuse", "fork", "marshall",
+                         "parent"):
             r = run_probe(probe, env, scenario)
             n_ok = r.stdout.count("\nok   ") + r.stdout.startswith("ok   ")
             check(r.returncode == 0,

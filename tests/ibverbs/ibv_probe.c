@@ -38,25 +38,25 @@ static int check(int ok, int err) {
   return ok;
 }
 
-#define CHECK(cond, ...)                     \
-  do {                                       \
-    const int ok_ = (cond);                  \
-    const int err_ = errno;                  \
-    check(ok_, err_);                        \
-    printf(__VA_ARGS__);                     \
-    printf(" (errno %d)\n", err_);           \
-    fflush(stdout);                          \
+#define CHECK(cond, ...)           \
+  do {                             \
+    const int ok_ = (cond);        \
+    const int err_ = errno;        \
+    check(ok_, err_);              \
+    printf(__VA_ARGS__);           \
+    printf(" (errno %d)\n", err_); \
+    fflush(stdout);                \
   } while (0)
 
-#define REQUIRE(cond, ...)                   \
-  do {                                       \
-    const int ok_ = (cond);                  \
-    const int err_ = errno;                  \
-    check(ok_, err_);                        \
-    printf(__VA_ARGS__);                     \
-    printf(" (errno %d)\n", err_);           \
-    fflush(stdout);                          \
-    if (!ok_) exit(1);                       \
+#define REQUIRE(cond, ...)         \
+  do {                             \
+    const int ok_ = (cond);        \
+    const int err_ = errno;        \
+    check(ok_, err_);              \
+    printf(__VA_ARGS__);           \
+    printf(" (errno %d)\n", err_); \
+    fflush(stdout);                \
+    if (!ok_) exit(1);             \
   } while (0)
 
 static double now_s(void) {
@@ -126,12 +126,12 @@ static void connect_qp(struct pair* p, struct ibv_qp* qp, uint32_t dest) {
   a.ah_attr.grh.hop_limit = 64;
   REQUIRE(ibv_query_gid(p->ctx, 1, 0, &a.ah_attr.grh.dgid) == 0,
           "our own GID 0");
-  REQUIRE(ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                            IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                            IBV_QP_MAX_DEST_RD_ATOMIC |
-                            IBV_QP_MIN_RNR_TIMER) == 0,
-          "QP %u to RTR", qp->qp_num);
+  REQUIRE(
+      ibv_modify_qp(qp, &a,
+                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
+      "QP %u to RTR", qp->qp_num);
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_RTS;
   a.sq_psn = 7;
@@ -324,9 +324,9 @@ static void* poster(void* arg) {
     const size_t src = slot % (g_pair.len / 2);
     memset(g_pair.buf + src, (t * 31 + i) & 0xff, kChunk);
     int rc;
-    while ((rc = post_write(g_pair.a, &g_pair,
-                            ((uint64_t)t << 32) | (uint64_t)i, src,
-                            g_pair.len / 2 + src, kChunk)) == ENOMEM) {
+    while (
+        (rc = post_write(g_pair.a, &g_pair, ((uint64_t)t << 32) | (uint64_t)i,
+                         src, g_pair.len / 2 + src, kChunk)) == ENOMEM) {
     }
     if (rc != 0) {
       printf("FAIL thread %d post %d: %d\n", t, i, rc);
@@ -352,8 +352,7 @@ static int probe_threads(void) {
     for (int k = 0; k < n; ++k) {
       const int t = (int)(wc[k].wr_id >> 32);
       const int i = (int)(wc[k].wr_id & 0xffffffff);
-      if (wc[k].status != IBV_WC_SUCCESS || t >= kThreads ||
-          i >= kPerThread) {
+      if (wc[k].status != IBV_WC_SUCCESS || t >= kThreads || i >= kPerThread) {
         ++bad;
         continue;
       }
@@ -405,6 +404,99 @@ static int probe_fork(void) {
   return failures != 0;
 }
 
+/* --- parent: ibv_alloc_parent_domain. A parent domain goes wherever its
+ * PD goes (QPs, MRs, an extended CQ's parent_domain), holds the PD until
+ * deallocated, and is refused where the API refuses one. rocemu's queue
+ * buffers are the daemon's shared memory, so the custom allocators are
+ * never called. --- */
+static int g_allocs;
+static void* count_alloc(struct ibv_pd* pd, void* pd_context, size_t size,
+                         size_t alignment, uint64_t resource_type) {
+  (void)pd, (void)pd_context, (void)size, (void)alignment, (void)resource_type;
+  ++g_allocs;
+  return IBV_ALLOCATOR_USE_DEFAULT;
+}
+static void count_free(struct ibv_pd* pd, void* pd_context, void* ptr,
+                       uint64_t resource_type) {
+  (void)pd, (void)pd_context, (void)ptr, (void)resource_type;
+  ++g_allocs;
+}
+
+static int probe_parent(void) {
+  struct pair p;
+  memset(&p, 0, sizeof(p));
+  p.ctx = open_first();
+  struct ibv_pd* pd = ibv_alloc_pd(p.ctx);
+  REQUIRE(pd != NULL, "ibv_alloc_pd");
+  struct ibv_parent_domain_init_attr pa = {
+      .pd = pd,
+      .comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+                   IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+      .alloc = count_alloc,
+      .free = count_free,
+      .pd_context = &p};
+  p.pd = ibv_alloc_parent_domain(p.ctx, &pa);
+  REQUIRE(p.pd != NULL && p.pd != pd && p.pd->context == p.ctx,
+          "ibv_alloc_parent_domain with allocators");
+  struct ibv_parent_domain_init_attr over = {.pd = p.pd};
+  errno = 0;
+  CHECK(ibv_alloc_parent_domain(p.ctx, &over) == NULL && errno == EINVAL,
+        "a parent domain over a parent domain: EINVAL");
+  struct ibv_parent_domain_init_attr unknown = {.pd = pd, .comp_mask = 1u << 7};
+  errno = 0;
+  CHECK(ibv_alloc_parent_domain(p.ctx, &unknown) == NULL && errno == EINVAL,
+        "an unknown comp_mask bit: EINVAL");
+  CHECK(ibv_dealloc_pd(pd) == EBUSY,
+        "ibv_dealloc_pd of the PD under a parent domain: EBUSY");
+  struct ibv_cq_init_attr_ex cqa = {.cqe = 64,
+                                    .wc_flags = IBV_WC_STANDARD_FLAGS,
+                                    .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+                                    .parent_domain = pd};
+  errno = 0;
+  CHECK(ibv_create_cq_ex(p.ctx, &cqa) == NULL && errno == EINVAL,
+        "ibv_create_cq_ex with a PD that is no parent domain: EINVAL");
+  cqa.parent_domain = p.pd;
+  struct ibv_cq_ex* cqx = ibv_create_cq_ex(p.ctx, &cqa);
+  REQUIRE(cqx != NULL, "ibv_create_cq_ex with the parent domain");
+  p.cq = ibv_cq_ex_to_cq(cqx);
+  /* QPs and a region made through the parent domain move data. */
+  p.len = 1 << 16;
+  REQUIRE(posix_memalign((void**)&p.buf, 4096, p.len) == 0, "buffer");
+  for (size_t i = 0; i < 4096; ++i) p.buf[i] = (char)(i * 13);
+  memset(p.buf + 4096, 0, 4096);
+  p.mr = ibv_reg_mr(p.pd, p.buf, p.len,
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  REQUIRE(p.mr != NULL && p.mr->pd == p.pd, "ibv_reg_mr on the parent domain");
+  p.a = make_qp(&p, 8);
+  p.b = make_qp(&p, 8);
+  CHECK(p.a->pd == p.pd, "the QP's pd is the parent domain");
+  connect_qp(&p, p.a, p.b->qp_num);
+  connect_qp(&p, p.b, p.a->qp_num);
+  REQUIRE(post_write(p.a, &p, 5, 0, 4096, 4096) == 0, "post an RDMA WRITE");
+  struct ibv_wc wc;
+  int n = 0;
+  const double deadline = now_s() + 10;
+  while ((n = ibv_poll_cq(p.cq, 1, &wc)) == 0 && now_s() < deadline) {
+  }
+  CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 5 &&
+            wc.opcode == IBV_WC_RDMA_WRITE,
+        "the WRITE completes on the parent domain's CQ (%d, status %d)", n,
+        n == 1 ? (int)wc.status : -1);
+  CHECK(memcmp(p.buf, p.buf + 4096, 4096) == 0, "and moved the bytes");
+  CHECK(g_allocs == 0, "the allocators were not called (%d)", g_allocs);
+  CHECK(ibv_destroy_qp(p.a) == 0 && ibv_destroy_qp(p.b) == 0,
+        "ibv_destroy_qp both");
+  CHECK(ibv_dereg_mr(p.mr) == 0, "ibv_dereg_mr");
+  CHECK(ibv_destroy_cq(p.cq) == 0, "ibv_destroy_cq");
+  CHECK(ibv_dealloc_pd(p.pd) == 0, "ibv_dealloc_pd of the parent domain");
+  CHECK(ibv_dealloc_pd(p.pd) == EINVAL,
+        "a second ibv_dealloc_pd of it: EINVAL");
+  CHECK(ibv_dealloc_pd(pd) == 0, "then the PD goes");
+  CHECK(ibv_close_device(p.ctx) == 0, "ibv_close_device");
+  free(p.buf);
+  return failures != 0;
+}
+
 /* --- refuse: what a software RoCE device lacks fails the libibverbs way.
  */
 static int probe_refuse(void) {
@@ -424,10 +516,10 @@ static int probe_refuse(void) {
   CHECK(mw != NULL && ibv_dealloc_pd(pd) == EBUSY,
         "ibv_dealloc_pd with a window: EBUSY");
   CHECK(mw != NULL && ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw");
-  struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD |
-                                               IBV_XRCD_INIT_ATTR_OFLAGS,
-                                  .fd = -1,
-                                  .oflags = O_CREAT};
+  struct ibv_xrcd_init_attr xa = {
+      .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+      .fd = -1,
+      .oflags = O_CREAT};
   errno = 0;
   CHECK(ibv_open_xrcd(ctx, &xa) == NULL &&
             (errno == EOPNOTSUPP || errno == ENOSYS),
@@ -442,16 +534,14 @@ static int probe_refuse(void) {
   struct ibv_mr* odp =
       ibv_reg_mr(pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
   CHECK(odp != NULL, "ibv_reg_mr with IBV_ACCESS_ON_DEMAND (ODP)");
-  struct ibv_sge pre = {.addr = (uintptr_t)mem,
-                        .length = 8192,
-                        .lkey = odp ? odp->lkey : 0};
-  CHECK(odp != NULL &&
-            ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
-                          IBV_ADVISE_MR_FLAG_FLUSH, &pre, 1) == 0,
+  struct ibv_sge pre = {
+      .addr = (uintptr_t)mem, .length = 8192, .lkey = odp ? odp->lkey : 0};
+  CHECK(odp != NULL && ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+                                     IBV_ADVISE_MR_FLAG_FLUSH, &pre, 1) == 0,
         "ibv_advise_mr: a prefetch of the ODP region");
-  CHECK(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80, &pre, 1) ==
-            EINVAL,
-        "ibv_advise_mr with an unknown flag: EINVAL");
+  CHECK(
+      ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80, &pre, 1) == EINVAL,
+      "ibv_advise_mr with an unknown flag: EINVAL");
   if (odp) ibv_dereg_mr(odp);
   struct ibv_mr* implicit = ibv_reg_mr(
       pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
@@ -461,9 +551,8 @@ static int probe_refuse(void) {
   CHECK(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE) == NULL &&
             errno == EINVAL,
         "the whole address space without ODP: EINVAL");
-  struct ibv_mr* mr =
-      ibv_reg_mr(pd, mem, 8192,
-                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+  struct ibv_mr* mr = ibv_reg_mr(
+      pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
   CHECK(mr != NULL, "an optional access bit (relaxed ordering) is ignored");
   if (mr) ibv_dereg_mr(mr);
   errno = 0;
@@ -497,8 +586,10 @@ static int probe_refuse(void) {
   CHECK(qp != NULL && ibv_create_flow(qp, &fa) == NULL &&
             (errno == EOPNOTSUPP || errno == ENOSYS),
         "ibv_create_flow: not supported");
-  struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ, .max_wr = 4,
-                                .max_sge = 1, .pd = pd,
+  struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ,
+                                .max_wr = 4,
+                                .max_sge = 1,
+                                .pd = pd,
                                 .cq = ibv_cq_ex_to_cq(cqx)};
   errno = 0;
   CHECK(ibv_create_wq(ctx, &wa) == NULL,
@@ -514,8 +605,7 @@ static int probe_refuse(void) {
             dax.odp_caps.general_caps ==
                 (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) &&
             dax.odp_caps.per_transport_caps.rc_odp_caps == odp_rc &&
-            dax.completion_timestamp_mask == 0 &&
-            dax.orig_attr.max_mw > 0 &&
+            dax.completion_timestamp_mask == 0 && dax.orig_attr.max_mw > 0 &&
             (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
             (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B),
         "ibv_query_device_ex: ODP (implicit too), no timestamps; windows "
@@ -591,7 +681,8 @@ int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc != 2) {
     fprintf(stderr,
-            "usage: %s nodaemon|fatal|channel|threads|refuse|fork|marshall\n",
+            "usage: %s nodaemon|fatal|channel|threads|refuse|fork|marshall|"
+            "parent\n",
             argv[0]);
     return 2;
   }
@@ -603,6 +694,7 @@ int main(int argc, char** argv) {
   if (strcmp(s, "refuse") == 0) return probe_refuse();
   if (strcmp(s, "fork") == 0) return probe_fork();
   if (strcmp(s, "marshall") == 0) return probe_marshall();
+  if (strcmp(s, "parent") == 0) return probe_parent();
   fprintf(stderr, "unknown probe %s\n", s);
   return 2;
 }

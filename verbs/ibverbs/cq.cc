@@ -167,8 +167,13 @@ ibv_cq_ex* CreateCqEx(ibv_context* context, ibv_cq_init_attr_ex* attr) {
       (attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED) != 0) {
     return FailNull<ibv_cq_ex>(EOPNOTSUPP);
   }
-  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) != 0) {
-    return FailNull<ibv_cq_ex>(EOPNOTSUPP);  // no parent domains
+  // A CQ's parent domain names the allocators of its buffer, which are
+  // the daemon's (AllocParentDomain); it must be one of this context's.
+  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) != 0 &&
+      (attr->parent_domain == nullptr ||
+       attr->parent_domain->context != context ||
+       Pd(attr->parent_domain)->protection_domain == nullptr)) {
+    return FailNull<ibv_cq_ex>(EINVAL);
   }
   return CreateCq(context, static_cast<int>(attr->cqe), attr->channel,
                   static_cast<int>(attr->comp_vector), attr->cq_context,

@@ -372,6 +372,7 @@ ibv_context* rocemu_ibv_open_device(ibv_device* device) {
 
 int rocemu_ibv_close_device(ibv_context* context) {
   CtxImpl* ctx = Ctx(context);
+  for (ibv_pd* pd : ctx->retired_parent_domains) delete Pd(pd);
   rocemu_close_device(ctx->rc);
   close(ctx->async_epfd);
   pthread_mutex_destroy(&context->mutex);

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "verbs/client_objects.h"
 #include "verbs/ring_slots.h"
@@ -59,11 +60,19 @@ struct CtxImpl {
   int async_epfd;
   std::atomic<bool> fatal_reported{false};
   rocemu_device_attr attr;  // cached at open
+  // Parent domains the program deallocated: freed with the context, as
+  // objects created through one may still point at it (ibv_qp::pd ...).
+  std::vector<ibv_pd*> retired_parent_domains;
 };
 
+// A protection domain, or a parent domain (ibv_alloc_parent_domain) over
+// one: the same rocemu PD, so it goes wherever a PD goes.
 struct PdImpl {
   ibv_pd pd;
   rocemu_pd* rp;
+  PdImpl* protection_domain = nullptr;      // set on a parent domain
+  bool retired = false;                     // a parent domain deallocated
+  std::atomic<uint32_t> parent_domains{0};  // over this PD, still allocated
 };
 
 struct MrImpl {

@@ -116,7 +116,36 @@ int AdviseMr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags,
   return 0;
 }
 
+// The allocators are accepted and never called: a provider calls them for
+// the buffers it allocates, and rocemu's queue buffers are not the
+// library's to allocate (they are the daemon's shared memory, mapped at
+// creation). No thread domains exist (ibv_alloc_td refuses), so `td` must
+// be null.
+ibv_pd* AllocParentDomain(ibv_context* context,
+                          ibv_parent_domain_init_attr* attr) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return FailNull<ibv_pd>(EIO);
+  constexpr uint32_t kKnownMask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+                                  IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+  if (attr == nullptr || attr->pd == nullptr || attr->pd->context != context ||
+      attr->td != nullptr || (attr->comp_mask & ~kKnownMask) != 0) {
+    return FailNull<ibv_pd>(EINVAL);
+  }
+  PdImpl* base = Pd(attr->pd);
+  if (base->protection_domain != nullptr) {
+    return FailNull<ibv_pd>(EINVAL);  // over a PD, not a parent domain
+  }
+  auto* p = new PdImpl{};
+  p->rp = base->rp;
+  p->protection_domain = base;
+  p->pd.context = context;
+  p->pd.handle = attr->pd->handle;
+  base->parent_domains.fetch_add(1, std::memory_order_relaxed);
+  return &p->pd;
+}
+
 void FillMemoryOps(CtxImpl* ctx) {
+  ctx->vctx.alloc_parent_domain = AllocParentDomain;
   FillMwOps(ctx);
   ctx->vctx.advise_mr = AdviseMr;
 }
@@ -141,6 +170,19 @@ ibv_pd* rocemu_ibv_alloc_pd(ibv_context* context) {
 
 int rocemu_ibv_dealloc_pd(ibv_pd* pd) {
   PdImpl* p = Pd(pd);
+  if (p->protection_domain != nullptr) {  // a parent domain
+    pthread_mutex_lock(&pd->context->mutex);
+    const bool twice = p->retired;
+    if (!twice) {
+      p->retired = true;
+      p->protection_domain->parent_domains.fetch_sub(1,
+                                                     std::memory_order_relaxed);
+      Ctx(pd->context)->retired_parent_domains.push_back(pd);
+    }
+    pthread_mutex_unlock(&pd->context->mutex);
+    return twice ? EINVAL : 0;
+  }
+  if (p->parent_domains.load(std::memory_order_relaxed) > 0) return EBUSY;
   const int err = rocemu_dealloc_pd(p->rp);
   if (err != 0) return err;
   delete p;
