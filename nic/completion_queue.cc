@@ -21,7 +21,7 @@ CqPushResult CompletionQueue::Push(const WorkCompletion& wc, bool solicited) {
   const uint32_t cap = static_cast<uint32_t>(ring_.size());
   const uint32_t tail = head_ + count_;  // < 2 * cap: no division per CQE
   ring_[tail >= cap ? tail - cap : tail] = wc;
-  ++count_;
+  if (count_++ == 0 && order_ != nullptr) pending_since_ = ++*order_;
   // IBTA completion notification: a solicited-only arm is also satisfied by an
   // unsuccessful completion.
   if (arm_ == Arm::kNext || (arm_ == Arm::kSolicited &&
@@ -71,6 +71,7 @@ absl::StatusOr<CqHandle> CqTable::Create(ClientId client, uint32_t cqe) {
   }
   auto cq = std::make_unique<CompletionQueue>(cqe, client, events_);
   CompletionQueue* raw = cq.get();
+  raw->order_ = &order_;
   absl::StatusOr<CqHandle> h = cqs_.Insert(client, std::move(cq));
   if (h.ok()) raw->handle_ = *h;
   return h;

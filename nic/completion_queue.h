@@ -56,6 +56,12 @@ class CompletionQueue {
 
   CqHandle handle() const { return handle_; }
   ClientId owner() const { return owner_; }
+  // When the CQ last went from empty to holding a completion, in the order
+  // of its table (CqTable): of two non-empty CQs, the one with the smaller
+  // value holds the older completion. The daemon moves CQs out to the
+  // applications' rings in that order, so that their events fire in the
+  // order the RNIC completed the work, as a NIC's event queue has them.
+  uint64_t pending_since() const { return pending_since_; }
   uint32_t capacity() const { return static_cast<uint32_t>(ring_.size()); }
   uint32_t size() const { return count_; }
   bool in_error() const { return error_; }
@@ -83,6 +89,8 @@ class CompletionQueue {
   AsyncEventQueue* events_;
   NotifyFn notify_ = nullptr;
   void* notify_ctx_ = nullptr;
+  uint64_t* order_ = nullptr;  // the table's count of empty -> non-empty
+  uint64_t pending_since_ = 0;
 };
 
 class CqTable {
@@ -105,6 +113,7 @@ class CqTable {
   uint32_t max_cqe_;
   AsyncEventQueue* events_;
   HandleTable<CompletionQueue> cqs_;
+  uint64_t order_ = 0;  // CompletionQueue::pending_since()
 };
 
 }  // namespace rocemu::nic

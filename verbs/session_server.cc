@@ -172,9 +172,23 @@ void SessionServer::PollPosts() {
 }
 
 void SessionServer::PollCompletions() {
+  // Oldest completion first (CompletionQueue::pending_since): a program
+  // that waits on one channel for a send CQ and a receive CQ wakes to the
+  // event of the CQ the RNIC completed first, and finds its entry in the
+  // ring. perftest -e (ib_send_lat) polls the CQ it expects once per event,
+  // and fell one completion behind, to hang at its last, when the receive
+  // of the peer's next SEND overtook the ACK of its own in the same pass.
+  ready_cqs_.clear();
   for (auto& [h, cq] : cqs_) {
-    if (cq->nic_cq->size() > 0) DrainCq(*cq);
+    if (cq->nic_cq->size() > 0) ready_cqs_.push_back(cq.get());
   }
+  if (ready_cqs_.size() > 1) {
+    std::sort(ready_cqs_.begin(), ready_cqs_.end(),
+              [](const Cq* a, const Cq* b) {
+                return a->nic_cq->pending_since() < b->nic_cq->pending_since();
+              });
+  }
+  for (Cq* cq : ready_cqs_) DrainCq(*cq);
   DeliverAsyncEvents();
   DeliverCmEvents();
 }

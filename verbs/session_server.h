@@ -411,6 +411,9 @@ class SessionServer final : private nic::RecvWqeFetcher {
   RqSlot rq_slot_;
   AsyncEventSlot async_slot_;
   std::array<nic::WorkCompletion, 32> wc_;
+  // PollCompletions' CQs with completions, oldest first; its capacity is
+  // kept from pass to pass.
+  std::vector<Cq*> ready_cqs_;
   std::vector<nic::ClientId> dead_;
 };
 

@@ -144,6 +144,25 @@ TEST(CompletionQueue, CreateResizeDestroy) {
   EXPECT_EQ(cqs.Get(h), nullptr);
 }
 
+// The daemon drains CQs in the order they began holding completions: the
+// order of pending_since() over a table.
+TEST(CompletionQueue, PendingSinceOrdersCqsByTheirOldestCompletion) {
+  CqTable cqs(4, 8, nullptr);
+  CompletionQueue* send = cqs.Get(*cqs.Create(kClient, 4));
+  CompletionQueue* recv = cqs.Get(*cqs.Create(kClient, 4));
+  recv->Push(Wc(1));
+  send->Push(Wc(2));
+  recv->Push(Wc(3));  // no longer empty: keeps its place
+  EXPECT_LT(recv->pending_since(), send->pending_since());
+  std::array<WorkCompletion, 4> out;
+  ASSERT_EQ(recv->Poll(out), 2u);
+  recv->Push(Wc(4));  // empty again, then a newer completion than send's
+  EXPECT_LT(send->pending_since(), recv->pending_since());
+  ASSERT_EQ(send->Poll(std::span(out).first(1)), 1u);  // one left of one
+  send->Push(Wc(5));
+  EXPECT_GT(send->pending_since(), recv->pending_since());
+}
+
 RecvWr Rwr(uint64_t id, uint32_t nsge = 1) {
   RecvWr wr;
   wr.wr_id = id;
