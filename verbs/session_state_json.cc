@@ -61,9 +61,16 @@ void SessionServer::AppendStateJson(std::string* out) const {
         JsonList l(o, "cqs");
         for (const auto& [h, cq] : cqs_) {
           if (cq->owner != id) continue;
+          // The ring's producer and consumer counts and its arm: a program
+          // stuck in ibv_get_cq_event shows here whether a completion is
+          // waiting unpolled or none came.
           absl::StrAppendFormat(
-              l.Next(), "{\"handle\":%u,\"cqe\":%u,\"channel\":%s}", h, cq->cqe,
-              cq->channel.valid() ? "true" : "false");
+              l.Next(),
+              "{\"handle\":%u,\"cqe\":%u,\"channel\":%s,\"produced\":%u,"
+              "\"unconsumed\":%u,\"armed\":%s,\"signals\":%u}",
+              h, cq->cqe, cq->channel.valid() ? "true" : "false",
+              cq->ring.produced(), cq->ring.Unconsumed(),
+              cq->ring.armed() ? "true" : "false", cq->ring.signals());
         }
       }
       o->append(",");
