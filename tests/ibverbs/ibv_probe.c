@@ -38,25 +38,25 @@ static int check(int ok, int err) {
   return ok;
 }
 
-#define CHECK(cond, ...)           \
-  do {                             \
-    const int ok_ = (cond);        \
-    const int err_ = errno;        \
-    check(ok_, err_);              \
-    printf(__VA_ARGS__);           \
-    printf(" (errno %d)\n", err_); \
-    fflush(stdout);                \
+#define CHECK(cond, ...)                     \
+  do {                                       \
+    const int ok_ = (cond);                  \
+    const int err_ = errno;                  \
+    check(ok_, err_);                        \
+    printf(__VA_ARGS__);                     \
+    printf(" (errno %d)\n", err_);           \
+    fflush(stdout);                          \
   } while (0)
 
-#define REQUIRE(cond, ...)         \
-  do {                             \
-    const int ok_ = (cond);        \
-    const int err_ = errno;        \
-    check(ok_, err_);              \
-    printf(__VA_ARGS__);           \
-    printf(" (errno %d)\n", err_); \
-    fflush(stdout);                \
-    if (!ok_) exit(1);             \
+#define REQUIRE(cond, ...)                   \
+  do {                                       \
+    const int ok_ = (cond);                  \
+    const int err_ = errno;                  \
+    check(ok_, err_);                        \
+    printf(__VA_ARGS__);                     \
+    printf(" (errno %d)\n", err_);           \
+    fflush(stdout);                          \
+    if (!ok_) exit(1);                       \
   } while (0)
 
 static double now_s(void) {
@@ -126,12 +126,12 @@ static void connect_qp(struct pair* p, struct ibv_qp* qp, uint32_t dest) {
   a.ah_attr.grh.hop_limit = 64;
   REQUIRE(ibv_query_gid(p->ctx, 1, 0, &a.ah_attr.grh.dgid) == 0,
           "our own GID 0");
-  REQUIRE(
-      ibv_modify_qp(qp, &a,
-                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
-      "QP %u to RTR", qp->qp_num);
+  REQUIRE(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                            IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                            IBV_QP_MAX_DEST_RD_ATOMIC |
+                            IBV_QP_MIN_RNR_TIMER) == 0,
+          "QP %u to RTR", qp->qp_num);
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_RTS;
   a.sq_psn = 7;
@@ -324,9 +324,9 @@ static void* poster(void* arg) {
     const size_t src = slot % (g_pair.len / 2);
     memset(g_pair.buf + src, (t * 31 + i) & 0xff, kChunk);
     int rc;
-    while (
-        (rc = post_write(g_pair.a, &g_pair, ((uint64_t)t << 32) | (uint64_t)i,
-                         src, g_pair.len / 2 + src, kChunk)) == ENOMEM) {
+    while ((rc = post_write(g_pair.a, &g_pair,
+                            ((uint64_t)t << 32) | (uint64_t)i, src,
+                            g_pair.len / 2 + src, kChunk)) == ENOMEM) {
     }
     if (rc != 0) {
       printf("FAIL thread %d post %d: %d\n", t, i, rc);
@@ -352,7 +352,8 @@ static int probe_threads(void) {
     for (int k = 0; k < n; ++k) {
       const int t = (int)(wc[k].wr_id >> 32);
       const int i = (int)(wc[k].wr_id & 0xffffffff);
-      if (wc[k].status != IBV_WC_SUCCESS || t >= kThreads || i >= kPerThread) {
+      if (wc[k].status != IBV_WC_SUCCESS || t >= kThreads ||
+          i >= kPerThread) {
         ++bad;
         continue;
       }
@@ -516,10 +517,10 @@ static int probe_refuse(void) {
   CHECK(mw != NULL && ibv_dealloc_pd(pd) == EBUSY,
         "ibv_dealloc_pd with a window: EBUSY");
   CHECK(mw != NULL && ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw");
-  struct ibv_xrcd_init_attr xa = {
-      .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
-      .fd = -1,
-      .oflags = O_CREAT};
+  struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+                                               IBV_XRCD_INIT_ATTR_OFLAGS,
+                                  .fd = -1,
+                                  .oflags = O_CREAT};
   errno = 0;
   CHECK(ibv_open_xrcd(ctx, &xa) == NULL &&
             (errno == EOPNOTSUPP || errno == ENOSYS),
@@ -534,14 +535,16 @@ static int probe_refuse(void) {
   struct ibv_mr* odp =
       ibv_reg_mr(pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
   CHECK(odp != NULL, "ibv_reg_mr with IBV_ACCESS_ON_DEMAND (ODP)");
-  struct ibv_sge pre = {
-      .addr = (uintptr_t)mem, .length = 8192, .lkey = odp ? odp->lkey : 0};
-  CHECK(odp != NULL && ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
-                                     IBV_ADVISE_MR_FLAG_FLUSH, &pre, 1) == 0,
+  struct ibv_sge pre = {.addr = (uintptr_t)mem,
+                        .length = 8192,
+                        .lkey = odp ? odp->lkey : 0};
+  CHECK(odp != NULL &&
+            ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+                          IBV_ADVISE_MR_FLAG_FLUSH, &pre, 1) == 0,
         "ibv_advise_mr: a prefetch of the ODP region");
-  CHECK(
-      ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80, &pre, 1) == EINVAL,
-      "ibv_advise_mr with an unknown flag: EINVAL");
+  CHECK(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80, &pre, 1) ==
+            EINVAL,
+        "ibv_advise_mr with an unknown flag: EINVAL");
   if (odp) ibv_dereg_mr(odp);
   struct ibv_mr* implicit = ibv_reg_mr(
       pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
@@ -551,8 +554,9 @@ static int probe_refuse(void) {
   CHECK(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE) == NULL &&
             errno == EINVAL,
         "the whole address space without ODP: EINVAL");
-  struct ibv_mr* mr = ibv_reg_mr(
-      pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+  struct ibv_mr* mr =
+      ibv_reg_mr(pd, mem, 8192,
+                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
   CHECK(mr != NULL, "an optional access bit (relaxed ordering) is ignored");
   if (mr) ibv_dereg_mr(mr);
   errno = 0;
@@ -586,10 +590,8 @@ static int probe_refuse(void) {
   CHECK(qp != NULL && ibv_create_flow(qp, &fa) == NULL &&
             (errno == EOPNOTSUPP || errno == ENOSYS),
         "ibv_create_flow: not supported");
-  struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ,
-                                .max_wr = 4,
-                                .max_sge = 1,
-                                .pd = pd,
+  struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ, .max_wr = 4,
+                                .max_sge = 1, .pd = pd,
                                 .cq = ibv_cq_ex_to_cq(cqx)};
   errno = 0;
   CHECK(ibv_create_wq(ctx, &wa) == NULL,
@@ -605,7 +607,8 @@ static int probe_refuse(void) {
             dax.odp_caps.general_caps ==
                 (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) &&
             dax.odp_caps.per_transport_caps.rc_odp_caps == odp_rc &&
-            dax.completion_timestamp_mask == 0 && dax.orig_attr.max_mw > 0 &&
+            dax.completion_timestamp_mask == 0 &&
+            dax.orig_attr.max_mw > 0 &&
             (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
             (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B),
         "ibv_query_device_ex: ODP (implicit too), no timestamps; windows "
