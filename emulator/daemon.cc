@@ -31,6 +31,8 @@ constexpr nic::TimeNs kFastPeriod = 1'000'000;  // control sockets
 // within its Unsolicited Report Interval of 1 s.
 constexpr nic::TimeNs kGroupReportRepeat = 500'000'000;
 constexpr nic::TimeNs kSlowPeriod = 1'000'000'000;  // stats, neighbours
+// How long a memif client's link is down before it asks its server again.
+constexpr nic::TimeNs kMemifRejoinPeriod = 500'000'000;
 // Shorter waits are not worth two epoll syscalls and the wake-up latency.
 constexpr nic::TimeNs kMinSleep = 20'000;
 constexpr uint32_t kMaxIdleBackoff = 16;
@@ -581,6 +583,16 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
     for (auto& p : ports_) {
       p->dev->FaultInSharedMemory();
       if (p->dev->memif()) UpdateLink(*p);  // shared state: no syscall
+      if (p->dev->memif_client()) {
+        // Down for a whole period, so that a connection still being set
+        // up (the PMD's control thread, on a busy core) is not cut short.
+        if (p->memif_rejoin_at == 0 || p->dev->LinkUp()) {
+          p->memif_rejoin_at = now + kMemifRejoinPeriod;
+        } else if (now >= p->memif_rejoin_at) {
+          p->dev->RejoinMemifServer();
+          p->memif_rejoin_at = now + kMemifRejoinPeriod;
+        }
+      }
     }
     for (unsigned i = 0; i < rnics_.size(); ++i) ReportGroups(i, now);
     next_event_ = RefreshNextEvents();  // a control request may post work

@@ -224,7 +224,8 @@ class Daemon {
     uint64_t groups_generation = 0;
     std::vector<IpAddr> groups, groups_joined, groups_left;
     nic::TimeNs groups_repeat_at = 0;
-    uint16_t index = 0;  // in ports_: the endpoint's port number
+    nic::TimeNs memif_rejoin_at = 0;  // RejoinMemifServer's next try
+    uint16_t index = 0;               // in ports_: the endpoint's port number
     // eal.lcores > 1: shards 1 .. lcores-1 (shards[k - 1] is shard k; the
     // endpoint is shard 0), the port's CM listeners, and which shard each
     // application process was placed on.

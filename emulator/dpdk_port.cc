@@ -129,11 +129,20 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
       rc != 0) {
     return PortError(c, "tx queue setup", rc);
   }
+  port.memif_ = std::string_view(info.driver_name) == "net_memif";
+  port.memif_client_ =
+      port.memif_ && c.devargs.find("role=client") != std::string::npos;
   if (int rc = rte_eth_dev_start(port.port_id_); rc != 0) {
-    return PortError(c, "start", rc);
+    // A memif client whose server is not listening yet: the link stays
+    // down until RejoinMemifServer finds it (a peer may start later).
+    if (!port.memif_client_) return PortError(c, "start", rc);
+    port.rejoin_failing_ = true;
+    ROCEMU_LOG_WARNING(
+        "port %s: no memif server on '%s' yet; the link is down until one "
+        "listens",
+        c.name, c.devargs);
   }
   port.started_ = true;
-  port.memif_ = std::string_view(info.driver_name) == "net_memif";
   // Frames for other MACs are counted by the net stack, and IPv6 needs
   // the solicited-node multicast groups.
   rte_eth_promiscuous_enable(port.port_id_);
@@ -161,6 +170,8 @@ DpdkPort::DpdkPort(DpdkPort&& o) noexcept
       dpdk_mtu_(o.dpdk_mtu_),
       started_(o.started_),
       memif_(o.memif_),
+      memif_client_(o.memif_client_),
+      rejoin_failing_(o.rejoin_failing_),
       shared_faulted_in_(o.shared_faulted_in_) {
   o.pool_ = nullptr;
   o.started_ = false;
@@ -184,6 +195,23 @@ bool DpdkPort::LinkUp() const {
   rte_eth_link link{};
   return rte_eth_link_get_nowait(port_id_, &link) == 0 &&
          link.link_status == RTE_ETH_LINK_UP;
+}
+
+void DpdkPort::RejoinMemifServer() {
+  if (!memif_client_ || !started_ || LinkUp()) return;
+  // Stopping drops nothing of ours: memif copies frames into its rings,
+  // and no mbuf of this pool stays with the PMD.
+  rte_eth_dev_stop(port_id_);
+  const bool asked = rte_eth_dev_start(port_id_) == 0;
+  // Said once per outage: the PMD's start fails for as long as no server
+  // listens.
+  if (!asked && !rejoin_failing_) {
+    ROCEMU_LOG_WARNING(
+        "port %u: memif link down and no server to join; asking again "
+        "until one listens",
+        port_id_);
+  }
+  rejoin_failing_ = !asked;
 }
 
 void DpdkPort::Stop() {

@@ -49,6 +49,13 @@ class DpdkPort {
   // kernel-backed PMDs (af_packet, tap) may ask the kernel (a syscall).
   bool LinkUp() const;
   bool memif() const { return memif_; }
+  bool memif_client() const { return memif_client_; }
+  // A memif client sends its connection request once, when the port
+  // starts (DPDK 22.11): a server that was not listening yet, or that
+  // went away and came back, is never joined. With the link down, this
+  // stops and starts the port, which asks again (one connect(2)). The
+  // caller paces it.
+  void RejoinMemifServer();
   void Stop();
 
  private:
@@ -60,6 +67,8 @@ class DpdkPort {
   uint32_t dpdk_mtu_ = 0;
   bool started_ = false;
   bool memif_ = false;
+  bool memif_client_ = false;
+  bool rejoin_failing_ = false;
   bool shared_faulted_in_ = false;
 };
 
