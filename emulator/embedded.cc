@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "emulator/logging.h"
+#include "verbs/embedded_module.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -61,7 +62,7 @@ absl::StatusOr<std::unique_ptr<Embedded>> Embedded::Start(config::Config config,
   std::future<absl::Status> result = started.get_future();
   Embedded* self = e.get();
   e->thread_ = std::thread([self, &started] {
-    pthread_setname_np(pthread_self(), "rocemu-progress");
+    pthread_setname_np(pthread_self(), ROCEMU_EMBEDDED_PROGRESS_THREAD);
     on_progress_thread = true;
     absl::Status s = self->daemon_.Init();
     if (s.ok()) s = self->daemon_.AttachRnics();

@@ -1,9 +1,14 @@
 #include "verbs/client_embedded.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "absl/strings/str_split.h"
 
@@ -53,24 +58,72 @@ std::vector<std::string> Start(const char* config) {
   return absl::StrSplit(sockets, '\n', absl::SkipEmpty());
 }
 
+// The start runs on a thread of its own and the first caller that needs
+// the sockets waits for it. The library may be loaded by dlopen (UCX loads
+// its InfiniBand module so, Python extensions are): its constructor then
+// runs under the dynamic loader's lock, which the EAL's start on the
+// progress thread needs for loading its drivers; a constructor waiting
+// for that start would wait for ever.
+struct Launch {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<std::string> sockets;
+};
+
+Launch& TheLaunch() {
+  static Launch* launch = new Launch;  // used by exit handlers: never freed
+  return *launch;
+}
+
+// Waits for the start (a no-op once done).
+Launch& Started() {
+  Launch& l = TheLaunch();
+  std::unique_lock<std::mutex> lock(l.mu);
+  l.cv.wait(lock, [&l] { return l.done; });
+  return l;
+}
+
+void LaunchOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* config = std::getenv("ROCEMU_EMBEDDED");
+    char name[16] = "";
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    // The RNIC's own start-up loads this library when one of the EAL's
+    // drivers links libibverbs (a program on librocemu_verbs, whose RNIC
+    // is started by that library's copy of this code): no second RNIC.
+    if (config == nullptr || *config == '\0' ||
+        std::strcmp(name, ROCEMU_EMBEDDED_PROGRESS_THREAD) == 0) {
+      Launch& l = TheLaunch();
+      std::lock_guard<std::mutex> lock(l.mu);
+      l.done = true;
+      return;
+    }
+    // A program that exits before its first verbs call must not unload
+    // the EAL's libraries under a start still running.
+    std::atexit([] { Started(); });
+    std::thread([path = std::string(config)] {
+      std::vector<std::string> sockets = Start(path.c_str());
+      Launch& l = TheLaunch();
+      std::lock_guard<std::mutex> lock(l.mu);
+      l.sockets = std::move(sockets);
+      l.done = true;
+      l.cv.notify_all();
+    }).detach();
+  });
+}
+
 }  // namespace
 
 const std::vector<std::string>& EmbeddedSockets() {
-  // Once per process: the module's EAL can start only once.
-  static const std::vector<std::string>* sockets = [] {
-    const char* config = std::getenv("ROCEMU_EMBEDDED");
-    return new std::vector<std::string>(config != nullptr && *config != '\0'
-                                            ? Start(config)
-                                            : std::vector<std::string>{});
-  }();
-  return *sockets;
+  LaunchOnce();
+  return Started().sockets;
 }
 
 // The RNIC is there when the program starts, as a NIC would be: a peer
 // started after this program finds its link up (a memif client can only
 // join a server that is already running).
-__attribute__((constructor)) void StartWithTheProgram() {
-  if (std::getenv("ROCEMU_EMBEDDED") != nullptr) EmbeddedSockets();
-}
+__attribute__((constructor)) void StartWithTheProgram() { LaunchOnce(); }
 
 }  // namespace rocemu::verbs::client

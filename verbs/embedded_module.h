@@ -11,6 +11,11 @@
 extern "C" {
 #endif
 
+// The name of the module's progress thread, the one that starts the EAL:
+// the library knows by it that the EAL's start-up loaded it (a driver
+// linking libibverbs), where it must not start an RNIC.
+#define ROCEMU_EMBEDDED_PROGRESS_THREAD "rocemu-progress"
+
 // Starts the RNIC the rocemud configuration at `config_path` describes (once
 // per process). Returns 0 and the verbs sockets, '\n'-separated, in
 // `sockets`; or -1 and why in `error`; or -2, with nothing to say, when

@@ -9,6 +9,10 @@ the two RNICs talk RoCEv2 over a memif link between the two programs.
   ib_write_bw -q 4, and ib_write_lat, which waits by spinning on memory,
   with $ROCEMU_EMBEDDED_PROGRESS=thread;
 - an embedded program against a rocemud daemon on the other end of the link;
+- a daemon whose memif client starts before its server, and rejoins the
+  next server after the first one has gone;
+- libibverbs loaded by dlopen (Python's ctypes), whose constructor runs
+  under the dynamic loader's lock;
 - while a pair runs, the embedded RNIC answers on its control socket like a
   daemon (rocemu-ctl's counters: frames moved, no error counter);
 - bad input: a config that does not load, an unknown progress mode, a
@@ -100,7 +104,7 @@ class Run(netns_util.NetRun):
         return p.returncode, out
 
     def pair(self, ns, a, b, server_argv, client_argv, progress=None,
-             a_daemon=False, during=None, timeout=120):
+             a_daemon=False, b_daemon=False, during=None, timeout=120):
         """The server on side A (its embedded RNIC up first: a memif client
         joins a running server), then the client on side B; `during(a, b)`
         runs while both are up. Returns (server rc, out, client rc, out)."""
@@ -111,7 +115,7 @@ class Run(netns_util.NetRun):
         if not a_daemon:
             wait_for(a["verbs"], srv)
         cli = self.start(ns, client_argv + port + ["127.0.0.1"],
-                         self.env(b, progress))
+                         self.env(b, progress, daemon=b_daemon))
         if during is not None:
             wait_for(b["verbs"], cli)
             during(a, b)
@@ -243,6 +247,58 @@ def main():
         daemon.send_signal(signal.SIGTERM)
         r.check(daemon.wait(timeout=15) == 0, "rocemud: clean exit")
         r.procs.remove(daemon)
+
+        # A memif client up before its server: the daemon on side B starts
+        # first and joins each embedded server as it comes, the second one
+        # after the first has gone (DPDK's memif client asks only once;
+        # the daemon asks again while its link is down).
+        open(os.path.join(b["dir"], "rocemu.log"), "w").close()
+        daemon = netns_util.start_rocemud(ns, rocemud, b["config"],
+                                          (b["ctl"], b["verbs"]), "b")
+        r.procs.append(daemon)
+        for round_ in (1, 2):
+            argv = [perf, "send_lat", "-s", "64", "-n", "2000", "-d", DEV] + \
+                common
+            src, sout, crc, cout = r.pair(ns, a, b, argv, argv,
+                                          b_daemon=True)
+            r.check(src == 0 and crc == 0,
+                    f"rocemud memif client started before its server, "
+                    f"server {round_}: server {src}, client {crc}")
+            if not (src == 0 and crc == 0):
+                netns_util.print_pair_output(sout, cout)
+        daemon.send_signal(signal.SIGTERM)
+        r.check(daemon.wait(timeout=15) == 0, "rocemud (memif client): "
+                "clean exit")
+        r.procs.remove(daemon)
+        with open(os.path.join(b["dir"], "rocemu.log")) as f:
+            log = f.read()
+        r.check("no memif server" in log and log.count("memif link up") >= 2,
+                "rocemud's log: no server at start, then the link up with "
+                f"each server ({log.count('memif link up')} times)")
+
+        # A program that loads libibverbs with dlopen (Python here; UCX
+        # loads its InfiniBand module so): the library's constructor runs
+        # under the dynamic loader's lock, which the RNIC's start needs.
+        probe = ("import ctypes\n"
+                 "v = ctypes.CDLL('libibverbs.so.1')\n"
+                 "v.ibv_get_device_list.restype = "
+                 "ctypes.POINTER(ctypes.c_void_p)\n"
+                 "v.ibv_get_device_name.restype = ctypes.c_char_p\n"
+                 "v.ibv_get_device_name.argtypes = [ctypes.c_void_p]\n"
+                 "n = ctypes.c_int()\n"
+                 "l = v.ibv_get_device_list(ctypes.byref(n))\n"
+                 "print([v.ibv_get_device_name(l[i]).decode() "
+                 "for i in range(n.value)])\n")
+        try:
+            out = subprocess.run(["ip", "netns", "exec", ns, sys.executable,
+                                  "-c", probe], env=r.env(a),
+                                 capture_output=True, text=True, timeout=30)
+            text, status = out.stdout + out.stderr, out.returncode
+        except subprocess.TimeoutExpired:
+            text, status = "(hung: 30 s)", None
+        r.check(status == 0 and repr([DEV]) in text,
+                f"libibverbs loaded by dlopen (ctypes): status {status}, "
+                f"{text.strip()[-300:]}")
 
         # Bad input: a clear word, no device, no crash.
         bad_cfg = os.path.join(r.tmp, "bad.yaml")
