@@ -18,6 +18,8 @@ using protocol::Operation;
 using Kind = ResponseItem::Kind;
 
 constexpr uint32_t kGrhLen = 40;
+constexpr uint8_t kRoceV2Ipv6PacketType = 0x9;
+constexpr uint8_t kRoceV2Ipv4PacketType = 0xA;
 
 uint32_t QueueFree(const Qp& qp) {
   return qp.resp_queue_.capacity() -
@@ -568,7 +570,11 @@ void ReceiveUd(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   wc.opcode = WcOpcode::kRecv;
   wc.src_qp = pkt.hdr.deth.src_qp;
   wc.pkey_index = qp.attr().pkey_index;
-  wc.sl = pkt.net.has_vlan ? pkt.net.vlan.pcp : 0;
+  // RoCE has no SL: ConnectX reports the packet's type there (bit 3: UDP,
+  // i.e. RoCE v2; bits 2:0: 1 IPv6, 2 IPv4), and programs read it to find
+  // the destination address in the GRH area (UCX's UD drops a packet whose
+  // address it cannot find).
+  wc.sl = pkt.net.ipv6 ? kRoceV2Ipv6PacketType : kRoceV2Ipv4PacketType;
   wc.wc_flags = wc_flags::kGrh;
   wc.byte_len = static_cast<uint32_t>(kGrhLen + pkt.payload.size());
   if (pkt.op->HasImmediate()) {

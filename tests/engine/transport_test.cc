@@ -286,9 +286,16 @@ TEST(UdTest, SendFillsTheGrhAreaAndSourceQp) {
   EXPECT_EQ(rc[0].src_qp, p.ea.qpn);
   EXPECT_TRUE(rc[0].wc_flags & wc_flags::kGrh);
   EXPECT_EQ(rc[0].imm_data, 5u);
+  // The SL field carries the packet type, as ConnectX reports it: RoCE v2
+  // (UDP, bit 3) over IPv4 (2).
+  EXPECT_EQ(rc[0].sl, 0xA);
   // IPv4: 20 zero bytes, then the IPv4 header (version 4, IHL 5).
+  // The destination address ends the area (UCX checks it there).
   for (int i = 0; i < 20; ++i) EXPECT_EQ(p.eb.buf[i], 0) << i;
   EXPECT_EQ(p.eb.buf[20], 0x45);
+  EXPECT_EQ(
+      0, std::memcmp(p.eb.buf.data() + 36,
+                     req[0]->bytes.data() + req[0]->parsed.l3_offset + 16, 4));
   EXPECT_EQ(0, std::memcmp(p.eb.buf.data() + 40, p.ea.buf.data(), 300));
   EXPECT_EQ(Poll(net.a(), p.ea.cq).size(), 1u);
 }

@@ -52,6 +52,7 @@ TEST(UdIpv6Test, GrhAreaHoldsTheIpv6Header) {
   ASSERT_EQ(rc.size(), 1u);
   EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
   EXPECT_TRUE(rc[0].wc_flags & wc_flags::kGrh);
+  EXPECT_EQ(rc[0].sl, 0x9);  // packet type: RoCE v2 (UDP) over IPv6
   EXPECT_EQ(rc[0].byte_len, 240u);
   EXPECT_EQ(rc[0].src_qp, p.ea.qpn);
   // The GRH area is the IPv6 header byte for byte: version 6, the flow
