@@ -124,6 +124,9 @@ static void connect_qp(struct pair* p, struct ibv_qp* qp, uint32_t dest) {
   a.ah_attr.is_global = 1;
   a.ah_attr.port_num = 1;
   a.ah_attr.grh.hop_limit = 64;
+  /* UCX passes all ones; the kernel and the providers keep the 20 bits
+   * the GRH carries. */
+  a.ah_attr.grh.flow_label = 0xFFFFFFFF;
   REQUIRE(ibv_query_gid(p->ctx, 1, 0, &a.ah_attr.grh.dgid) == 0,
           "our own GID 0");
   REQUIRE(ibv_modify_qp(qp, &a,
@@ -132,6 +135,14 @@ static void connect_qp(struct pair* p, struct ibv_qp* qp, uint32_t dest) {
                             IBV_QP_MAX_DEST_RD_ATOMIC |
                             IBV_QP_MIN_RNR_TIMER) == 0,
           "QP %u to RTR", qp->qp_num);
+  {
+    struct ibv_qp_init_attr init;
+    memset(&a, 0, sizeof(a));
+    REQUIRE(ibv_query_qp(qp, &a, IBV_QP_AV, &init) == 0 &&
+                a.ah_attr.grh.flow_label == 0xFFFFF,
+            "QP %u flow label kept to 20 bits: 0x%x", qp->qp_num,
+            a.ah_attr.grh.flow_label);
+  }
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_RTS;
   a.sq_psn = 7;

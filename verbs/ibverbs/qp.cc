@@ -120,7 +120,9 @@ int ToRocemuAh(const ibv_ah_attr& a, rocemu_ah_attr* r) {
   std::memcpy(r->dgid, a.grh.dgid.raw, sizeof(r->dgid));
   r->sgid_index = a.grh.sgid_index;
   r->traffic_class = a.grh.traffic_class;
-  r->flow_label = a.grh.flow_label;
+  // The GRH carries 20 bits. The kernel and the hardware providers take
+  // any value and keep those (UCX passes 0xFFFFFFFF).
+  r->flow_label = a.grh.flow_label & 0xFFFFF;
   r->hop_limit = a.grh.hop_limit;
   r->sl = a.sl;
   r->port_num = a.port_num != 0 ? a.port_num : 1;
