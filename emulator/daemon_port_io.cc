@@ -259,9 +259,11 @@ uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
     if (paused != 0) ready = HoldPaused(port, paused);
   }
   port.tx_paused_count = static_cast<uint16_t>(port.tx_backlog_count - ready);
-  const uint16_t sent = ready == 0 ? 0
-                                   : rte_eth_tx_burst(port.dev->port_id(), 0,
-                                                      port.tx_backlog, ready);
+  // A stopped port holds its frames as a disconnected link does.
+  const uint16_t sent =
+      ready == 0 || !port.dev->running()
+          ? 0
+          : rte_eth_tx_burst(port.dev->port_id(), 0, port.tx_backlog, ready);
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < sent; ++i) {
     bytes += rte_pktmbuf_pkt_len(port.tx_backlog[i]);
@@ -284,7 +286,9 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
   rte_mbuf* rx[kRxBurst];
   rte_mbuf* staged[kRxBurst * 3];
   uint32_t kicks = 0;
-  uint16_t n = rte_eth_rx_burst(port.dev->port_id(), 0, rx, kRxBurst);
+  uint16_t n = port.dev->running()
+                   ? rte_eth_rx_burst(port.dev->port_id(), 0, rx, kRxBurst)
+                   : 0;
   bool busy = n > 0;
   for (uint16_t i = 0; i < n; ++i) {
     port.counters.rx_bytes += rte_pktmbuf_pkt_len(rx[i]);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "emulator/eal_args.h"
 #include "emulator/logging.h"
+#include "emulator/quiet_dpdk_log.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -141,6 +142,8 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
         "port %s: no memif server on '%s' yet; the link is down until one "
         "listens",
         c.name, c.devargs);
+  } else {
+    port.running_ = true;
   }
   port.started_ = true;
   // Frames for other MACs are counted by the net stack, and IPv6 needs
@@ -172,6 +175,7 @@ DpdkPort::DpdkPort(DpdkPort&& o) noexcept
       memif_(o.memif_),
       memif_client_(o.memif_client_),
       rejoin_failing_(o.rejoin_failing_),
+      running_(o.running_),
       shared_faulted_in_(o.shared_faulted_in_) {
   o.pool_ = nullptr;
   o.started_ = false;
@@ -201,10 +205,16 @@ void DpdkPort::RejoinMemifServer() {
   if (!memif_client_ || !started_ || LinkUp()) return;
   // Stopping drops nothing of ours: memif copies frames into its rings,
   // and no mbuf of this pool stays with the PMD.
+  running_ = false;
   rte_eth_dev_stop(port_id_);
-  const bool asked = rte_eth_dev_start(port_id_) == 0;
-  // Said once per outage: the PMD's start fails for as long as no server
-  // listens.
+  // Said once per outage: the PMD's start fails, and logs it, for as long
+  // as no server listens; its log is quiet for the tries after the first.
+  bool asked;
+  {
+    QuietDpdkLog quiet("pmd.net.memif", rejoin_failing_);
+    asked = rte_eth_dev_start(port_id_) == 0;
+  }
+  running_ = asked;
   if (!asked && !rejoin_failing_) {
     ROCEMU_LOG_WARNING(
         "port %u: memif link down and no server to join; asking again "

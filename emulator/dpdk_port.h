@@ -50,6 +50,10 @@ class DpdkPort {
   bool LinkUp() const;
   bool memif() const { return memif_; }
   bool memif_client() const { return memif_client_; }
+  // Started, and not stopped since: only then may the queues be polled (a
+  // stopped port's bursts are DPDK's placeholders, which log and dump the
+  // stack on every call). False for a memif client waiting for a server.
+  bool running() const { return running_; }
   // A memif client sends its connection request once, when the port
   // starts (DPDK 22.11): a server that was not listening yet, or that
   // went away and came back, is never joined. With the link down, this
@@ -69,6 +73,7 @@ class DpdkPort {
   bool memif_ = false;
   bool memif_client_ = false;
   bool rejoin_failing_ = false;
+  bool running_ = false;
   bool shared_faulted_in_ = false;
 };
 

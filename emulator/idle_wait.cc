@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <rte_ethdev.h>
-#include <rte_log.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <time.h>
@@ -12,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "emulator/quiet_dpdk_log.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -40,12 +40,8 @@ uint64_t MonotonicNs() {
 // the embedded mode lands in the program's own output. The caller says it
 // in its words.
 int QuietRxInterruptFd(uint16_t port_id) {
-  const int type = rte_log_register("lib.ethdev");
-  const int level = type >= 0 ? rte_log_get_level(type) : -1;
-  if (level >= 0) rte_log_set_level(type, RTE_LOG_CRIT);
-  const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id, 0);
-  if (level >= 0) rte_log_set_level(type, static_cast<uint32_t>(level));
-  return fd;
+  QuietDpdkLog quiet("lib.ethdev");
+  return rte_eth_dev_rx_intr_ctl_q_get_fd(port_id, 0);
 }
 
 }  // namespace
