@@ -13,11 +13,18 @@ one in a private mount namespace, without root).
   memory).
 Each run must end with its "Final:" row over all iterations, both programs
 with status 0.
+- Open MPI (Debian's, pml ucx) runs tests/ibverbs/mpi_pingpong.c with one
+  rank on each of two rocemud daemons joined by memif (mpirun's MPMD form
+  gives each rank its daemon's socket): every byte of 8 B - 1 MiB messages
+  checked, an allreduce, and both daemons count RDMA traffic, the 1 MiB
+  rendezvous as RDMA READs.
 
 Usage: ucx_test.py ROCEMUD ROCEMU_PERF DROPIN_DIR EMBEDDED_MODULE BUILD_DIR
+                   [MPI_PINGPONG]  (absent: Open MPI was not found: FAIL)
 """
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -47,9 +54,54 @@ def listening(ns, port, proc, timeout=20.0):
         time.sleep(0.05)
 
 
+def mpi(r, ns, a, b, wrap, dev, program):
+    daemons = []
+    for side in (a, b):
+        d = netns_util.start_rocemud(ns, r.rocemud, side["config"],
+                                     (side["ctl"], side["verbs"]),
+                                     side["name"])
+        r.procs.append(d)
+        daemons.append(d)
+    try:
+        env = r.env(a, daemon=True)
+        env.update(UCX_TLS="rc_verbs,ud_verbs", UCX_NET_DEVICES=dev)
+        common = ["--allow-run-as-root", "--mca", "pml", "ucx", "--mca",
+                  "btl", "self", "-x", "UCX_TLS",
+                  "-x", "UCX_NET_DEVICES", "-x", "LD_LIBRARY_PATH"]
+        argv = wrap + ["mpirun"] + common + [
+            "-np", "1", "-x", f"ROCEMU_VERBS_SOCKET={a['verbs']}", program,
+            ":", "-np", "1", "-x", f"ROCEMU_VERBS_SOCKET={b['verbs']}",
+            program]
+        try:
+            out = subprocess.run(["ip", "netns", "exec", ns] + argv, env=env,
+                                 capture_output=True, text=True, timeout=120)
+            text, status = out.stdout + out.stderr, out.returncode
+        except subprocess.TimeoutExpired as e:
+            text, status = f"{e.stdout or ''}(timed out)", None
+        r.check(status == 0 and "mismatches 0, allreduce 3" in text,
+                f"Open MPI (pml ucx), a rank on each daemon: status {status}, "
+                f"{' / '.join(l for l in text.splitlines() if l.startswith(('size', 'mismatches')))}")
+        if status != 0:
+            print(text[-3000:])
+        for side in (a, b):
+            c = netns_util.control(side["ctl"], {"cmd": "counters"},
+                                   timeout=10)["ports"]["p0"]["rnic"]
+            r.check(c["rdma_sends"] > 0 and c["rx_read_requests"] > 0 and
+                    c["out_of_sequence"] == 0,
+                    f"daemon {side['name']}: rdma_sends {c['rdma_sends']}, "
+                    f"rx_read_requests {c['rx_read_requests']}, "
+                    f"out_of_sequence {c['out_of_sequence']}")
+    finally:
+        for d in daemons:
+            d.send_signal(signal.SIGTERM)
+            d.wait(timeout=15)
+            r.procs.remove(d)
+
+
 def main():
     rocemud, perf, dropin, module, build = (os.path.abspath(p)
                                             for p in sys.argv[1:6])
+    mpi_program = os.path.abspath(sys.argv[6]) if len(sys.argv) > 6 else None
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -115,6 +167,13 @@ def main():
                     f"{rows} of {iters}")
             if not ok:
                 netns_util.print_pair_output(sout, cout)
+
+        # Open MPI over UCX, one rank per daemon.
+        r.check(mpi_program is not None,
+                "Open MPI found at build time (openmpi-bin, libopenmpi-dev "
+                "in scripts/packages.txt)")
+        if mpi_program is not None:
+            mpi(r, ns, a, b, wrap, dev, mpi_program)
     print(f"{time.monotonic() - start:.0f} s")
     return netns_util.verdict(r.failures)
 
