@@ -71,9 +71,23 @@ struct Launch {
   std::vector<std::string> sockets;
 };
 
-Launch& TheLaunch() {
-  static Launch* launch = new Launch;  // used by exit handlers: never freed
-  return *launch;
+// Made on first use (the constructor may run before this file's static
+// initialisers) and never freed (exit handlers use it).
+Launch*& LaunchSlot() {
+  static Launch* launch = new Launch;
+  return launch;
+}
+
+Launch& TheLaunch() { return *LaunchSlot(); }
+
+// A child forked while the start ran has no thread finishing it, and its
+// copy of the mutex may be held: it gets a finished launch of its own,
+// with no RNIC (the parent's is the parent's).
+void ForkedMidStart() {
+  Launch*& slot = LaunchSlot();
+  if (slot->done) return;
+  slot = new Launch;
+  slot->done = true;
 }
 
 // Waits for the start (a no-op once done).
@@ -103,6 +117,7 @@ void LaunchOnce() {
     // A program that exits before its first verbs call must not unload
     // the EAL's libraries under a start still running.
     std::atexit([] { Started(); });
+    pthread_atfork(nullptr, nullptr, ForkedMidStart);
     std::thread([path = std::string(config)] {
       std::vector<std::string> sockets = Start(path.c_str());
       Launch& l = TheLaunch();
@@ -122,8 +137,7 @@ const std::vector<std::string>& EmbeddedSockets() {
 }
 
 // The RNIC is there when the program starts, as a NIC would be: a peer
-// started after this program finds its link up (a memif client can only
-// join a server that is already running).
+// started after this program finds its link up.
 __attribute__((constructor)) void StartWithTheProgram() { LaunchOnce(); }
 
 }  // namespace rocemu::verbs::client

@@ -279,16 +279,26 @@ def main():
         # A program that loads libibverbs with dlopen (Python here; UCX
         # loads its InfiniBand module so): the library's constructor runs
         # under the dynamic loader's lock, which the RNIC's start needs.
-        probe = ("import ctypes\n"
+        # A child forked at once (the start still running in the parent)
+        # must not hang in a verbs call or at its exit; it finds the
+        # parent's device or none.
+        probe = ("import ctypes, os\n"
                  "v = ctypes.CDLL('libibverbs.so.1')\n"
                  "v.ibv_get_device_list.restype = "
                  "ctypes.POINTER(ctypes.c_void_p)\n"
                  "v.ibv_get_device_name.restype = ctypes.c_char_p\n"
                  "v.ibv_get_device_name.argtypes = [ctypes.c_void_p]\n"
-                 "n = ctypes.c_int()\n"
-                 "l = v.ibv_get_device_list(ctypes.byref(n))\n"
-                 "print([v.ibv_get_device_name(l[i]).decode() "
-                 "for i in range(n.value)])\n")
+                 "def names():\n"
+                 "    n = ctypes.c_int()\n"
+                 "    l = v.ibv_get_device_list(ctypes.byref(n))\n"
+                 "    return [v.ibv_get_device_name(l[i]).decode() "
+                 "for i in range(n.value)]\n"
+                 "pid = os.fork()\n"
+                 "if pid == 0:\n"
+                 "    print('child', len(names()), flush=True)\n"
+                 "    os._exit(0)\n"
+                 "os.waitpid(pid, 0)\n"
+                 "print(names())\n")
         try:
             out = subprocess.run(["ip", "netns", "exec", ns, sys.executable,
                                   "-c", probe], env=r.env(a),
@@ -296,7 +306,7 @@ def main():
             text, status = out.stdout + out.stderr, out.returncode
         except subprocess.TimeoutExpired:
             text, status = "(hung: 30 s)", None
-        r.check(status == 0 and repr([DEV]) in text,
+        r.check(status == 0 and repr([DEV]) in text and "child" in text,
                 f"libibverbs loaded by dlopen (ctypes): status {status}, "
                 f"{text.strip()[-300:]}")
 
