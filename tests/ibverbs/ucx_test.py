@@ -72,12 +72,9 @@ def mpi(r, ns, a, b, wrap, dev, program):
             "-np", "1", "-x", f"ROCEMU_VERBS_SOCKET={a['verbs']}", program,
             ":", "-np", "1", "-x", f"ROCEMU_VERBS_SOCKET={b['verbs']}",
             program]
-        try:
-            out = subprocess.run(["ip", "netns", "exec", ns] + argv, env=env,
-                                 capture_output=True, text=True, timeout=120)
-            text, status = out.stdout + out.stderr, out.returncode
-        except subprocess.TimeoutExpired as e:
-            text, status = f"{e.stdout or ''}(timed out)", None
+        # Its own process group: a timeout kills mpirun and both ranks.
+        status, text = r.finish(r.start(ns, argv, env),
+                                time.monotonic() + 120)
         r.check(status == 0 and "mismatches 0, allreduce 3" in text,
                 f"Open MPI (pml ucx), a rank on each daemon: status {status}, "
                 f"{' / '.join(l for l in text.splitlines() if l.startswith(('size', 'mismatches')))}")
