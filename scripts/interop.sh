@@ -17,6 +17,14 @@
 # rxe's kernel rdma_cm and rocemu's drop-in librdmacm.so.1, each side as
 # client and as server; peers are addressed by their RoCE IPs. mckey (UD
 # multicast to 239.1.2.3): the "server" side receives, the "client" sends.
+# UCX (stock_ucx_* cases, not in the default set: the guest needs UCX,
+# which ../shared/peer's image lacks; scripts/peer_with_ucx.sh makes a copy
+# of the harness whose guest has it, for ROCEMU_PEER_DIR): ucx_perftest's
+# UCT rc_verbs put_lat and put_bw (64 KiB, zero-copy RDMA WRITE) between
+# rxe and rocemu. ucx_perftest's UCT mode sends its device name to the
+# server, so the guest renames rxe0 to rocemu_p0 first. (UCP needs UCX's
+# UD for its wire-up, which fails on rxe even between two rxe guests: rxe
+# does not report the packet type in a UD completion's sl.)
 # Each phase boots ONE guest that runs its cases in order. Every case's
 # bridge capture must pass ../shared/oracle/check_pcap.py --strict and show
 # the announced PSNs, opcodes, payload sizes and Q_Key
@@ -29,6 +37,7 @@
 #          stock_<tool>_rxe_server stock_<tool>_rxe_client, tool one of
 #          rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat
 #          cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat cm_mckey
+#          (optional, with a UCX guest) ucx_put_lat ucx_put_bw
 #
 # Environment: ROCEMU_BUILD_DIR (default build/; or ROCEMUD,
 # ROCEMU_PINGPONG, ROCEMU_IBVERBS and ROCEMU_RDMACM (the drop-ins'
@@ -83,6 +92,7 @@ ALL_CASES="rc64_rxe_server rc4096_rxe_server ud64_rxe_server ud1024_rxe_server
 rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
 ud4096_rxe_server ud4096_rxe_client
 $(for t in $STOCK_TOOLS; do echo "stock_${t}_rxe_server stock_${t}_rxe_client"; done)"
+UCX_CASES=$(for t in ucx_put_lat ucx_put_bw; do echo "stock_${t}_rxe_server stock_${t}_rxe_client"; done | xargs)
 # --cm: the rdma_cm cases only; --verbs: all the others (the test suite
 # runs the two sets as two tests, each within its own time limit).
 case "${1:-}" in
@@ -98,7 +108,7 @@ for f in "$ROCEMUD" "$PINGPONG"; do
 done
 for c in $CASES; do
     # shellcheck disable=SC2086
-    case " $(echo $ALL_CASES) " in *" $c "*) ;; *) echo "interop.sh: unknown case $c" >&2; exit 2;; esac
+    case " $(echo $ALL_CASES $UCX_CASES) " in *" $c "*) ;; *) echo "interop.sh: unknown case $c" >&2; exit 2;; esac
 done
 
 T0=$SECONDS
@@ -202,6 +212,11 @@ stock_cmd() {  # stock_cmd CASE DEV GID ROLE
         send_bw) echo "ib_send_bw -d $2 -x $3 -F -m 1024 -s 4096 -n 100 --report_gbits";;
         atomic_bw) echo "ib_atomic_bw -d $2 -x $3 -F -m 1024 -n 100 --report_gbits";;
         write_lat) echo "ib_write_lat -d $2 -x $3 -F -m 1024 -s 64 -n 100";;
+        ucx_put_lat|ucx_put_bw)
+            local t=put_lat s=8 pre="rdma dev set rxe0 name rocemu_p0 2>/dev/null;"
+            [ "$(stock_tool "$1")" = ucx_put_bw ] && t="put_bw -D zcopy" s=65536
+            [ "$2" = rocemu_p0 ] && pre="$ROOT/scripts/rocemu-run --dev-node"
+            echo "$pre ucx_perftest -p 18515 -d rocemu_p0:1 -x rc_verbs -t $t -s $s -n 1000";;
     esac
 }
 # What each side printing means success, besides exit status 0.
@@ -209,6 +224,8 @@ stock_ok() {  # stock_ok CASE OUTPUT_FILE
     case $(stock_tool "$1") in
         cm_rping) grep -q "rdma-ping-$((CM_PINGS - 1)):" "$2";;
         cm_ucmatose|cm_udaddy|cm_mckey) grep -q "test complete" "$2";;
+        # The client prints the result; the server, the peer it accepted.
+        ucx_*) grep -qE "^Final: +1000 |^Accepted connection" "$2";;
         *_pingpong) grep -q "iters in" "$2";;
         # A result row: bytes, iterations, figures. perftest times with
         # the TSC and calibrates it by sampling against gettimeofday; on a
