@@ -69,6 +69,10 @@ class Run(netns_util.NetRun):
                 "ctl": os.path.join(d, "ctl.sock"),
                 "verbs": os.path.join(d, "verbs.sock")}
 
+    def sides(self):
+        """Side A (the memif server, 10.123.1.1) and side B (its client)."""
+        return self.config("a", "server", 1), self.config("b", "client", 2)
+
     def env(self, side, progress=None, daemon=False):
         e = dict(os.environ)
         e["LD_LIBRARY_PATH"] = self.dropin
@@ -153,7 +157,7 @@ def main():
     start = time.monotonic()
     with netns_util.failures_reported(r):
         ns = r.netns("rocemu-emb")
-        a, b = r.config("a", "server", 1), r.config("b", "client", 2)
+        a, b = r.sides()
 
         # rocemu-perf: the verbs library's own API, data verified.
         common = ["--json", "--verify", "--memory=malloc", "--timeout", "60"]

@@ -110,7 +110,7 @@ def main():
     start = time.monotonic()
     with netns_util.failures_reported(r):
         ns = r.netns("rocemu-ucx")
-        a, b = r.config("a", "server", 1), r.config("b", "client", 2)
+        a, b = r.sides()
         wrap = [RUN, "--build", build, "--dev-node"]
         dev = f"{DEV}:1"
 
