@@ -503,10 +503,10 @@ void Daemon::Slow(nic::TimeNs now) {
   }
 }
 
-void Daemon::UpdateLink(Port& port) {
+bool Daemon::UpdateLink(Port& port) {
   const bool up = port.dev->LinkUp();
   if (up) port.link_seen_up = true;
-  if (!port.link_seen_up || up == port.link_up) return;
+  if (!port.link_seen_up || up == port.link_up) return up;
   port.link_up = up;
   ROCEMU_LOG_INFO("port %s: link %s", port.config.name, up ? "up" : "down");
   if (port.index < rnics_.size() && rnics_[port.index] != nullptr) {
@@ -514,6 +514,7 @@ void Daemon::UpdateLink(Port& port) {
     endpoints_touched_ = true;
   }
   for (auto& s : port.shards) s->SetLinkUp(up);
+  return up;
 }
 
 void Daemon::Run(DaemonSignals* signals) {
@@ -582,11 +583,12 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
     metrics_.Poll();
     for (auto& p : ports_) {
       p->dev->FaultInSharedMemory();
-      if (p->dev->memif()) UpdateLink(*p);  // shared state: no syscall
+      if (!p->dev->memif()) continue;
+      const bool up = UpdateLink(*p);  // shared state: no syscall
       if (p->dev->memif_client()) {
         // Down for a whole period, so that a connection still being set
         // up (the PMD's control thread, on a busy core) is not cut short.
-        if (p->memif_rejoin_at == 0 || p->dev->LinkUp()) {
+        if (p->memif_rejoin_at == 0 || up) {
           p->memif_rejoin_at = now + kMemifRejoinPeriod;
         } else if (now >= p->memif_rejoin_at) {
           p->dev->RejoinMemifServer();

@@ -253,8 +253,9 @@ class Daemon {
   // Returns whether any frame was received or sent.
   bool PollPort(unsigned index, nic::TimeNs now);
   // Tells the port's RNICs (and shards) when its link went down or came
-  // back: port state, IBV_EVENT_PORT_ERR/ACTIVE, link_downed.
-  void UpdateLink(Port& port);
+  // back: port state, IBV_EVENT_PORT_ERR/ACTIVE, link_downed. Returns the
+  // link state it read.
+  bool UpdateLink(Port& port);
   // The congestion point's departures into the RNIC and its PFC frames
   // out; returns whether it did anything.
   bool PollIngress(Port& port, nic::TimeNs now);
