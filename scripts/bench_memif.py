@@ -48,13 +48,19 @@ def rate_once(pktio, ns, frame, tag, seconds):
     return json.loads(lines[-1])
 
 
-def rate(pktio, ns, frame, tag, seconds):
-    """rate_once, once more if the receiver missed its window (under
-    load)."""
-    c = rate_once(pktio, ns, frame, tag, seconds)
-    if c["mpps"] <= 0 or not c.get("complete", True):
-        c = rate_once(pktio, ns, frame, tag + "r", seconds)
-    return c
+def rate(pktio, ns, frame, tag, seconds, tries=3):
+    """The best of `tries` rate_once runs, with every run's Mpps in
+    "runs". A ceiling is the best the link does: on these 2-vCPU VMs the
+    same pair of processes reads anywhere from 0.6 to 8.7 Mpps of 4154 B
+    frames from one run to the next (2026-11-28, all frame sizes alike),
+    so one run can understate it several times over."""
+    best, runs = {"mpps": 0.0, "complete": False}, []
+    for i in range(tries):
+        c = rate_once(pktio, ns, frame, f"{tag}{i}", seconds)
+        runs.append(round(c["mpps"], 4))
+        if c.get("complete", True) and c["mpps"] > best["mpps"]:
+            best = c
+    return dict(best, runs=runs)
 
 
 def ping_pong(pktio, ns, frame, iterations=20000):

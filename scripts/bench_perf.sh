@@ -3,9 +3,11 @@
 # the raw DPDK ceiling of the same link measured in the same run.
 #   ceiling: emulator/bench_pktio.cc, two processes on lcores 0 (TX) and 1
 #            (RX) as scripts/bench_link.sh does, RX rate at the receiver
-#            over a fixed window, at the frame size each message size puts
-#            on the wire (a WRITE ONLY packet: 74 B of headers + payload;
-#            multi-packet messages: 4154 B MIDDLE frames, MTU 4096);
+#            over a fixed window, the best of three runs (one run can
+#            read several times low on these VMs), at the frame size each
+#            message size puts on the wire (a WRITE ONLY packet: 74 B of
+#            headers + payload; multi-packet messages: 4154 B MIDDLE
+#            frames, MTU 4096);
 #            The latency ceiling: a raw DPDK ping-pong of 138 B frames (a
 #            64 B WRITE's) over the same memif, pong on lcore 1, ping on
 #            lcore 0, one-way = half the round trip.
@@ -109,8 +111,8 @@ try:
     ns = r.netns("bench-perf")
     for frame in sorted({frame_of(s)[0] for s in SIZES}):
         ceil[frame] = bench_memif.rate(pktio, ns, frame, f"c{frame}", seconds)
-        print(f"ceiling {frame} B frames: {ceil[frame]['mpps']:.3f} Mpps",
-              flush=True)
+        print(f"ceiling {frame} B frames: {ceil[frame]['mpps']:.3f} Mpps "
+              f"(runs {ceil[frame]['runs']})", flush=True)
     pingpong = bench_memif.ping_pong(pktio, ns, frame_of(64)[0])
     print(f"ping-pong {frame_of(64)[0]} B frames: {pingpong}", flush=True)
     # Both daemons on lcore 0 (see the top): idle_sleep_us lets an idle
@@ -230,7 +232,10 @@ for size, res in emb_bw.items():
         f"embedded write_bw {human(size)}: failed" if res is None else
         f"embedded write_bw {human(size)}: {res['bw_avg_gbps']:.3f} Gb/s = "
         f"{res['bw_avg_gbps'] / ceil_gbps:.3f} of the ceiling")
+runs_line = ("ceiling runs, Mpps (each ceiling is the best of its runs): " +
+             "; ".join(f"{f} B {ceil[f]['runs']}" for f in sorted(ceil)))
 print(table)
+print(runs_line)
 print(rate_line)
 print(lat_line)
 print(ping_line)
@@ -243,6 +248,6 @@ if append:
         f.write(f"\n### Run of {time.strftime('%Y-%m-%d %H:%M')} UTC "
                 f"(`{cmd}`)\n\n"
                 f"Load: before `{uptime_before}`; after `{uptime_after}`.\n\n"
-                f"{table}\n\n- {rate_line}\n- {lat_line}\n- {ping_line}\n" +
+                f"{table}\n\n- {runs_line}\n- {rate_line}\n- {lat_line}\n- {ping_line}\n" +
                 "".join(f"- {l}\n" for l in mem_lines + emb_lines))
 PY
