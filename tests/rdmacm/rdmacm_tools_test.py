@@ -7,8 +7,10 @@ ucmatose with several connections, udaddy (UD through SIDR), mckey (UD
 multicast: one receiver across the link, one on the sender's daemon), a
 connection
 to a port nobody listens on (REJECTED, reason 8), and ib_{write,send,read}_bw
--R. Each tool's own checks decide, then both daemons' CM counters must show
-the handshakes and nothing lost or malformed.
+-R, and rstream over stream rsockets (default, blocking, rpoll-driven and
+non-blocking, data verified, messages larger than the receive buffer; and a
+peer killed mid-stream). Each tool's own checks decide, then both daemons'
+CM counters must show the handshakes and nothing lost or malformed.
 
 While rping's server listens, rocemu-ctl cm must show its listener (state,
 service ID, pid). Servers are started, then clients once the daemon's CM
@@ -259,6 +261,42 @@ def main():
             if not ok:
                 netns_util.print_pair_output(sout, cout)
 
+        # rsockets: Debian's rstream, both sides on the drop-in's stream
+        # rsockets. -T v makes each receiver check every byte (rstream
+        # exits non-zero on a mismatch); -B 16384 gives 32 KiB receive
+        # buffers, so messages span many buffer halves handed back by SGL
+        # updates. Default mode is non-blocking (MSG_DONTWAIT, O_NONBLOCK).
+        rstream_cases = (
+            ("default, 97 KiB messages, 32 KiB buffers, 2 iterations",
+             ["-S", "100000", "-C", "50", "-I", "2", "-B", "16384"]),
+            ("blocking, no inline data, 292 KiB messages, 32 KiB buffers",
+             ["-S", "300000", "-C", "10", "-B", "16384", "-i", "0", "-T",
+              "b"]),
+            ("blocking, 2.9 MiB messages, default 1 MiB buffers",
+             ["-S", "3000000", "-C", "4", "-T", "b"]),
+            ("rpoll-driven, 195 KiB messages, 32 KiB buffers",
+             ["-S", "200000", "-C", "20", "-B", "16384", "-T", "a"]),
+            ("rpoll-driven, 2000 messages of 100 bytes (credit updates)",
+             ["-S", "100", "-C", "2000", "-T", "a"]),
+            ("non-blocking, 1000 messages of 4 KiB",
+             ["-S", "4096", "-C", "1000", "-T", "n"]))
+        rstream_start = time.monotonic()
+        for what, opts in rstream_cases:
+            opts = opts + ["-T", "v"]
+            (crc, cout), (src, sout) = r.pair_cm(
+                ns, a, b, ["rstream", "-b", A_IP, "-p", "{port}"] + opts,
+                ["rstream", "-s", A_IP, "-p", "{port}"] + opts, timeout=60)
+            # The result row: name, size, transfers, iterations, total ...
+            rows = [re.search(r"^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s",
+                              o, re.M) for o in (sout, cout)]
+            ok = src == 0 and crc == 0 and all(rows) and \
+                "verification failed" not in sout + cout
+            r.check(ok, f"rstream {what} ({' '.join(opts)}): server {src}, "
+                    f"client {crc}, data verified both ways")
+            if not ok:
+                netns_util.print_pair_output(sout, cout)
+        rstream_secs = time.monotonic() - rstream_start
+
         # Every connection is gone: no id left in either CM but in TimeWait
         # (whose exit is a few seconds away), and no listener. A DREQ the
         # last tool's exit sent may still await its DREP: a few seconds.
@@ -275,7 +313,8 @@ def main():
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
-        conns = 2 + 4 + 1 + 50 + 4  # rping x2, ucmatose, rdma_client, cmtime, perftest
+        # rping x2, ucmatose, rdma_client, cmtime, perftest, rstream
+        conns = 2 + 4 + 1 + 50 + 4 + len(rstream_cases)
         r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
                 ca.get("cm_rep_sent", 0) >= conns and
                 cb.get("cm_rtu_sent", 0) >= conns,
@@ -296,6 +335,30 @@ def main():
                 "mr_access_faults")
                 if c.get(k)}
             r.check(not bad, f"{d}: no CM or RNIC error counters {bad}")
+
+        # A peer that dies mid-stream: the survivor's rsocket calls fail
+        # with an error (rstream exits non-zero) instead of hanging. The
+        # client is killed while the server waits in rrecv.
+        kill_start = time.monotonic()
+        r.port += 1
+        opts = ["-p", str(r.port), "-S", "1000", "-C", "100000000", "-T",
+                "b"]
+        srv = r.tool(ns, a, ["rstream", "-b", A_IP] + opts, 60)
+        wait_listener(a, r.port)
+        cli = r.tool(ns, b, ["rstream", "-s", A_IP] + opts, 60)
+        time.sleep(1)
+        os.killpg(cli.pid, 9)
+        cli.communicate()
+        t0 = time.monotonic()
+        [(src, sout)] = r.collect([srv], 20)
+        ok = src not in (0, None) and "(timed out)" not in sout and \
+            "Connection reset by peer" in sout
+        r.check(ok, f"rstream server after its client was killed: exit {src} "
+                f"after {time.monotonic() - t0:.1f} s")
+        if not ok:
+            print(sout[-1000:])
+        rstream_secs += time.monotonic() - kill_start
+        print(f"rstream cases: {rstream_secs:.1f} s")
     print(f"rdmacm tools: {time.monotonic() - start:.0f} s")
     return netns_util.verdict(r.failures)
 
