@@ -38,8 +38,10 @@
 #          rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat
 #          cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat cm_mckey
 #          (optional, with a UCX guest) ucx_put_lat ucx_put_bw
+#          (optional) cm_rstream
 #
-# Environment: ROCEMU_BUILD_DIR (default build/; or ROCEMUD,
+# Environment: RSTREAM_OPTS (cm_rstream's options on both sides, default
+# "-S 100000 -C 20 -B 16384 -T v"), ROCEMU_BUILD_DIR (default build/; or ROCEMUD,
 # ROCEMU_PINGPONG, ROCEMU_IBVERBS and ROCEMU_RDMACM (the drop-ins'
 # directories) naming them), ROCEMU_PEER_DIR (default
 # ../shared/peer), ITERS (default 10), INTEROP_OUT (kept results, default
@@ -93,6 +95,10 @@ rc64_rxe_client rc4096_rxe_client ud64_rxe_client ud1024_rxe_client
 ud4096_rxe_server ud4096_rxe_client
 $(for t in $STOCK_TOOLS; do echo "stock_${t}_rxe_server stock_${t}_rxe_client"; done)"
 UCX_CASES=$(for t in ucx_put_lat ucx_put_bw; do echo "stock_${t}_rxe_server stock_${t}_rxe_client"; done | xargs)
+# Stream rsockets (not in the default set, which has no time to spare):
+# rstream on rdma-core's rsockets over rxe against rstream on the drop-in
+# librdmacm's, each side as server and as client.
+RSOCKET_CASES="stock_cm_rstream_rxe_server stock_cm_rstream_rxe_client"
 # --cm: the rdma_cm cases only; --verbs: all the others (the test suite
 # runs the two sets as two tests, each within its own time limit).
 case "${1:-}" in
@@ -108,7 +114,7 @@ for f in "$ROCEMUD" "$PINGPONG"; do
 done
 for c in $CASES; do
     # shellcheck disable=SC2086
-    case " $(echo $ALL_CASES $UCX_CASES) " in *" $c "*) ;; *) echo "interop.sh: unknown case $c" >&2; exit 2;; esac
+    case " $(echo $ALL_CASES $UCX_CASES $RSOCKET_CASES) " in *" $c "*) ;; *) echo "interop.sh: unknown case $c" >&2; exit 2;; esac
 done
 
 T0=$SECONDS
@@ -187,6 +193,7 @@ case_cm() { case $1 in stock_cm_*) return 0;; *) return 1;; esac; }
 # tools runs against the netns' kernel, rdma_cm connects RoCE addresses.
 peer_of_guest() { if case_cm "$1"; then echo "$ROCEMU_IP"; else echo "$HOST_IP"; fi; }
 CM_PINGS=100
+RSTREAM_OPTS=${RSTREAM_OPTS:--S 100000 -C 20 -B 16384 -T v}
 MCAST_GROUP=239.1.2.3
 # The stock command line of a case on either side (DEV: rxe0 or rocemu_p0;
 # GID: the GID index; ROLE: server or client; the peer address is appended
@@ -203,6 +210,9 @@ stock_cmd() {  # stock_cmd CASE DEV GID ROLE
         # caller appends is an operand mckey ignores.
         cm_mckey) local own=$ROCEMU_IP; [ "$2" = rxe0 ] && own=$GUEST_IP
                   echo "mckey -m $MCAST_GROUP -b $own -C 10${cm_client:+ -s}";;
+        # 20 messages of 97 KiB each way through 32 KiB receive buffers,
+        # every byte checked by the receiver (-T v).
+        cm_rstream) echo "rstream $RSTREAM_OPTS${cm_client:+ -s}";;
         cm_write_bw) echo "ib_write_bw -d $2 -x $3 -R -F -m 1024 -s 4096 -n 100 --report_gbits";;
         cm_send_lat) echo "ib_send_lat -d $2 -x $3 -R -F -s 64 -n 100";;
         rc_pingpong) echo "ibv_rc_pingpong -d $2 -g $3 -s 4096 -m 1024 -n $ITERS";;
@@ -224,6 +234,8 @@ stock_ok() {  # stock_ok CASE OUTPUT_FILE
     case $(stock_tool "$1") in
         cm_rping) grep -q "rdma-ping-$((CM_PINGS - 1)):" "$2";;
         cm_ucmatose|cm_udaddy|cm_mckey) grep -q "test complete" "$2";;
+        # rstream's result row (it exits non-zero on a data mismatch).
+        cm_rstream) grep -qE "^custom +[0-9]" "$2";;
         # The client prints the result; the server, the peer it accepted.
         ucx_*) grep -qE "^Final: +1000 |^Accepted connection" "$2";;
         *_pingpong) grep -q "iters in" "$2";;

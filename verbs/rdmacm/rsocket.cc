@@ -432,8 +432,14 @@ int rshutdown(int socket, int how) {
   } else {
     return SetErrno(EINVAL);
   }
-  int ret = 0;
-  if (!CtrlAvail(rs)) {
+  // Our data acknowledged before the goodbye follows it: rdma-core's
+  // rpoll reports POLLHUP as soon as the goodbye is in, data still unread
+  // or not, and its rstream -T a then gives up on the last messages. The
+  // wait narrows that window for a slow peer; it cannot close it.
+  int ret = WaitFor(rs, lock, false, kHandshakeTimeoutMs, [](RSocket* s) {
+    return AllSendsDone(s) || !s->Connected();
+  });
+  if (ret == 0 && !CtrlAvail(rs)) {
     ret = WaitFor(rs, lock, false, kHandshakeTimeoutMs,
                   [](RSocket* s) { return CtrlAvail(s) || !s->Connected(); });
   }
