@@ -38,9 +38,10 @@
 #          rc_pingpong ud_pingpong write_bw read_bw send_bw atomic_bw write_lat
 #          cm_rping cm_ucmatose cm_udaddy cm_write_bw cm_send_lat cm_mckey
 #          (optional, with a UCX guest) ucx_put_lat ucx_put_bw
-#          (optional) cm_rstream
+#          (optional) cm_rstream cm_riostream
 #
-# Environment: RSTREAM_OPTS (cm_rstream's options on both sides, default
+# Environment: RSTREAM_OPTS (cm_rstream's and cm_riostream's options on
+# both sides, default
 # "-S 100000 -C 20 -B 16384 -T v"), ROCEMU_BUILD_DIR (default build/; or ROCEMUD,
 # ROCEMU_PINGPONG, ROCEMU_IBVERBS and ROCEMU_RDMACM (the drop-ins'
 # directories) naming them), ROCEMU_PEER_DIR (default
@@ -96,9 +97,10 @@ ud4096_rxe_server ud4096_rxe_client
 $(for t in $STOCK_TOOLS; do echo "stock_${t}_rxe_server stock_${t}_rxe_client"; done)"
 UCX_CASES=$(for t in ucx_put_lat ucx_put_bw; do echo "stock_${t}_rxe_server stock_${t}_rxe_client"; done | xargs)
 # Stream rsockets (not in the default set, which has no time to spare):
-# rstream on rdma-core's rsockets over rxe against rstream on the drop-in
-# librdmacm's, each side as server and as client.
-RSOCKET_CASES="stock_cm_rstream_rxe_server stock_cm_rstream_rxe_client"
+# rstream and riostream on rdma-core's rsockets over rxe against the same
+# on the drop-in librdmacm's, each side as server and as client.
+RSOCKET_CASES="stock_cm_rstream_rxe_server stock_cm_rstream_rxe_client
+stock_cm_riostream_rxe_server stock_cm_riostream_rxe_client"
 # --cm: the rdma_cm cases only; --verbs: all the others (the test suite
 # runs the two sets as two tests, each within its own time limit).
 case "${1:-}" in
@@ -213,6 +215,8 @@ stock_cmd() {  # stock_cmd CASE DEV GID ROLE
         # 20 messages of 97 KiB each way through 32 KiB receive buffers,
         # every byte checked by the receiver (-T v).
         cm_rstream) echo "rstream $RSTREAM_OPTS${cm_client:+ -s}";;
+        # riomap/riowrite: each side writes into the buffer the other mapped.
+        cm_riostream) echo "riostream $RSTREAM_OPTS${cm_client:+ -s}";;
         cm_write_bw) echo "ib_write_bw -d $2 -x $3 -R -F -m 1024 -s 4096 -n 100 --report_gbits";;
         cm_send_lat) echo "ib_send_lat -d $2 -x $3 -R -F -s 64 -n 100";;
         rc_pingpong) echo "ibv_rc_pingpong -d $2 -g $3 -s 4096 -m 1024 -n $ITERS";;
@@ -235,7 +239,7 @@ stock_ok() {  # stock_ok CASE OUTPUT_FILE
         cm_rping) grep -q "rdma-ping-$((CM_PINGS - 1)):" "$2";;
         cm_ucmatose|cm_udaddy|cm_mckey) grep -q "test complete" "$2";;
         # rstream's result row (it exits non-zero on a data mismatch).
-        cm_rstream) grep -qE "^custom +[0-9]" "$2";;
+        cm_rstream|cm_riostream) grep -qE "^custom +[0-9]" "$2";;
         # The client prints the result; the server, the peer it accepted.
         ucx_*) grep -qE "^Final: +1000 |^Accepted connection" "$2";;
         *_pingpong) grep -q "iters in" "$2";;

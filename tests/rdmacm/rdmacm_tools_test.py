@@ -9,7 +9,7 @@ connection
 to a port nobody listens on (REJECTED, reason 8), and ib_{write,send,read}_bw
 -R, and rstream over stream rsockets (default, blocking, rpoll-driven and
 non-blocking, data verified, messages larger than the receive buffer; and a
-peer killed mid-stream). Each tool's own checks decide, then both daemons'
+peer killed mid-stream) and riostream over riomap/riowrite. Each tool's own checks decide, then both daemons'
 CM counters must show the handshakes and nothing lost or malformed.
 
 While rping's server listens, rocemu-ctl cm must show its listener (state,
@@ -295,6 +295,27 @@ def main():
                     f"client {crc}, data verified both ways")
             if not ok:
                 netns_util.print_pair_output(sout, cout)
+        # riostream: the same over riomap/riowrite, each side writing
+        # straight into the buffer the other mapped (its last byte is the
+        # marker the receiver spins on; -T v checks the rest).
+        for what, opts in (
+                ("default, 97 KiB writes", ["-S", "100000", "-C", "50"]),
+                ("blocking, 976 KiB writes", ["-S", "1000000", "-C", "10",
+                                              "-T", "b"]),
+                ("rpoll-driven, 64 KiB writes", ["-S", "65536", "-C", "100",
+                                                 "-T", "a"])):
+            opts = opts + ["-T", "v"]
+            (crc, cout), (src, sout) = r.pair_cm(
+                ns, a, b, ["riostream", "-b", A_IP, "-p", "{port}"] + opts,
+                ["riostream", "-s", A_IP, "-p", "{port}"] + opts, timeout=60)
+            rows = [re.search(r"^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s",
+                              o, re.M) for o in (sout, cout)]
+            ok = src == 0 and crc == 0 and all(rows) and \
+                "verification failed" not in sout + cout
+            r.check(ok, f"riostream {what} ({' '.join(opts)}): server {src}, "
+                    f"client {crc}, data verified both ways")
+            if not ok:
+                netns_util.print_pair_output(sout, cout)
         rstream_secs = time.monotonic() - rstream_start
 
         # Every connection is gone: no id left in either CM but in TimeWait
@@ -313,8 +334,9 @@ def main():
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
-        # rping x2, ucmatose, rdma_client, cmtime, perftest, rstream
-        conns = 2 + 4 + 1 + 50 + 4 + len(rstream_cases)
+        # rping x2, ucmatose, rdma_client, cmtime, perftest, rstream,
+        # riostream
+        conns = 2 + 4 + 1 + 50 + 4 + len(rstream_cases) + 3
         r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
                 ca.get("cm_rep_sent", 0) >= conns and
                 cb.get("cm_rtu_sent", 0) >= conns,
@@ -358,7 +380,7 @@ def main():
         if not ok:
             print(sout[-1000:])
         rstream_secs += time.monotonic() - kill_start
-        print(f"rstream cases: {rstream_secs:.1f} s")
+        print(f"rstream/riostream cases: {rstream_secs:.1f} s")
     print(f"rdmacm tools: {time.monotonic() - start:.0f} s")
     return netns_util.verdict(r.failures)
 

@@ -91,6 +91,7 @@ void DestroySocket(RSocket* rs) {
   if (rs->id != nullptr && rs->id->qp != nullptr) {
     rdma_destroy_qp(rs->id);
   }
+  FreeIomaps(rs);
   rs->sbuf.Reset();
   rs->rbuf.Reset();
   rs->target.Reset();
@@ -231,6 +232,7 @@ RSocket* AcceptOne(RSocket* l, rdma_cm_event* e) {
   n->sq_size = l->sq_size;
   n->rq_size = l->rq_size;
   n->sq_inline = l->sq_inline;
+  n->target_iomap_size = l->target_iomap_size;
   n->nonblocking = l->nonblocking;
   n->fd_flags = l->fd_flags;
   if (rdma_migrate_id(id, n->channel) != 0) {
@@ -583,7 +585,12 @@ int rsetsockopt(int socket, int level, int optname, const void* optval,
           // Routes are built from the addresses on RoCE; a resolved one
           // (rdma_getaddrinfo's) adds nothing.
           return 0;
-        default:  // RDMA_IOMAPSIZE: riomap is not offered
+        case RDMA_IOMAPSIZE:
+          // Rounded to what the connection data can say.
+          rs->target_iomap_size = uint16_t(ScaleToValue(
+              uint8_t(ValueToScale(std::min(v < 0 ? 0 : v, 0x7F00), 8)), 8));
+          return 0;
+        default:
           return SetErrno(ENOTSUP);
       }
     default:
@@ -672,7 +679,7 @@ int rgetsockopt(int socket, int level, int optname, void* optval,
           v = rs->sq_inline;
           break;
         case RDMA_IOMAPSIZE:
-          v = 0;
+          v = rs->target_iomap_size;
           break;
         default:
           return SetErrno(ENOTSUP);

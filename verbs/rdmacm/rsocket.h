@@ -54,6 +54,25 @@ struct ConnData {
 };
 static_assert(sizeof(ConnData) == 40);
 
+// An entry of the iomap table that follows the target SGL: where the
+// peer's riomap'ed buffer `offset` lives.
+struct IomapEntry {
+  uint64_t offset;
+  WireSge sge;
+};
+static_assert(sizeof(IomapEntry) == 24);
+
+// rdma-core's 8-bit encoding of table sizes: up to 128 as is, beyond that
+// a flag and value >> 8 (rs_value_to_scale / rs_scale_to_value).
+inline constexpr int ValueToScale(int value, int bits) {
+  return value <= (1 << (bits - 1)) ? value
+                                    : (1 << (bits - 1)) | (value >> bits);
+}
+inline constexpr int ScaleToValue(int value, int bits) {
+  return value <= (1 << (bits - 1)) ? value
+                                    : (value & ~(1 << (bits - 1))) << bits;
+}
+
 // Immediate data: op in the top 3 bits, the rest is a length (DATA) or
 // the receive sequence number the peer may send up to (SGL, CTRL carry a
 // control code instead).
@@ -184,10 +203,26 @@ struct RSocket {
   uint32_t rbuf_bytes_avail = 0;  // consumed, not yet handed back
   uint32_t rbuf_free_offset = 0;  // the next half to hand back
   uint32_t rbuf_offset = 0;       // where the next unread byte is
+  // riomap: the peer's iomap table (entries in `length`), and our maps.
+  uint16_t target_iomap_size = 0;  // entries the peer may write (ours)
+  WireSge remote_iomap{};
+  std::vector<bool> remote_slots;  // which of the peer's entries we use
+  struct IoMap {
+    uint64_t offset;
+    ibv_mr* mr;
+    int index;  // entry in the peer's table; -1: local only
+  };
+  std::vector<IoMap> iomaps;
+  std::deque<IoMap> iomap_queue;  // not yet written to the peer
+
   // Received data messages' lengths, a ring of rq_size + 1.
   std::vector<uint32_t> rmsg;
   int rmsg_head = 0, rmsg_tail = 0;
 
+  volatile IomapEntry* TargetIomap() {
+    return reinterpret_cast<volatile IomapEntry*>(target.data +
+                                                  sizeof(WireSge) * kSglSize);
+  }
   volatile WireSge* TargetSgl() {
     return reinterpret_cast<volatile WireSge*>(target.data);
   }
@@ -238,6 +273,24 @@ void FormatConnData(RSocket* rs, ConnData* out);
 // Takes the peer's connection data; false when it is not rsockets' v1.
 bool SaveConnData(RSocket* rs, const void* data, size_t len);
 void DestroyEndpoint(RSocket* rs);
+// Posts an RDMA WRITE (WITH IMM when `imm`), wr_id = msg.
+int PostWrite(RSocket* rs, ibv_sge* sgl, int nsge, uint32_t msg, bool imm,
+              int flags, uint64_t addr, uint32_t rkey);
+// `len` bytes of `buf` ready to go: inline, or copied into the send ring
+// (two SGEs when it wraps). Returns the SGE count.
+int Stage(RSocket* rs, const uint8_t* buf, uint32_t len, ibv_sge sge[2],
+          int* send_flags);
+bool Nonblocking(const RSocket* rs, int flags);
+// A socket still connecting makes progress first; -1 (EAGAIN) until it
+// is connected.
+int FinishConnect(RSocket* rs);
+bool SendWaitDone(RSocket* rs);
+
+// --- riomap (rsocket_iomap.cc) ----------------------------------------------
+
+// Writes the maps riomap queued into the peer's iomap table.
+int SendIomaps(RSocket* rs, std::unique_lock<std::mutex>& lock, bool nonblock);
+void FreeIomaps(RSocket* rs);
 
 }  // namespace rocemu::rdmacm::rs
 

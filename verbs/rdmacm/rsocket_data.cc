@@ -34,28 +34,10 @@ int PostRecv(RSocket* rs) {
   return ret == 0 ? 0 : SetErrno(ret);
 }
 
-// The wr_id of a send is its message, so the completion says what to
-// give back (send queue entry and buffer bytes, or a control slot).
-int PostWriteImm(RSocket* rs, ibv_sge* sgl, int nsge, uint32_t msg, int flags,
-                 uint64_t addr, uint32_t rkey) {
-  ibv_send_wr wr{};
-  ibv_send_wr* bad = nullptr;
-  wr.wr_id = msg;
-  wr.sg_list = sgl;
-  wr.num_sge = nsge;
-  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-  wr.send_flags = flags;
-  wr.imm_data = htobe32(msg);
-  wr.wr.rdma.remote_addr = addr;
-  wr.wr.rdma.rkey = rkey;
-  const int ret = ibv_post_send(rs->id->qp, &wr, &bad);
-  return ret == 0 ? 0 : SetErrno(ret);
-}
-
 // A message with no payload: a zero-length write carries only its
 // immediate (no address or key is checked for it).
 int PostMsg(RSocket* rs, uint32_t msg) {
-  return PostWriteImm(rs, nullptr, 0, msg, 0, 0, 0);
+  return PostWrite(rs, nullptr, 0, msg, true, 0, 0, 0);
 }
 
 void SendCredits(RSocket* rs) {
@@ -88,9 +70,9 @@ void SendCredits(RSocket* rs) {
     s.addr = uintptr_t(slot);
     s.lkey = rs->sbuf.mr->lkey;
   }
-  (void)PostWriteImm(rs, &s, 1, Msg(kOpSgl, credits), flags,
-                     rs->remote_sgl.addr + rs->remote_sge * sizeof(WireSge),
-                     rs->remote_sgl.key);
+  (void)PostWrite(rs, &s, 1, Msg(kOpSgl, credits), true, flags,
+                  rs->remote_sgl.addr + rs->remote_sge * sizeof(WireSge),
+                  rs->remote_sgl.key);
   rs->rbuf_bytes_avail -= half;
   rs->rbuf_free_offset += half;
   if (rs->rbuf_free_offset >= rs->rbuf_size) rs->rbuf_free_offset = 0;
@@ -106,6 +88,48 @@ void UpdateCredits(RSocket* rs) {
 }
 
 }  // namespace
+
+int PostWrite(RSocket* rs, ibv_sge* sgl, int nsge, uint32_t msg, bool imm,
+              int flags, uint64_t addr, uint32_t rkey) {
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  // The wr_id of a send is its message, so the completion says what to
+  // give back (send queue entry and buffer bytes, or a control slot).
+  wr.wr_id = msg;
+  wr.sg_list = sgl;
+  wr.num_sge = nsge;
+  wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.send_flags = flags;
+  if (imm) wr.imm_data = htobe32(msg);
+  wr.wr.rdma.remote_addr = addr;
+  wr.wr.rdma.rkey = rkey;
+  const int ret = ibv_post_send(rs->id->qp, &wr, &bad);
+  return ret == 0 ? 0 : SetErrno(ret);
+}
+
+int Stage(RSocket* rs, const uint8_t* buf, uint32_t len, ibv_sge sge[2],
+          int* send_flags) {
+  sge[0] = sge[1] = ibv_sge{};
+  if (len <= rs->sq_inline) {
+    sge[0].addr = uintptr_t(buf);
+    sge[0].length = len;
+    *send_flags = IBV_SEND_INLINE;
+    return 1;
+  }
+  *send_flags = 0;
+  const uint32_t to_end = rs->sbuf_size - rs->sbuf_head;
+  const uint32_t first = std::min(len, to_end);
+  std::memcpy(rs->sbuf.data + rs->sbuf_head, buf, first);
+  sge[0] = {uintptr_t(rs->sbuf.data + rs->sbuf_head), first, rs->sbuf.mr->lkey};
+  int nsge = 1;
+  if (first < len) {
+    std::memcpy(rs->sbuf.data, buf + first, len - first);
+    sge[1] = {uintptr_t(rs->sbuf.data), len - first, rs->sbuf.mr->lkey};
+    nsge = 2;
+  }
+  rs->sbuf_head = (rs->sbuf_head + len) % rs->sbuf_size;
+  return nsge;
+}
 
 void Fail(RSocket* rs, int err) {
   rs->state = State::kError;
@@ -255,7 +279,10 @@ int CreateEndpoint(RSocket* rs) {
   size_t sbytes = rs->sbuf_size;
   if (rs->sq_inline < kMaxCtrlMsg) sbytes += kMaxCtrlMsg * kCtrlSlots;
   if (rs->sbuf.Alloc(id->pd, sbytes, IBV_ACCESS_LOCAL_WRITE) != 0 ||
-      rs->target.Alloc(id->pd, sizeof(WireSge) * kSglSize, write) != 0 ||
+      rs->target.Alloc(id->pd,
+                       sizeof(WireSge) * kSglSize +
+                           sizeof(IomapEntry) * rs->target_iomap_size,
+                       write) != 0 ||
       rs->rbuf.Alloc(id->pd, rs->rbuf_size, write) != 0) {
     return -1;
   }
@@ -289,7 +316,7 @@ void FormatConnData(RSocket* rs, ConnData* c) {
   c->flags = kConnFlagIomap;
   if constexpr (__BYTE_ORDER == __BIG_ENDIAN) c->flags |= kConnFlagNet;
   c->credits = htobe16(rs->rq_size);
-  c->target_iomap_size = 0;
+  c->target_iomap_size = uint8_t(ValueToScale(rs->target_iomap_size, 8));
   c->target_sgl.addr = htobe64(uintptr_t(rs->target.data));
   c->target_sgl.length = htobe32(kSglSize);
   c->target_sgl.key = htobe32(rs->target.mr->rkey);
@@ -308,6 +335,13 @@ bool SaveConnData(RSocket* rs, const void* data, size_t len) {
   rs->remote_sgl.key = be32toh(c.target_sgl.key);
   if (rs->remote_sgl.length == 0) return false;
   rs->remote_sge = 1 % int(rs->remote_sgl.length);
+  if ((c.flags & kConnFlagIomap) != 0) {
+    rs->remote_iomap.addr =
+        rs->remote_sgl.addr + sizeof(WireSge) * rs->remote_sgl.length;
+    rs->remote_iomap.length = uint32_t(ScaleToValue(c.target_iomap_size, 8));
+    rs->remote_iomap.key = rs->remote_sgl.key;
+    rs->remote_slots.assign(rs->remote_iomap.length, false);
+  }
   const bool peer_net = (c.flags & kConnFlagNet) != 0;
   rs->swap_sgl = peer_net != (__BYTE_ORDER == __BIG_ENDIAN);
   volatile WireSge* t = rs->TargetSgl();
@@ -384,8 +418,6 @@ int WaitFor(RSocket* rs, std::unique_lock<std::mutex>& lock, bool nonblock,
   }
 }
 
-namespace {
-
 bool Nonblocking(const RSocket* rs, int flags) {
   return rs->nonblocking || (flags & MSG_DONTWAIT) != 0;
 }
@@ -407,6 +439,8 @@ int FinishConnect(RSocket* rs) {
 }
 
 bool SendWaitDone(RSocket* rs) { return CanSend(rs) || !rs->writable; }
+namespace {
+
 bool RecvWaitDone(RSocket* rs) { return rs->HaveData() || !rs->readable; }
 
 ssize_t Send(RSocket* rs, std::unique_lock<std::mutex>& lock,
@@ -414,6 +448,10 @@ ssize_t Send(RSocket* rs, std::unique_lock<std::mutex>& lock,
   if (FinishConnect(rs) != 0) return -1;
   if (rs->cq == nullptr || rs->state == State::kConnectError) {
     errno = rs->state == State::kConnectError ? rs->err : ENOTCONN;
+    return -1;
+  }
+  if (!rs->iomap_queue.empty() &&
+      SendIomaps(rs, lock, Nonblocking(rs, flags)) != 0) {
     return -1;
   }
   size_t left = len;
@@ -448,28 +486,11 @@ ssize_t Send(RSocket* rs, std::unique_lock<std::mutex>& lock,
     ++rs->sseq_no;
     --rs->sqe_avail;
     rs->sbuf_bytes_avail -= xfer;
-    ibv_sge sge[2] = {};
-    int nsge = 1;
-    int send_flags = 0;
-    if (xfer <= rs->sq_inline) {
-      sge[0].addr = uintptr_t(buf);
-      sge[0].length = xfer;
-      send_flags = IBV_SEND_INLINE;
-    } else {
-      const uint32_t to_end = rs->sbuf_size - rs->sbuf_head;
-      const uint32_t first = std::min(xfer, to_end);
-      std::memcpy(rs->sbuf.data + rs->sbuf_head, buf, first);
-      sge[0] = {uintptr_t(rs->sbuf.data + rs->sbuf_head), first,
-                rs->sbuf.mr->lkey};
-      if (first < xfer) {
-        std::memcpy(rs->sbuf.data, buf + first, xfer - first);
-        sge[1] = {uintptr_t(rs->sbuf.data), xfer - first, rs->sbuf.mr->lkey};
-        nsge = 2;
-      }
-      rs->sbuf_head = (rs->sbuf_head + xfer) % rs->sbuf_size;
-    }
-    ret = PostWriteImm(rs, sge, nsge, Msg(kOpData, xfer), send_flags, raddr,
-                       rkey);
+    ibv_sge sge[2];
+    int send_flags;
+    const int nsge = Stage(rs, buf, xfer, sge, &send_flags);
+    ret = PostWrite(rs, sge, nsge, Msg(kOpData, xfer), true, send_flags, raddr,
+                    rkey);
     if (ret != 0) {
       Fail(rs, errno);
       break;
