@@ -16,7 +16,12 @@ While rping's server listens, rocemu-ctl cm must show its listener (state,
 service ID, pid). Servers are started, then clients once the daemon's CM
 lists the server's listener.
 
+rsocket_probe (a C program on Debian's librdmacm) checks the rsocket calls
+rstream does not make: a non-blocking connect, SHUT_WR half-close and EOF,
+MSG_PEEK, rselect on a listener, names, SOCK_DGRAM refused.
+
 Usage: rdmacm_tools_test.py ROCEMUD DROPIN_DIR RDMACM_DIR ROCEMU_CTL
+                            RSOCKET_PROBE
 """
 import os
 import re
@@ -112,7 +117,8 @@ def cm_counters(d):
 
 
 def main():
-    rocemud, dropin, rdmacm, ctl = (os.path.abspath(p) for p in sys.argv[1:5])
+    rocemud, dropin, rdmacm, ctl, probe = (os.path.abspath(p)
+                                           for p in sys.argv[1:6])
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -316,6 +322,16 @@ def main():
                     f"client {crc}, data verified both ways")
             if not ok:
                 netns_util.print_pair_output(sout, cout)
+        (crc, cout), (src, sout) = r.pair_cm(
+            ns, a, b, [probe, "server", A_IP, "{port}"],
+            [probe, "client", A_IP, "{port}"], timeout=60)
+        ok = src == 0 and crc == 0 and \
+            "rsocket_probe server: ok" in sout and \
+            "rsocket_probe client: ok" in cout
+        r.check(ok, f"rsocket_probe: server {src}, client {crc} "
+                f"({sout.count('ok  ') + cout.count('ok  ')} checks passed)")
+        if not ok:
+            netns_util.print_pair_output(sout, cout)
         rstream_secs = time.monotonic() - rstream_start
 
         # Every connection is gone: no id left in either CM but in TimeWait
@@ -335,8 +351,8 @@ def main():
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
         # rping x2, ucmatose, rdma_client, cmtime, perftest, rstream,
-        # riostream
-        conns = 2 + 4 + 1 + 50 + 4 + len(rstream_cases) + 3
+        # riostream, rsocket_probe
+        conns = 2 + 4 + 1 + 50 + 4 + len(rstream_cases) + 3 + 1
         r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
                 ca.get("cm_rep_sent", 0) >= conns and
                 cb.get("cm_rtu_sent", 0) >= conns,

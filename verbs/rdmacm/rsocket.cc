@@ -233,8 +233,6 @@ RSocket* AcceptOne(RSocket* l, rdma_cm_event* e) {
   n->rq_size = l->rq_size;
   n->sq_inline = l->sq_inline;
   n->target_iomap_size = l->target_iomap_size;
-  n->nonblocking = l->nonblocking;
-  n->fd_flags = l->fd_flags;
   if (rdma_migrate_id(id, n->channel) != 0) {
     const int err = errno;
     rdma_reject(id, nullptr, 0);

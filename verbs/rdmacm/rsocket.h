@@ -114,6 +114,11 @@ inline constexpr uint16_t kDefaultSqSize = 384;
 inline constexpr uint16_t kDefaultRqSize = 384;
 inline constexpr uint32_t kDefaultMem = 1 << 17;
 
+// The longest a waiter sleeps before it looks again: two threads waiting
+// on one socket share its completion channel, and the one that takes the
+// event may leave the other asleep.
+inline constexpr int kMaxSleepMs = 100;
+
 inline uint64_t NowUs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

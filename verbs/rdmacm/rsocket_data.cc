@@ -402,12 +402,12 @@ int WaitFor(RSocket* rs, std::unique_lock<std::mutex>& lock, bool nonblock,
     WaitFds(rs, fds, &n);
     Progress(rs);  // what came before the CQ was armed
     if (pred(rs)) return 0;
-    int sleep_ms = -1;
+    int sleep_ms = kMaxSleepMs;
     if (timeout_ms >= 0) {
       const int64_t left =
           int64_t(timeout_ms) - int64_t((NowUs() - start) / 1000);
       if (left <= 0) return SetErrno(ETIMEDOUT);
-      sleep_ms = int(left);
+      sleep_ms = int(std::min<int64_t>(left, sleep_ms));
     }
     pollfd p[2] = {{fds[0], POLLIN, 0}, {n > 1 ? fds[1] : -1, POLLIN, 0}};
     lock.unlock();

@@ -7,7 +7,9 @@
 #include <sys/select.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <vector>
 
 #include "verbs/rdmacm/rsocket.h"
@@ -120,12 +122,12 @@ int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
     // Whatever came before the CQs were armed would not wake the poll.
     n = CheckAll(fds, nfds);
     if (n != 0) return n;
-    int sleep_ms = -1;
+    int sleep_ms = rs::kMaxSleepMs;
     if (timeout > 0) {
       const int64_t left =
           int64_t(timeout) - int64_t((rs::NowUs() - start) / 1000);
       if (left <= 0) return 0;
-      sleep_ms = int(left);
+      sleep_ms = int(std::min<int64_t>(left, sleep_ms));
     }
     const int r = poll(wait.data(), wait.size(), sleep_ms);
     if (r < 0) return -1;
