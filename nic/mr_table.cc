@@ -35,16 +35,18 @@ MrTable::MrTable(PdTable& pds, uint32_t max_mr, uint64_t max_mr_size)
     : pds_(pds), max_mr_size_(max_mr_size), mrs_("MR", max_mr) {}
 
 absl::Status MrTable::ValidateRange(uint64_t iova, uint64_t length,
-                                    AccessFlags access) const {
+                                    AccessFlags access,
+                                    bool allow_empty) const {
   if (!AccessFlagsConsistent(access)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "access flags 0x%x: unknown bits, or remote write/atomic without "
         "local write",
         access));
   }
-  if (length == 0 || length > max_mr_size_) {
+  if ((length == 0 && !allow_empty) || length > max_mr_size_) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("MR length %u outside [1, %u]", length, max_mr_size_));
+        absl::StrFormat("MR length %u outside [%u, %u]", length,
+                        allow_empty ? 0 : 1, max_mr_size_));
   }
   if (iova + length < iova) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -56,7 +58,13 @@ absl::Status MrTable::ValidateRange(uint64_t iova, uint64_t length,
 absl::Status MrTable::ValidateLayout(uint64_t iova, uint64_t length,
                                      AccessFlags access,
                                      std::span<const HostChunk> chunks) const {
-  if (absl::Status s = ValidateRange(iova, length, access); !s.ok()) return s;
+  // A host region may be empty: a zero-length device-memory MR
+  // (ibv_reg_dm_mr), which mlx5 registers; it grants no byte.
+  if (absl::Status s =
+          ValidateRange(iova, length, access, /*allow_empty=*/true);
+      !s.ok()) {
+    return s;
+  }
   uint64_t total = 0;
   for (const HostChunk& c : chunks) {
     if (c.length != 0 && c.host == nullptr) {

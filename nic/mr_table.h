@@ -47,8 +47,9 @@ class MrTable {
   MrTable(PdTable& pds, uint32_t max_mr, uint64_t max_mr_size);
 
   // ibv_reg_mr: the chunks, laid end to end, back exactly `length` bytes
-  // starting at `iova`. Returns the key. InvalidArgument for inconsistent
-  // access flags, zero length, iova + length wrapping or chunks not
+  // starting at `iova` (0 bytes: a region that grants no access, as a
+  // zero-length DM MR). Returns the key. InvalidArgument for inconsistent
+  // access flags, iova + length wrapping or chunks not
   // covering the length; NotFound for a PD that is not the client's;
   // ResourceExhausted beyond max_mr.
   absl::StatusOr<uint32_t> Register(ClientId client, PdHandle pd, uint64_t iova,
@@ -154,8 +155,8 @@ class MrTable {
   absl::Status ValidateLayout(uint64_t iova, uint64_t length,
                               AccessFlags access,
                               std::span<const HostChunk> chunks) const;
-  absl::Status ValidateRange(uint64_t iova, uint64_t length,
-                             AccessFlags access) const;
+  absl::Status ValidateRange(uint64_t iova, uint64_t length, AccessFlags access,
+                             bool allow_empty = false) const;
   absl::StatusOr<uint32_t> Insert(ClientId client, PdHandle pd,
                                   std::unique_ptr<MemoryRegion> mr);
 

@@ -436,6 +436,14 @@ int rocemu_free_buf(struct rocemu_buf* buf);
  * the work requests touching it complete in error (as with ODP). */
 struct rocemu_mr* rocemu_reg_mr(struct rocemu_pd* pd, void* addr, size_t length,
                                 int access);
+/* As rocemu_reg_mr, but work requests and peers address the region as
+ * [iova, iova + length) (ibv_reg_mr_iova2; iova 0 is a zero-based region).
+ * The daemon must be able to map the memory (a rocemu_alloc_buf buffer, or
+ * private memory it moves onto one): EOPNOTSUPP where it would have to
+ * reach it with process_vm (on-demand paging, ROCEMU_MR_REMAP=0, file
+ * mappings), which addresses memory by the process's own addresses. */
+struct rocemu_mr* rocemu_reg_mr_iova(struct rocemu_pd* pd, void* addr,
+                                     size_t length, uint64_t iova, int access);
 int rocemu_dereg_mr(struct rocemu_mr* mr);
 /* ibv_rereg_mr without a new translation: ROCEMU_REREG_PD (2) moves the
  * region to `pd`, ROCEMU_REREG_ACCESS (4) sets `access`; the keys stay. */

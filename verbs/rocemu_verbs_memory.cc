@@ -85,6 +85,12 @@ int rocemu_free_buf(rocemu_buf* buf) {
 }
 
 rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
+  return rocemu_reg_mr_iova(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
+                            access);
+}
+
+rocemu_mr* rocemu_reg_mr_iova(rocemu_pd* pd, void* addr, size_t length,
+                              uint64_t iova, int access) {
   rocemu_context* ctx = pd->ctx;
   const auto a = reinterpret_cast<uintptr_t>(addr);
   BufImpl* found = nullptr;
@@ -99,11 +105,12 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
       }
     }
   }
-  if (length == 0) return Fail<rocemu_mr>(EINVAL);
+  // Empty regions only inside a library buffer: a zero-length DM MR.
+  if (length == 0 && found == nullptr) return Fail<rocemu_mr>(EINVAL);
   wire::RegMrReq req{};
   req.pd = pd->handle;
   req.access = static_cast<uint32_t>(access);
-  req.iova = a;
+  req.iova = iova;
   req.length = length;
   // Inside a library buffer: the daemon maps its memfd. Ordinary private
   // memory is moved onto a memfd of its own (client_remap.h) so the daemon
@@ -121,6 +128,8 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
       req.offset = shared->offset;
     }
   }
+  // A process region is read at the addresses the daemon is given.
+  if (fd < 0 && iova != a) return Fail<rocemu_mr>(EOPNOTSUPP);
   wire::RegMrResp resp{};
   const int err = Call(ctx, wire::MsgType::kRegMr, req, &resp,
                        std::span<const int>(&fd, fd >= 0 ? 1u : 0u));

@@ -94,30 +94,36 @@ absl::Status SessionServer::OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
         "MR buffer must be sealed against shrinking (rocemu_alloc_buf)");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (r.length == 0 || r.offset > size || r.length > size - r.offset) {
+  if (r.offset > size || r.length > size - r.offset) {
     return absl::InvalidArgumentError(
         absl::StrFormat("range [%u, +%u) outside the %u-byte buffer", r.offset,
                         r.length, size));
   }
-  const size_t page = PageSize();
-  const uint64_t start = r.offset / page * page;
-  const uint64_t end = (r.offset + r.length + page - 1) / page * page;
-  void* map = mmap(nullptr, end - start, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                   static_cast<off_t>(start));
-  if (map == MAP_FAILED) return absl::ErrnoToStatus(errno, "mmap MR buffer");
-  const nic::HostChunk chunk{static_cast<uint8_t*>(map) + (r.offset - start),
-                             r.length};
+  // An empty region (a zero-length DM MR) maps nothing and grants no byte.
+  void* map = nullptr;
+  size_t map_len = 0;
+  nic::HostChunk chunk{};
+  if (r.length != 0) {
+    const size_t page = PageSize();
+    const uint64_t start = r.offset / page * page;
+    const uint64_t end = (r.offset + r.length + page - 1) / page * page;
+    map = mmap(nullptr, end - start, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+               static_cast<off_t>(start));
+    if (map == MAP_FAILED) return absl::ErrnoToStatus(errno, "mmap MR buffer");
+    map_len = end - start;
+    chunk = {static_cast<uint8_t*>(map) + (r.offset - start), r.length};
+  }
   absl::StatusOr<uint32_t> key = rnic_.mr_table().Register(
       nic::kKernelClient, r.pd, r.iova, r.length, r.access, {&chunk, 1});
   if (!key.ok()) {
-    munmap(map, end - start);
+    if (map != nullptr) munmap(map, map_len);
     return key.status();
   }
   auto mr = std::make_unique<Mr>();
   mr->owner = c.id;
   mr->pd = r.pd;
   mr->map = map;
-  mr->map_len = end - start;
+  mr->map_len = map_len;
   mr->iova = r.iova;
   mr->length = r.length;
   mr->access = r.access;

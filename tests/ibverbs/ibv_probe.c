@@ -509,6 +509,111 @@ static int probe_parent(void) {
   return failures != 0;
 }
 
+/* One RDMA WRITE of len bytes from (laddr, lkey) to (raddr, rkey) on pair
+ * p's QP a, waited for: its completion status, or -1 if none came. */
+static int write_wait(struct pair* p, uint64_t laddr, uint32_t lkey,
+                      uint64_t raddr, uint32_t rkey, uint32_t len) {
+  struct ibv_sge sge = {laddr, len, lkey};
+  struct ibv_send_wr wr, *bad = NULL;
+  memset(&wr, 0, sizeof(wr));
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  if (ibv_post_send(p->a, &wr, &bad) != 0) return -1;
+  struct ibv_wc wc;
+  const double t0 = now_s();
+  while (now_s() - t0 < 10) {
+    const int n = ibv_poll_cq(p->cq, 1, &wc);
+    if (n < 0) return -1;
+    if (n == 1) return (int)wc.status;
+  }
+  return -1;
+}
+
+/* --- memory: regions whose iova is not their address (ibv_reg_mr_iova2,
+ * zero-based) and device memory (ibv_alloc_dm, ibv_reg_dm_mr), each read
+ * and written by RDMA WRITEs between two QPs of one device. --- */
+static int probe_memory(void) {
+  struct pair p;
+  make_pair(&p, 16, 0);
+  const unsigned rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                      IBV_ACCESS_REMOTE_READ;
+  enum { kLen = 65536 };
+  uint8_t* mem;
+  REQUIRE(posix_memalign((void**)&mem, 4096, kLen) == 0, "buffer");
+  memset(mem, 0, kLen);
+  for (int i = 0; i < 4096; ++i) p.buf[i] = (uint8_t)(i * 7 + 1);
+  const uint64_t iova = 1ull << 40;
+  struct ibv_mr* mr = ibv_reg_mr_iova2(p.pd, mem, kLen, iova, rw);
+  REQUIRE(mr != NULL && mr->addr == mem && mr->length == kLen,
+          "ibv_reg_mr_iova2 at iova 2^40 (errno %d)", errno);
+  CHECK(write_wait(&p, (uintptr_t)p.buf, p.mr->lkey, iova + 8192, mr->rkey,
+                   4096) == IBV_WC_SUCCESS &&
+            memcmp(mem + 8192, p.buf, 4096) == 0,
+        "a WRITE to iova + 8192 lands at the buffer's offset 8192");
+  CHECK(write_wait(&p, iova + 8192, mr->lkey, (uintptr_t)p.buf + 65536,
+                   p.mr->rkey, 4096) == IBV_WC_SUCCESS &&
+            memcmp(p.buf + 65536, p.buf, 4096) == 0,
+        "a WRITE gathers from the region by its iova");
+  struct ibv_mr* zero = ibv_reg_mr_iova2(p.pd, mem, kLen, 0, rw);
+  CHECK(zero != NULL, "ibv_reg_mr_iova2 at iova 0 (zero-based)");
+  if (zero != NULL) {
+    CHECK(write_wait(&p, (uintptr_t)p.buf + 100, p.mr->lkey, 40000,
+                     zero->rkey, 1000) == IBV_WC_SUCCESS &&
+              memcmp(mem + 40000, p.buf + 100, 1000) == 0,
+          "a WRITE to address 40000 of the zero-based region");
+    CHECK(ibv_dereg_mr(zero) == 0, "ibv_dereg_mr (zero-based)");
+  }
+  CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr (iova)");
+
+  struct ibv_device_attr_ex ax;
+  REQUIRE(ibv_query_device_ex(p.ctx, NULL, &ax) == 0, "ibv_query_device_ex");
+  CHECK(ax.max_dm_size >= 4096, "max_dm_size %lu", (unsigned long)ax.max_dm_size);
+  struct ibv_alloc_dm_attr big = {.length = ax.max_dm_size + 1};
+  errno = 0;
+  CHECK(ibv_alloc_dm(p.ctx, &big) == NULL && errno == EINVAL,
+        "ibv_alloc_dm above max_dm_size: EINVAL");
+  struct ibv_alloc_dm_attr da = {.length = 4096};
+  struct ibv_dm* dm = ibv_alloc_dm(p.ctx, &da);
+  REQUIRE(dm != NULL, "ibv_alloc_dm of 4 KiB (errno %d)", errno);
+  CHECK(ibv_memcpy_to_dm(dm, 2, p.buf, 8) == EINVAL,
+        "ibv_memcpy_to_dm off the 4-byte grain: EINVAL");
+  CHECK(ibv_memcpy_to_dm(dm, 4092, p.buf, 8) == EFAULT,
+        "ibv_memcpy_to_dm past the end: EFAULT");
+  CHECK(ibv_memcpy_to_dm(dm, 0, p.buf, 4096) == 0, "ibv_memcpy_to_dm");
+  uint8_t back[4096];
+  CHECK(ibv_memcpy_from_dm(back, dm, 0, 4096) == 0 &&
+            memcmp(back, p.buf, 4096) == 0,
+        "ibv_memcpy_from_dm reads back what was written");
+  errno = 0;
+  CHECK(ibv_reg_dm_mr(p.pd, dm, 0, 4096, IBV_ACCESS_LOCAL_WRITE) == NULL &&
+            errno == EINVAL,
+        "ibv_reg_dm_mr without IBV_ACCESS_ZERO_BASED: EINVAL");
+  errno = 0;
+  CHECK(ibv_reg_dm_mr(p.pd, dm, 2048, 4096,
+                      IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE) ==
+                NULL &&
+            errno == EINVAL,
+        "ibv_reg_dm_mr past the DM's end: EINVAL");
+  struct ibv_mr* dmr =
+      ibv_reg_dm_mr(p.pd, dm, 1024, 2048, IBV_ACCESS_ZERO_BASED | rw);
+  REQUIRE(dmr != NULL, "ibv_reg_dm_mr of [1024, +2048) (errno %d)", errno);
+  CHECK(write_wait(&p, (uintptr_t)p.buf + 512, p.mr->lkey, 16, dmr->rkey,
+                   256) == IBV_WC_SUCCESS &&
+            ibv_memcpy_from_dm(back, dm, 1040, 256) == 0 &&
+            memcmp(back, p.buf + 512, 256) == 0,
+        "a WRITE to address 16 of the DM MR lands at DM offset 1040");
+  CHECK(ibv_free_dm(dm) == EBUSY, "ibv_free_dm with an MR on it: EBUSY");
+  CHECK(ibv_dereg_mr(dmr) == 0, "ibv_dereg_mr (DM)");
+  CHECK(ibv_free_dm(dm) == 0, "then ibv_free_dm");
+  free(mem);
+  free_pair(&p);
+  return failures != 0;
+}
+
 /* --- refuse: what a software RoCE device lacks fails the libibverbs way.
  */
 static int probe_refuse(void) {
@@ -536,11 +641,6 @@ static int probe_refuse(void) {
   CHECK(ibv_open_xrcd(ctx, &xa) == NULL &&
             (errno == EOPNOTSUPP || errno == ENOSYS),
         "ibv_open_xrcd: not supported");
-  struct ibv_alloc_dm_attr dm = {.length = 4096};
-  errno = 0;
-  CHECK(ibv_alloc_dm(ctx, &dm) == NULL &&
-            (errno == EOPNOTSUPP || errno == ENOSYS),
-        "ibv_alloc_dm: not supported");
   char* mem = malloc(8192);
   errno = 0;
   struct ibv_mr* odp =
@@ -709,6 +809,7 @@ int main(int argc, char** argv) {
   if (strcmp(s, "fork") == 0) return probe_fork();
   if (strcmp(s, "marshall") == 0) return probe_marshall();
   if (strcmp(s, "parent") == 0) return probe_parent();
+  if (strcmp(s, "memory") == 0) return probe_memory();
   fprintf(stderr, "unknown probe %s\n", s);
   return 2;
 }

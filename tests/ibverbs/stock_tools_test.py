@@ -147,6 +147,10 @@ PINGPONGS = [
     ("ibv_uc_pingpong", ["-g", "0", "-n", "200", "-s", "4096", "-m", "1024"]),
     ("ibv_ud_pingpong", ["-g", "0", "-n", "200", "-s", "1024"]),
     ("ibv_srq_pingpong", ["-g", "0", "-n", "200", "-s", "4096", "-m", "1024"]),
+    # Buffers in device memory (ibv_alloc_dm, zero-based DM MRs), each
+    # received buffer checked (-c).
+    ("ibv_rc_pingpong", ["-g", "0", "-n", "200", "-s", "4096", "-m", "1024",
+                         "-j", "-c"]),
 ]
 
 # (tool, extra args, sizes expected in the table)
@@ -403,8 +407,10 @@ def main():
                                               events, timeout=120)
                 ok = src == 0 and crc == 0 and \
                     re.search(r"\d+ iters in", cout) is not None
-                r.check(ok, f"{tool} {' '.join(events)}: server {src}, "
-                        f"client {crc} ({time.monotonic() - t0:.1f} s)")
+                what = " ".join([tool] + [a for a in args if a in ("-j", "-c")]
+                                + events)
+                r.check(ok, f"{what}: server {src}, client {crc} "
+                        f"({time.monotonic() - t0:.1f} s)")
                 if not ok:
                     netns_util.print_pair_output(sout, cout)
         cases = QUICK if quick else PERFTEST

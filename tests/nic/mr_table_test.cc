@@ -1,6 +1,7 @@
 #include "nic/mr_table.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstring>
@@ -77,8 +78,6 @@ TEST_F(MrTableTest, RegistrationArgumentChecks) {
             absl::StatusCode::kInvalidArgument);  // no local write
   EXPECT_EQ(reg(pd_, 0, 4096, access::kRemoteAtomic, c),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(reg(pd_, 0, 0, access::kLocalWrite, HostChunk{buf_.data(), 0}),
-            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(reg(pd_, ~uint64_t{0} - 100, 4096, access::kLocalWrite, c),
             absl::StatusCode::kInvalidArgument);  // wraps
   EXPECT_EQ(reg(pd_, 0, 4097, access::kLocalWrite, c),
@@ -91,6 +90,23 @@ TEST_F(MrTableTest, RegistrationArgumentChecks) {
             absl::StatusCode::kNotFound);  // another client's PD
   EXPECT_EQ(mrs_.size(), 0u);
   EXPECT_EQ(pds_.UseCount(pd_), 0u);
+}
+
+// A zero-length host region (what ibv_reg_dm_mr makes of a 0-byte DM MR on
+// mlx5) registers but grants no byte; a process region may not be empty.
+TEST_F(MrTableTest, EmptyHostRegionGrantsNothing) {
+  const uint32_t k = Reg(0, 0, kAllRights);
+  ASSERT_NE(k, 0u);
+  EXPECT_EQ(Local(k, 0, 0, access::kLocalWrite), MrStatus::kOk);
+  EXPECT_EQ(Local(k, 0, 1, access::kLocalWrite), MrStatus::kOutOfBounds);
+  EXPECT_EQ(Remote(k, 0, 8, access::kRemoteRead), MrStatus::kOutOfBounds);
+  EXPECT_EQ(mrs_.RegisterProcess(kClient, pd_, getpid(), 0x1000, 0,
+                                 access::kLocalWrite)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(mrs_.Deregister(kClient, k).ok());
+  EXPECT_EQ(mrs_.size(), 0u);
 }
 
 TEST_F(MrTableTest, KeyByteChangesOnReregistrationAndReuse) {

@@ -148,8 +148,9 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
       IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
   a.odp_caps.per_transport_caps.ud_odp_caps =
       IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+  a.max_dm_size = MaxDmSize();
   // No completion timestamps, no TSO/RSS/WQs, no tag matching, no CQ
-  // moderation, no device memory: those capability blocks stay zero.
+  // moderation: those capability blocks stay zero.
   std::memcpy(out, &a, std::min(len, sizeof(a)));
   return 0;
 }

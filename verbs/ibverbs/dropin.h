@@ -75,9 +75,19 @@ struct PdImpl {
   std::atomic<uint32_t> parent_domains{0};  // over this PD, still allocated
 };
 
+// Device memory (dm.cc): a library buffer reached only through the copy
+// verbs and zero-based MRs.
+struct DmImpl {
+  ibv_dm dm;  // first: programs hold &dm
+  rocemu_buf* buf;
+  uint64_t length;
+  std::atomic<uint32_t> mrs{0};  // DM MRs registered over it
+};
+
 struct MrImpl {
   ibv_mr mr;
   rocemu_mr* rm;
+  DmImpl* dm = nullptr;  // a DM MR's allocation
 };
 
 struct AhImpl {
@@ -186,6 +196,9 @@ void FillSrqOps(CtxImpl* ctx);
 void FillMemoryOps(CtxImpl* ctx);
 void FillMwOps(CtxImpl* ctx);
 void FillDeviceOps(CtxImpl* ctx);
+void FillDmOps(CtxImpl* ctx);
+// ibv_device_attr_ex.max_dm_size (dm.cc).
+uint64_t MaxDmSize();
 
 // The calls of a context whose daemon has gone fail with EIO; releasing
 // calls still free what this process holds.

@@ -52,17 +52,14 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
   if (const int err = CheckAccess(access); err != 0) {
     return FailNull<ibv_mr>(err);
   }
-  if (iova != reinterpret_cast<uintptr_t>(addr)) {
-    // The daemon addresses a region by the application's own addresses.
-    return FailNull<ibv_mr>(EOPNOTSUPP);
-  }
   // Implicit ODP (the whole address space) is the only region at NULL.
   if (addr == nullptr &&
       !((access & IBV_ACCESS_ON_DEMAND) != 0 && length == SIZE_MAX)) {
     return FailNull<ibv_mr>(EINVAL);
   }
   PdImpl* p = Pd(pd);
-  rocemu_mr* rm = rocemu_reg_mr(p->rp, addr, length, RocemuAccess(access));
+  rocemu_mr* rm =
+      rocemu_reg_mr_iova(p->rp, addr, length, iova, RocemuAccess(access));
   if (rm == nullptr) return nullptr;
   auto* m = new MrImpl{};
   m->rm = rm;
@@ -148,6 +145,7 @@ void FillMemoryOps(CtxImpl* ctx) {
   ctx->vctx.alloc_parent_domain = AllocParentDomain;
   FillMwOps(ctx);
   ctx->vctx.advise_mr = AdviseMr;
+  FillDmOps(ctx);
 }
 
 }  // namespace rocemu::ibverbs
@@ -219,6 +217,7 @@ int rocemu_ibv_dereg_mr(ibv_mr* mr) {
   MrImpl* m = Mr(mr);
   const int err = rocemu_dereg_mr(m->rm);
   if (err != 0) return err;
+  if (m->dm != nullptr) m->dm->mrs.fetch_sub(1, std::memory_order_relaxed);
   delete m;
   return 0;
 }
@@ -233,6 +232,8 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
                          IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
   if (flags == 0 || (flags & ~kKnown) != 0) return IBV_REREG_MR_ERR_INPUT;
   MrImpl* m = Mr(mr);
+  // A DM MR's translation is its DM's (mlx5 offers no rereg for it).
+  if (m->dm != nullptr) return IBV_REREG_MR_ERR_INPUT;
   if ((flags & IBV_REREG_MR_CHANGE_PD) != 0 && pd == nullptr) {
     return IBV_REREG_MR_ERR_INPUT;
   }
