@@ -1,5 +1,7 @@
 #include "verbs/ring_slots.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -90,7 +92,15 @@ bool RqSlotToRecvWr(const RqSlot& s, nic::RecvWr* wr) {
   return true;
 }
 
-void CqeFromCompletion(const nic::WorkCompletion& wc, CqeSlot* out) {
+uint64_t CompletionClockNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void CqeFromCompletion(const nic::WorkCompletion& wc, uint64_t timestamp,
+                       CqeSlot* out) {
   // One store of the whole entry: `out` is shared memory the application
   // polls, not worth writing twice (zeroed, then each field).
   *out = CqeSlot{.wr_id = wc.wr_id,
@@ -107,7 +117,8 @@ void CqeFromCompletion(const nic::WorkCompletion& wc, CqeSlot* out) {
                  .slid = wc.slid,
                  .sl = wc.sl,
                  .dlid_path_bits = wc.dlid_path_bits,
-                 .flags = 0};
+                 .flags = 0,
+                 .timestamp = timestamp};
 }
 
 }  // namespace rocemu::verbs

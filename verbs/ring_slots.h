@@ -75,8 +75,17 @@ struct CqeSlot {
   uint8_t sl;
   uint8_t dlid_path_bits;
   uint32_t flags;  // kCqeSkip
+  // When the RNIC put the completion in the CQ, in CompletionClockNs()
+  // nanoseconds; 0 unless the CQ was created with
+  // kCreateCqWithTimestamps.
+  uint64_t timestamp;
 };
-static_assert(sizeof(CqeSlot) == 48);
+static_assert(sizeof(CqeSlot) == 56);
+
+// The clock of completion timestamps (ibv_wc_read_completion_ts,
+// ibv_query_rt_values_ex): CLOCK_MONOTONIC_RAW in nanoseconds, which the
+// daemon and every application read alike (hca_core_clock 1 GHz).
+uint64_t CompletionClockNs();
 
 // Set by the consumer on a completion it withdrew (the QP went to RESET:
 // libibverbs providers purge its completions from the CQ); polls step
@@ -131,7 +140,10 @@ void CopyRqSlot(const void* slot, RqSlot* out);
 // (opcode, SGE count or inline length out of range).
 bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr);
 bool RqSlotToRecvWr(const RqSlot& s, nic::RecvWr* wr);
-void CqeFromCompletion(const nic::WorkCompletion& wc, CqeSlot* out);
+// `timestamp`: CompletionClockNs() at the push, or 0 for a CQ without
+// timestamps.
+void CqeFromCompletion(const nic::WorkCompletion& wc, uint64_t timestamp,
+                       CqeSlot* out);
 
 }  // namespace rocemu::verbs
 

@@ -465,6 +465,16 @@ struct rocemu_cq* rocemu_create_cq(struct rocemu_context* ctx, int cqe,
                                    void* cq_context,
                                    struct rocemu_comp_channel* channel,
                                    int comp_vector);
+/* As rocemu_create_cq; flags ROCEMU_CQ_TIMESTAMPS: every completion's ring
+ * entry carries the time the daemon queued it, on rocemu_clock_ns()'s clock
+ * (the drop-in's extended CQs read it: ibv_wc_read_completion_ts). */
+enum { ROCEMU_CQ_TIMESTAMPS = 1 };
+struct rocemu_cq* rocemu_create_cq_ex(struct rocemu_context* ctx, int cqe,
+                                      void* cq_context,
+                                      struct rocemu_comp_channel* channel,
+                                      int comp_vector, int flags);
+/* The clock of completion timestamps: CLOCK_MONOTONIC_RAW, nanoseconds. */
+uint64_t rocemu_clock_ns(void);
 int rocemu_destroy_cq(struct rocemu_cq* cq);
 /* ibv_resize_cq: completions not yet polled are kept (EINVAL when more
  * are queued than `cqe`); *actual gets the new size. */

@@ -42,10 +42,23 @@ int rocemu_comp_channel_fd(const rocemu_comp_channel* ch) { return ch->fd; }
 
 rocemu_cq* rocemu_create_cq(rocemu_context* ctx, int cqe, void* cq_context,
                             rocemu_comp_channel* channel, int comp_vector) {
+  return rocemu_create_cq_ex(ctx, cqe, cq_context, channel, comp_vector, 0);
+}
+
+uint64_t rocemu_clock_ns(void) { return rocemu::verbs::CompletionClockNs(); }
+
+rocemu_cq* rocemu_create_cq_ex(rocemu_context* ctx, int cqe, void* cq_context,
+                               rocemu_comp_channel* channel, int comp_vector,
+                               int flags) {
   (void)comp_vector;  // one polling thread in the daemon
-  if (cqe <= 0) return Fail<rocemu_cq>(EINVAL);
-  wire::CreateCqReq req{static_cast<uint32_t>(cqe),
-                        channel != nullptr ? wire::kCreateCqWithChannel : 0u};
+  if (cqe <= 0 || (flags & ~ROCEMU_CQ_TIMESTAMPS) != 0) {
+    return Fail<rocemu_cq>(EINVAL);
+  }
+  wire::CreateCqReq req{
+      static_cast<uint32_t>(cqe),
+      (channel != nullptr ? wire::kCreateCqWithChannel : 0u) |
+          ((flags & ROCEMU_CQ_TIMESTAMPS) != 0 ? wire::kCreateCqWithTimestamps
+                                               : 0u)};
   wire::CreateCqResp resp{};
   int ring_fd = -1;
   const int ch_fd = channel != nullptr ? channel->fd : -1;

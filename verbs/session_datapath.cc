@@ -262,10 +262,13 @@ void SessionServer::DrainCq(Cq& cq) {
     const size_t n =
         rnic_.PollCq(cq.handle, wc.first(std::min<size_t>(free, wc.size())));
     if (n == 0) break;
+    // One clock read per batch, and only for CQs that asked: the
+    // completions of one pass share their time.
+    const uint64_t now = cq.timestamps ? CompletionClockNs() : 0;
     for (size_t i = 0; i < n; ++i) {
       void* slot = cq.ring.ProducerSlot();
       if (slot == nullptr) break;  // cannot happen: FreeSlots said so
-      CqeFromCompletion(wc[i], static_cast<CqeSlot*>(slot));
+      CqeFromCompletion(wc[i], now, static_cast<CqeSlot*>(slot));
       // Retired before the CQE is visible: an application that reposts the
       // receive as soon as it polls it must find the slot free.
       if (static_cast<uint32_t>(wc[i].opcode) >= kFirstRecvOpcode) {
@@ -436,7 +439,8 @@ void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
   wc.qp_num = qp.qpn;
   void* slot = cq.ring.ProducerSlot();
   if (slot != nullptr) {
-    CqeFromCompletion(wc, static_cast<CqeSlot*>(slot));
+    CqeFromCompletion(wc, cq.timestamps ? CompletionClockNs() : 0,
+                      static_cast<CqeSlot*>(slot));
     if (!send) RetireRecv(qp.qpn);
     cq.ring.Publish();
     ++counters_.cqes;

@@ -75,8 +75,9 @@ struct SessionServer::Cq {
   const nic::CompletionQueue* nic_cq = nullptr;
   uint32_t cqe = 0;
   ShmRing ring;
-  EventFd channel;     // the client's eventfd, when it asked for one
-  uint32_t users = 0;  // QPs bound to it
+  EventFd channel;          // the client's eventfd, when it asked for one
+  uint32_t users = 0;       // QPs bound to it
+  bool timestamps = false;  // kCreateCqWithTimestamps
 };
 
 // The last L_Key a queue's owner was found to own, valid while no region

@@ -48,6 +48,7 @@ absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
   cq->cqe = r.cqe;
   cq->ring = *std::move(ring);
   cq->channel = std::move(channel);
+  cq->timestamps = (r.flags & wire::kCreateCqWithTimestamps) != 0;
   *ring_fd = cq->ring.fd();
   out->cq = *h;
   out->cqe = r.cqe;

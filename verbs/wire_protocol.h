@@ -251,6 +251,8 @@ struct RegMrResp {
 };
 
 inline constexpr uint32_t kCreateCqWithChannel = 1u << 0;  // eventfd attached
+// Completions carry CqeSlot::timestamp (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP).
+inline constexpr uint32_t kCreateCqWithTimestamps = 1u << 1;
 struct CreateCqReq {
   uint32_t cqe;
   uint32_t flags;

@@ -40,7 +40,7 @@ def main():
     try:
         env = d.env(dropin)
         for scenario in ("channel", "threads", "refuse", "fork", "marshall",
-                         "parent", "memory"):
+                         "parent", "memory", "clock"):
             r = run_probe(probe, env, scenario)
             n_ok = r.stdout.count("\nok   ") + r.stdout.startswith("ok   ")
             check(r.returncode == 0,

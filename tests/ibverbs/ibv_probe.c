@@ -5,7 +5,8 @@
  * async fds, several threads posting to one QP, and the refusals of what a
  * software RoCE device lacks. Run over the drop-in by dropin_probe_test.py.
  *
- *   ibv_probe nodaemon|fatal|channel|threads|refuse|fork
+ *   ibv_probe nodaemon|fatal|channel|threads|refuse|fork|marshall|parent|
+ *             memory|clock
  *
  * Exit 0 when every check held; otherwise the failed check is printed.
  */
@@ -614,6 +615,76 @@ static int probe_memory(void) {
   return failures != 0;
 }
 
+/* --- clock: completion timestamps (an extended CQ) on the clock
+ * ibv_query_rt_values_ex reads. --- */
+static int probe_clock(void) {
+  struct pair p;
+  make_pair(&p, 16, 0);
+  struct ibv_device_attr_ex ax;
+  REQUIRE(ibv_query_device_ex(p.ctx, NULL, &ax) == 0, "ibv_query_device_ex");
+  CHECK(ax.completion_timestamp_mask != 0 && ax.hca_core_clock != 0,
+        "completion_timestamp_mask %#lx, hca_core_clock %lu kHz",
+        (unsigned long)ax.completion_timestamp_mask,
+        (unsigned long)ax.hca_core_clock);
+  struct ibv_cq_init_attr_ex ca = {
+      .cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+  struct ibv_cq_ex* cq = ibv_create_cq_ex(p.ctx, &ca);
+  REQUIRE(cq != NULL, "ibv_create_cq_ex with completion timestamps (%d)",
+          errno);
+  struct ibv_cq_init_attr_ex wall = {
+      .cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
+  errno = 0;
+  CHECK(ibv_create_cq_ex(p.ctx, &wall) == NULL && errno == EOPNOTSUPP,
+        "wall-clock timestamps: EOPNOTSUPP");
+  struct ibv_qp_init_attr qa = {.send_cq = ibv_cq_ex_to_cq(cq),
+                                .recv_cq = ibv_cq_ex_to_cq(cq),
+                                .cap = {.max_send_wr = 4,
+                                        .max_recv_wr = 4,
+                                        .max_send_sge = 1,
+                                        .max_recv_sge = 1},
+                                .qp_type = IBV_QPT_RC};
+  struct ibv_qp* qp = ibv_create_qp(p.pd, &qa);
+  REQUIRE(qp != NULL, "a QP on the timestamping CQ");
+  struct ibv_qp* peer = make_qp(&p, 16);
+  connect_qp(&p, qp, peer->qp_num);
+  connect_qp(&p, peer, qp->qp_num);
+  struct ibv_values_ex before = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+  REQUIRE(ibv_query_rt_values_ex(p.ctx, &before) == 0 &&
+              before.comp_mask == IBV_VALUES_MASK_RAW_CLOCK,
+          "ibv_query_rt_values_ex");
+  struct ibv_sge sge = {(uintptr_t)p.buf, 64, p.mr->lkey};
+  struct ibv_send_wr wr, *bad = NULL;
+  memset(&wr, 0, sizeof(wr));
+  wr.wr_id = 77;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = (uintptr_t)p.buf + 4096;
+  wr.wr.rdma.rkey = p.mr->rkey;
+  REQUIRE(ibv_post_send(qp, &wr, &bad) == 0, "a WRITE");
+  struct ibv_poll_cq_attr pa = {0};
+  int rc = ENOENT;
+  const double t0 = now_s();
+  while (rc == ENOENT && now_s() - t0 < 10) rc = ibv_start_poll(cq, &pa);
+  REQUIRE(rc == 0, "its completion (%d)", rc);
+  const uint64_t ts = ibv_wc_read_completion_ts(cq);
+  CHECK(cq->wr_id == 77 && cq->status == IBV_WC_SUCCESS, "the WRITE's");
+  ibv_end_poll(cq);
+  struct ibv_values_ex after = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+  REQUIRE(ibv_query_rt_values_ex(p.ctx, &after) == 0, "ibv_query_rt_values_ex");
+  CHECK((uint64_t)before.raw_clock.tv_nsec <= ts &&
+            ts <= (uint64_t)after.raw_clock.tv_nsec,
+        "its timestamp %lu lies between the clock read before the post "
+        "(%ld) and after the poll (%ld)",
+        (unsigned long)ts, before.raw_clock.tv_nsec, after.raw_clock.tv_nsec);
+  CHECK(ibv_destroy_qp(qp) == 0, "ibv_destroy_qp");
+  CHECK(ibv_destroy_qp(peer) == 0, "ibv_destroy_qp (peer)");
+  CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0, "ibv_destroy_cq");
+  free_pair(&p);
+  return failures != 0;
+}
+
 /* --- refuse: what a software RoCE device lacks fails the libibverbs way.
  */
 static int probe_refuse(void) {
@@ -675,10 +746,10 @@ static int probe_refuse(void) {
             errno == EOPNOTSUPP,
         "ibv_reg_dmabuf_mr: EOPNOTSUPP");
   struct ibv_cq_init_attr_ex cqa = {
-      .cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+      .cqe = 16, .wc_flags = IBV_WC_EX_WITH_FLOW_TAG};
   errno = 0;
   CHECK(ibv_create_cq_ex(ctx, &cqa) == NULL && errno == EOPNOTSUPP,
-        "ibv_create_cq_ex with completion timestamps: EOPNOTSUPP");
+        "ibv_create_cq_ex with flow tags: EOPNOTSUPP");
   cqa.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM;
   struct ibv_cq_ex* cqx = ibv_create_cq_ex(ctx, &cqa);
   CHECK(cqx != NULL, "ibv_create_cq_ex with standard flags");
@@ -718,12 +789,12 @@ static int probe_refuse(void) {
             dax.odp_caps.general_caps ==
                 (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) &&
             dax.odp_caps.per_transport_caps.rc_odp_caps == odp_rc &&
-            dax.completion_timestamp_mask == 0 &&
+            dax.completion_timestamp_mask == ~(uint64_t)0 &&
             dax.orig_attr.max_mw > 0 &&
             (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
             (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B),
-        "ibv_query_device_ex: ODP (implicit too), no timestamps; windows "
-        "type 1, 2B");
+        "ibv_query_device_ex: ODP (implicit too), 64-bit timestamps; "
+        "windows type 1, 2B");
   /* The private provider interface exists and refuses. */
   int (*cmd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "ibv_cmd_alloc_pd");
   CHECK(cmd != NULL && cmd() == EOPNOTSUPP,
@@ -810,6 +881,7 @@ int main(int argc, char** argv) {
   if (strcmp(s, "marshall") == 0) return probe_marshall();
   if (strcmp(s, "parent") == 0) return probe_parent();
   if (strcmp(s, "memory") == 0) return probe_memory();
+  if (strcmp(s, "clock") == 0) return probe_clock();
   fprintf(stderr, "unknown probe %s\n", s);
   return 2;
 }

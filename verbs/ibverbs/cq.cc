@@ -18,9 +18,12 @@ namespace {
 
 using verbs::CqeSlot;
 
-// Work-completion flags a rocemu CQ can report through ibv_cq_ex (no
-// timestamps, VLANs, flow tags or tag matching).
-constexpr uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
+// Work-completion flags a rocemu CQ can report through ibv_cq_ex: the
+// standard ones and the completion timestamp (no wall-clock stamp, VLANs,
+// flow tags or tag matching).
+constexpr uint64_t kSupportedWcFlags =
+    static_cast<uint64_t>(IBV_WC_STANDARD_FLAGS) |
+    static_cast<uint64_t>(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
 
 void FillIbvWc(const CqeSlot& e, ibv_wc* w) {
   verbs::client::FillWc(e, IBV_WC_WITH_INV, w);
@@ -92,6 +95,7 @@ unsigned int ReadWcFlags(ibv_cq_ex* cq) { return Cq(cq)->cur.wc_flags; }
 uint32_t ReadSlid(ibv_cq_ex* cq) { return Cq(cq)->cur.slid; }
 uint8_t ReadSl(ibv_cq_ex* cq) { return Cq(cq)->cur.sl; }
 uint8_t ReadDlidPathBits(ibv_cq_ex* cq) { return Cq(cq)->cur.dlid_path_bits; }
+uint64_t ReadCompletionTs(ibv_cq_ex* cq) { return Cq(cq)->cur.timestamp; }
 
 int MakeChannelEpoll(int event_fd, int socket_fd) {
   const int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -120,7 +124,11 @@ ibv_cq_ex* CreateCq(ibv_context* context, int cqe, ibv_comp_channel* channel,
   }
   auto* c = new CqImpl{};
   rocemu_comp_channel* rch = channel != nullptr ? Chan(channel)->rch : nullptr;
-  c->rc = rocemu_create_cq(ctx->rc, cqe, c, rch, comp_vector);
+  c->rc =
+      rocemu_create_cq_ex(ctx->rc, cqe, c, rch, comp_vector,
+                          (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) != 0
+                              ? ROCEMU_CQ_TIMESTAMPS
+                              : 0);
   if (c->rc == nullptr) {
     delete c;
     return nullptr;
@@ -153,6 +161,9 @@ ibv_cq_ex* CreateCq(ibv_context* context, int cqe, ibv_comp_channel* channel,
   x.read_slid = ReadSlid;
   x.read_sl = ReadSl;
   x.read_dlid_path_bits = ReadDlidPathBits;
+  if ((wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) != 0) {
+    x.read_completion_ts = ReadCompletionTs;
+  }
   return &x;
 }
 

@@ -149,9 +149,31 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
   a.odp_caps.per_transport_caps.ud_odp_caps =
       IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
   a.max_dm_size = MaxDmSize();
-  // No completion timestamps, no TSO/RSS/WQs, no tag matching, no CQ
-  // moderation: those capability blocks stay zero.
+  // Completion timestamps count nanoseconds of CLOCK_MONOTONIC_RAW (a
+  // 1 GHz "core clock" that never wraps in practice).
+  a.completion_timestamp_mask = ~uint64_t{0};
+  a.hca_core_clock = 1000000;  // kHz
+  // No TSO/RSS/WQs, no tag matching, no CQ moderation: those capability
+  // blocks stay zero.
   std::memcpy(out, &a, std::min(len, sizeof(a)));
+  return 0;
+}
+
+// The clock completion timestamps count, read now; as mlx5, the raw value
+// is in raw_clock.tv_nsec.
+int QueryRtValues(ibv_context* context, ibv_values_ex* values) {
+  if (Dead(Ctx(context))) return EIO;
+  if ((values->comp_mask & ~static_cast<uint32_t>(IBV_VALUES_MASK_RAW_CLOCK)) !=
+      0) {
+    return EINVAL;
+  }
+  uint32_t got = 0;
+  if ((values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) != 0) {
+    values->raw_clock.tv_sec = 0;
+    values->raw_clock.tv_nsec = static_cast<long>(rocemu_clock_ns());
+    got |= IBV_VALUES_MASK_RAW_CLOCK;
+  }
+  values->comp_mask = got;
   return 0;
 }
 
@@ -211,6 +233,7 @@ void FillDeviceOps(CtxImpl* ctx) {
   verbs_context& v = ctx->vctx;
   v.query_port = QueryPortOp;
   v.query_device_ex = QueryDeviceEx;
+  v.query_rt_values = QueryRtValues;
 }
 
 }  // namespace rocemu::ibverbs
