@@ -322,6 +322,18 @@ def main():
                     f"client {crc}, data verified both ways")
             if not ok:
                 netns_util.print_pair_output(sout, cout)
+        # A blocking rconnect to a port nobody listens on: the CM's
+        # REJ becomes ECONNREFUSED.
+        r.port += 1
+        p = r.tool(ns, b, ["rstream", "-s", A_IP, "-p", str(r.port), "-T",
+                           "b"], 30)
+        [(crc, cout)] = r.collect([p], 30)
+        refused = "rconnect: Connection refused" in cout
+        r.check(crc != 0 and refused, f"rstream to a closed port: exit {crc}"
+                f", {'' if refused else 'no '}\"rconnect: Connection "
+                "refused\"")
+        if not refused:
+            print(cout[-800:])
         (crc, cout), (src, sout) = r.pair_cm(
             ns, a, b, [probe, "server", A_IP, "{port}"],
             [probe, "client", A_IP, "{port}"], timeout=60)

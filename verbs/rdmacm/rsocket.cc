@@ -114,7 +114,6 @@ void HandleEvent(RSocket* rs, rdma_cm_event* e) {
     return;
   }
   const rdma_cm_event_type type = e->event;
-  const int status = e->status;
   switch (type) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
       rdma_ack_cm_event(e);
@@ -169,19 +168,20 @@ void HandleEvent(RSocket* rs, rdma_cm_event* e) {
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-    case RDMA_CM_EVENT_REJECTED:
+    case RDMA_CM_EVENT_REJECTED: {
+      const int err =
+          type == RDMA_CM_EVENT_REJECTED
+              ? ECONNREFUSED
+              : StatusErr(e, type == RDMA_CM_EVENT_ADDR_ERROR ? EHOSTUNREACH
+                                                              : ETIMEDOUT);
       rdma_ack_cm_event(e);
       if (Connecting(rs->state)) {
-        ConnectFailed(rs, type == RDMA_CM_EVENT_REJECTED
-                              ? ECONNREFUSED
-                              : StatusErr(e, type == RDMA_CM_EVENT_ADDR_ERROR
-                                                 ? EHOSTUNREACH
-                                                 : ETIMEDOUT));
+        ConnectFailed(rs, err);
       } else if (rs->Connected()) {
         Fail(rs, ECONNRESET);
       }
-      (void)status;
       return;
+    }
     case RDMA_CM_EVENT_DISCONNECTED:
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
       rdma_ack_cm_event(e);
