@@ -217,6 +217,17 @@ def main():
         if not ok:
             for rc, out in outs:
                 print(f"     exit {rc}: {out[-600:]}")
+            # Where UD frames can go: every drop is counted somewhere.
+            for d in (a, b):
+                port = netns_util.control(d["ctl"], {"cmd": "counters"},
+                                          timeout=10)["ports"]["p0"]
+                flat = dict(port.get("rnic", {}))
+                flat.update({k: v for k, v in port.items()
+                             if not isinstance(v, dict)})
+                print(f"     {d['name']} nonzero drops/misses: " + str(
+                    {k: v for k, v in flat.items() if v and any(
+                        w in k for w in ("drop", "miss", "full", "nombuf",
+                                         "mcast", "rnr", "out_of"))}))
         r.check(wait_group(a, group, 0) and wait_group(b, group, 0),
                 f"{group} has no member left once the programs exit")
         # Each daemon told the link (IGMPv3) that it joined and left.
