@@ -190,13 +190,23 @@ def main():
         seen = {}
 
         def counters(a_side, b_side):
-            time.sleep(1.0)
-            for side in (a_side, b_side):
-                c = netns_util.control(side["ctl"], {"cmd": "counters"},
-                                       timeout=10)["ports"]["p0"]
-                seen[side["name"]] = c
+            # As soon as both RNICs have moved frames: a fixed wait could
+            # outlast the run on a fast host (200000 round trips took
+            # 0.7 s on one), and the socket goes with the program.
+            deadline = time.monotonic() + 30
+            while len(seen) < 2 and time.monotonic() < deadline:
+                for side in (a_side, b_side):
+                    try:
+                        c = netns_util.control(side["ctl"], {"cmd": "counters"},
+                                               timeout=10)["ports"]["p0"]
+                    except (FileNotFoundError, ConnectionRefusedError):
+                        continue  # not up yet, or already gone
+                    if c["rnic"]["sent_pkts"] > 0 and \
+                            c["rnic"]["rcvd_pkts"] > 0:
+                        seen[side["name"]] = c
+                time.sleep(0.05)
 
-        argv = [perf, "send_lat", "-s", "64", "-n", "200000", "-d", DEV] + \
+        argv = [perf, "send_lat", "-s", "64", "-n", "500000", "-d", DEV] + \
             common
         src, sout, crc, cout = r.pair(ns, a, b, argv, argv, during=counters)
         r.check(src == 0 and crc == 0, f"send_lat under rocemu-ctl: server "

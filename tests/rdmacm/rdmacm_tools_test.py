@@ -297,42 +297,34 @@ def main():
              ["-S", "100", "-C", "2000", "-T", "a"]),
             ("non-blocking, 1000 messages of 4 KiB",
              ["-S", "4096", "-C", "1000", "-T", "n"]))
-        rstream_start = time.monotonic()
-        for what, opts in rstream_cases:
-            opts = opts + ["-T", "v"]
-            (crc, cout), (src, sout) = r.pair_cm(
-                ns, a, b, ["rstream", "-b", A_IP, "-p", "{port}"] + opts,
-                ["rstream", "-s", A_IP, "-p", "{port}"] + opts, timeout=60)
-            # The result row: name, size, transfers, iterations, total ...
-            rows = [re.search(r"^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s",
-                              o, re.M) for o in (sout, cout)]
-            ok = src == 0 and crc == 0 and all(rows) and \
-                "verification failed" not in sout + cout
-            r.check(ok, f"rstream {what} ({' '.join(opts)}): server {src}, "
-                    f"client {crc}, data verified both ways")
-            if not ok:
-                netns_util.print_pair_output(sout, cout)
         # riostream: the same over riomap/riowrite, each side writing
         # straight into the buffer the other mapped (its last byte is the
         # marker the receiver spins on; -T v checks the rest).
-        for what, opts in (
-                ("default, 97 KiB writes", ["-S", "100000", "-C", "50"]),
-                ("blocking, 976 KiB writes", ["-S", "1000000", "-C", "10",
-                                              "-T", "b"]),
-                ("rpoll-driven, 64 KiB writes", ["-S", "65536", "-C", "100",
-                                                 "-T", "a"])):
-            opts = opts + ["-T", "v"]
-            (crc, cout), (src, sout) = r.pair_cm(
-                ns, a, b, ["riostream", "-b", A_IP, "-p", "{port}"] + opts,
-                ["riostream", "-s", A_IP, "-p", "{port}"] + opts, timeout=60)
-            rows = [re.search(r"^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s",
-                              o, re.M) for o in (sout, cout)]
-            ok = src == 0 and crc == 0 and all(rows) and \
-                "verification failed" not in sout + cout
-            r.check(ok, f"riostream {what} ({' '.join(opts)}): server {src}, "
-                    f"client {crc}, data verified both ways")
-            if not ok:
-                netns_util.print_pair_output(sout, cout)
+        riostream_cases = (
+            ("default, 97 KiB writes", ["-S", "100000", "-C", "50"]),
+            ("blocking, 976 KiB writes", ["-S", "1000000", "-C", "10",
+                                          "-T", "b"]),
+            ("rpoll-driven, 64 KiB writes", ["-S", "65536", "-C", "100",
+                                             "-T", "a"]))
+        rstream_start = time.monotonic()
+        for tool, cases in (("rstream", rstream_cases),
+                            ("riostream", riostream_cases)):
+            for what, opts in cases:
+                opts = opts + ["-T", "v"]
+                (crc, cout), (src, sout) = r.pair_cm(
+                    ns, a, b, [tool, "-b", A_IP, "-p", "{port}"] + opts,
+                    [tool, "-s", A_IP, "-p", "{port}"] + opts, timeout=60)
+                # The result row: name, size, transfers, iterations,
+                # total ...
+                rows = [re.search(
+                    r"^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s", o, re.M)
+                        for o in (sout, cout)]
+                ok = src == 0 and crc == 0 and all(rows) and \
+                    "verification failed" not in sout + cout
+                r.check(ok, f"{tool} {what} ({' '.join(opts)}): server "
+                        f"{src}, client {crc}, data verified both ways")
+                if not ok:
+                    netns_util.print_pair_output(sout, cout)
         # A blocking rconnect to a port nobody listens on: the CM's
         # REJ becomes ECONNREFUSED.
         r.port += 1
