@@ -245,6 +245,34 @@ inline void FillWc(const CqeSlot& e, uint32_t with_inv, WC* w) {
   w->dlid_path_bits = e.dlid_path_bits;
 }
 
+// What a poll that found the CQ empty does besides (ibv_poll_cq and the
+// extended CQs' start_poll alike). With the RNIC in this process, the
+// poller runs its loop: the next poll sees what this pass received. Else a
+// program spinning on an empty CQ gives its core away now and then: the
+// daemon that would produce the completion may need that core (two cores,
+// four spinners). One syscall per PollYieldEvery() empty polls;
+// ROCEMU_POLL_YIELD=0 turns it off. false (errno EIO) when the ring is
+// corrupt or the daemon is gone.
+inline bool EmptyPoll(rocemu_cq* cq) {
+  if (cq->ring.last_result() == RingResult::kCorrupt ||
+      cq->ctx->dead.load(std::memory_order_relaxed)) {
+    errno = EIO;
+    return false;
+  }
+  if (!EmbeddedPump()) {
+    const uint32_t every = PollYieldEvery();
+    if (every != 0 && cq->empty_polls % every == every - 1) sched_yield();
+  }
+  if (++cq->empty_polls >= kEmptyPollsPerLivenessCheck) {
+    cq->empty_polls = 0;
+    if (DaemonGone(cq->ctx)) {
+      errno = EIO;
+      return false;
+    }
+  }
+  return true;
+}
+
 // Moves up to `num` completions from the CQ ring into wc[] with
 // fill(const CqeSlot&, WC*). Returns the count, or -1 (errno EIO) when the
 // ring is corrupt or the daemon is gone and nothing is left.
@@ -267,28 +295,7 @@ int PollCqInto(rocemu_cq* cq, int num, WC* wc, Fill&& fill) {
     cq->empty_polls = 0;
     return n;
   }
-  if (cq->ring.last_result() == RingResult::kCorrupt ||
-      cq->ctx->dead.load(std::memory_order_relaxed)) {
-    errno = EIO;
-    return -1;
-  }
-  // With the RNIC in this process, the poller runs its loop: the next poll
-  // sees what this pass received. Else a program spinning on an empty CQ
-  // gives its core away now and then: the daemon that would produce the
-  // completion may need that core (two cores, four spinners). One syscall
-  // per PollYieldEvery() empty polls; ROCEMU_POLL_YIELD=0 turns it off.
-  if (!EmbeddedPump()) {
-    const uint32_t every = PollYieldEvery();
-    if (every != 0 && cq->empty_polls % every == every - 1) sched_yield();
-  }
-  if (++cq->empty_polls >= kEmptyPollsPerLivenessCheck) {
-    cq->empty_polls = 0;
-    if (DaemonGone(cq->ctx)) {
-      errno = EIO;
-      return -1;
-    }
-  }
-  return 0;
+  return EmptyPoll(cq) ? 0 : -1;
 }
 
 // After a QP's RESET: its completions still in `cq`'s ring are withdrawn

@@ -59,15 +59,19 @@ int StartPoll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   CqImpl* c = Cq(cq);
   c->rc->lock.lock();
   c->taken = 0;
-  if (Take(c)) return 0;
+  if (Take(c)) {
+    c->rc->empty_polls = 0;
+    return 0;
+  }
   c->rc->ring.ReleaseN(c->taken);  // withdrawn completions stepped over
   c->taken = 0;
+  // An empty start_poll does what an empty ibv_poll_cq does (pumps an
+  // embedded RNIC, gives the core away now and then, notices a dead
+  // daemon): a program spinning on start_poll must not starve what would
+  // complete its work.
+  const bool alive = verbs::client::EmptyPoll(c->rc);
   c->rc->lock.unlock();  // the caller must not call end_poll after ENOENT
-  if (c->rc->ring.last_result() == verbs::RingResult::kCorrupt ||
-      Dead(c->ctx)) {
-    return EIO;
-  }
-  return ENOENT;
+  return alive ? ENOENT : EIO;
 }
 
 int NextPoll(ibv_cq_ex* cq) { return Take(Cq(cq)) ? 0 : ENOENT; }
