@@ -114,16 +114,9 @@ ibv_mr* RegDmMr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
       /*iova=*/0, static_cast<int>(plain));
   if (rm == nullptr) return nullptr;
   auto* m = new MrImpl{};
-  m->rm = rm;
+  SetMr(m, pd, rm, /*addr=*/nullptr, length);  // as ibv_cmd_reg_dm_mr
   m->dm = d;
   d->mrs.fetch_add(1, std::memory_order_relaxed);
-  m->mr.context = pd->context;
-  m->mr.pd = pd;
-  m->mr.addr = nullptr;  // as ibv_cmd_reg_dm_mr leaves it
-  m->mr.length = length;
-  m->mr.handle = rm->lkey;
-  m->mr.lkey = rm->lkey;
-  m->mr.rkey = rm->rkey;
   return &m->mr;
 }
 

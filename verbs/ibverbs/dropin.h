@@ -89,6 +89,9 @@ struct MrImpl {
   rocemu_mr* rm;
   DmImpl* dm = nullptr;  // a DM MR's allocation
 };
+// Points m at the registration rm of [addr, +length) in pd, keys and all
+// (memory.cc): a new region, a DM MR, a re-registration.
+void SetMr(MrImpl* m, ibv_pd* pd, rocemu_mr* rm, void* addr, size_t length);
 
 struct AhImpl {
   ibv_ah ah;

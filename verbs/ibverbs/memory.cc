@@ -62,6 +62,13 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
       rocemu_reg_mr_iova(p->rp, addr, length, iova, RocemuAccess(access));
   if (rm == nullptr) return nullptr;
   auto* m = new MrImpl{};
+  SetMr(m, pd, rm, addr, length);
+  return &m->mr;
+}
+
+}  // namespace
+
+void SetMr(MrImpl* m, ibv_pd* pd, rocemu_mr* rm, void* addr, size_t length) {
   m->rm = rm;
   m->mr.context = pd->context;
   m->mr.pd = pd;
@@ -70,10 +77,7 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
   m->mr.handle = rm->lkey;
   m->mr.lkey = rm->lkey;
   m->mr.rkey = rm->rkey;
-  return &m->mr;
 }
-
-}  // namespace
 
 // ibv_advise_mr: a prefetch of ODP pages. The pages are this process's
 // own, so the library faults them in itself (MADV_POPULATE_READ/WRITE,
@@ -262,13 +266,7 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
       rocemu_reg_mr(Pd(new_pd)->rp, addr, length, RocemuAccess(new_access));
   if (fresh == nullptr) return IBV_REREG_MR_ERR_INPUT;
   rocemu_dereg_mr(m->rm);
-  m->rm = fresh;
-  mr->pd = new_pd;
-  mr->addr = addr;
-  mr->length = length;
-  mr->handle = fresh->lkey;
-  mr->lkey = fresh->lkey;
-  mr->rkey = fresh->rkey;
+  SetMr(m, new_pd, fresh, addr, length);
   return 0;
 }
 

@@ -291,6 +291,16 @@ bool Nonblocking(const RSocket* rs, int flags);
 int FinishConnect(RSocket* rs);
 bool SendWaitDone(RSocket* rs);
 
+// rdma-core's transfer sizing for one message of a send: `*olen` starts at
+// kFirstTransfer and doubles, up to kMaxTransfer, while more than it is
+// `left`; the last message takes what is left.
+inline uint32_t NextTransfer(uint32_t* olen, uint64_t left) {
+  if (*olen >= left) return uint32_t(left);
+  const uint32_t xfer = *olen;
+  if (*olen < kMaxTransfer) *olen <<= 1;
+  return xfer;
+}
+
 // --- riomap (rsocket_iomap.cc) ----------------------------------------------
 
 // Writes the maps riomap queued into the peer's iomap table.

@@ -468,13 +468,7 @@ ssize_t Send(RSocket* rs, std::unique_lock<std::mutex>& lock,
       if (ret != 0) break;
       if (!rs->writable) continue;
     }
-    uint32_t xfer;
-    if (olen < left) {
-      xfer = olen;
-      if (olen < kMaxTransfer) olen <<= 1;
-    } else {
-      xfer = uint32_t(left);
-    }
+    uint32_t xfer = NextTransfer(&olen, left);
     volatile WireSge* t = &rs->TargetSgl()[rs->target_sge];
     xfer = std::min({xfer, rs->sbuf_bytes_avail, uint32_t(t->length)});
     const uint64_t raddr = t->addr;

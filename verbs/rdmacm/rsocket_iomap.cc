@@ -181,13 +181,7 @@ size_t riowrite(int socket, const void* buf, size_t count, off_t offset,
       if (ret != 0) break;
       continue;
     }
-    uint32_t xfer;
-    if (olen < left) {
-      xfer = olen;
-      if (olen < kMaxTransfer) olen <<= 1;
-    } else {
-      xfer = uint32_t(left);
-    }
+    uint32_t xfer = NextTransfer(&olen, left);
     xfer = uint32_t(std::min<uint64_t>(
         {xfer, rs->sbuf_bytes_avail, end - uint64_t(offset)}));
     --rs->sqe_avail;
