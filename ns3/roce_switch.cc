@@ -41,7 +41,14 @@ RoceSwitch::RoceSwitch(const SwitchConfig& config, uint32_t switch_index)
       switch_index_(switch_index),
       ecmp_seed_(SplitMix(config.seed ^ (uint64_t{switch_index} << 32))) {}
 
-RoceSwitch::~RoceSwitch() = default;
+RoceSwitch::~RoceSwitch() {
+  for (PortState& p : ports_) {
+    for (Ring<Entry>& q : p.queues) {
+      while (!q.empty()) q.pop_front().frame->Unref();
+    }
+    while (!p.control.empty()) p.control.pop_front()->Unref();
+  }
+}
 
 void RoceSwitch::ConfigurePort(uint16_t port, uint64_t rate_bps,
                                uint64_t delay_ns) {
@@ -150,7 +157,7 @@ void RoceSwitch::ReceiveFrame(uint16_t port, ns3::Ptr<ns3::Packet> frame,
     ++out.counters.tail_drop[prio];
     return;
   }
-  out.queues[prio].push_back(Entry{std::move(frame), len, port});
+  out.queues[prio].push_back(Entry{ns3::GetPointer(frame), len, port});
   out.queue_bytes[prio] += len;
   out.queued_mask |= static_cast<uint8_t>(1u << prio);
   out.counters.max_queue_bytes[prio] =
@@ -221,7 +228,8 @@ void RoceSwitch::EvaluatePfc(uint16_t port, int prio, nic::TimeNs now) {
   info.quanta = req->quanta;
   std::array<uint8_t, protocol::kMacControlFrameLen> bytes{};
   const size_t len = protocol::BuildPfcFrame(p.mac, info, bytes);
-  p.control.push_back(ns3::Create<ns3::Packet>(bytes.data(), len));
+  p.control.push_back(
+      ns3::GetPointer(ns3::Create<ns3::Packet>(bytes.data(), len)));
   ++control_pending_;
   for (int i = 0; i < kPriorities; ++i) {
     if ((req->enable_vector >> i) & 1) ++p.counters.tx_prio_pause[i];
@@ -251,7 +259,7 @@ ns3::Ptr<ns3::Packet> RoceSwitch::PullFrame(uint16_t port, nic::TimeNs now) {
   }
   if (!p.control.empty()) {
     --control_pending_;
-    return p.control.pop_front();
+    return ns3::Ptr<ns3::Packet>(p.control.pop_front(), false);
   }
   if (p.pause_all_until > now) return nullptr;
   const int prio = PickPriority(p, now);
@@ -264,7 +272,7 @@ ns3::Ptr<ns3::Packet> RoceSwitch::PullFrame(uint16_t port, nic::TimeNs now) {
   used_ -= e.len;
   ++p.counters.tx_frames[prio];
   p.counters.tx_bytes[prio] += e.len;
-  ns3::Ptr<ns3::Packet> out = std::move(e.frame);
+  ns3::Ptr<ns3::Packet> out(e.frame, false);  // adopts the queue's reference
   if (p.red != nullptr && p.red->ShouldMark(p.queue_bytes[prio])) {
     std::array<uint8_t, kFieldBytes> head;
     const uint32_t n = out->CopyData(

@@ -112,8 +112,11 @@ class RoceSwitch : public FrameNode {
   nic::TimeNs NextEventTime() const override;
 
  private:
+  // A queued frame holds one reference to its packet, taken at enqueue and
+  // handed back at dequeue (ns-3.37's Ptr cannot move: a Ptr in a ring
+  // slot would keep the packet alive until the slot is reused).
   struct Entry {
-    ns3::Ptr<ns3::Packet> frame;
+    ns3::Packet* frame = nullptr;
     uint32_t len = 0;
     uint16_t ingress = 0;
   };
@@ -129,7 +132,7 @@ class RoceSwitch : public FrameNode {
     std::array<nic::TimeNs, kPriorities> paused_until{};
     std::array<PauseSpan, kPriorities> pause_spans{};
     nic::TimeNs pause_all_until = 0;
-    Ring<ns3::Ptr<ns3::Packet>> control;  // PFC frames to send: never held
+    Ring<ns3::Packet*> control;  // PFC frames to send (never held), owned
     std::unique_ptr<pfc_ecn::PfcTransmitter> pfc;
     std::unique_ptr<pfc_ecn::RedMarker> red;
     uint64_t rate_bps = 100'000'000'000;

@@ -327,8 +327,9 @@ int main(int argc, char** argv) {
       "topology: %s\n"
       "flows: %d (finished %d, failed %d, unfinished %d), virtual time %.3f "
       "ms\n"
-      "run: %d ns-3 events in %.2f s (%.0f events/s, %.2f s per simulated "
-      "ms); build %.2f s\n"
+      "run: %d ns-3 events (%d frames on wires, %d wake-ups) in %.2f s wall, "
+      "%.2f s CPU (%.0f events/s of CPU, %.2f s CPU per simulated ms); "
+      "build %.2f s\n"
       "memory: VmRSS %.1f MB before, %.1f MB built; VmHWM %.1f MB; peak QPs "
       "%d in the fabric, %d on one host\n"
       "switches: %d PFC frames sent, %d ECN marks, %d tail drops, %d "
@@ -339,8 +340,9 @@ int main(int argc, char** argv) {
       "wrong QP state\n\n"
       "FCT slowdown by flow size:\n%s",
       r.topology, r.flows.size(), r.finished, r.failed, r.unfinished, sim_ms,
-      r.events, r.wall_s, r.wall_s > 0 ? r.events / r.wall_s : 0.0,
-      sim_ms > 0 ? r.wall_s / sim_ms : 0.0, r.build_wall_s,
+      r.events, r.frames, r.wakeups, r.wall_s, r.cpu_s,
+      r.cpu_s > 0 ? r.events / r.cpu_s : 0.0,
+      sim_ms > 0 ? r.cpu_s / sim_ms : 0.0, r.build_wall_s,
       r.rss_before_kb / 1e3, r.rss_built_kb / 1e3, r.peak_rss_kb / 1e3,
       r.max_fabric_qps, r.max_host_qps, k.pfc_frames, k.ecn_marks, k.tail_drops,
       k.headroom_drops, k.no_route, k.max_switch_buffer / 1e3,
@@ -366,6 +368,9 @@ int main(int argc, char** argv) {
   j["virtual_ms"] = sim_ms;
   j["events"] = r.events;
   j["wall_s"] = r.wall_s;
+  j["cpu_s"] = r.cpu_s;
+  j["frames"] = r.frames;
+  j["wakeups"] = r.wakeups;
   j["build_wall_s"] = r.build_wall_s;
   j["rss_before_kb"] = r.rss_before_kb;
   j["rss_built_kb"] = r.rss_built_kb;

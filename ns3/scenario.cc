@@ -1,5 +1,7 @@
 #include "ns3/scenario.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -43,6 +45,13 @@ absl::Status SetScheduler(const std::string& name) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown scheduler '", name, "' (map, heap, calendar, list, priority)"));
+}
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 }  // namespace
@@ -153,6 +162,7 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioConfig& c) {
 
   r.rss_built_kb = ReadStatusKb("VmRSS");
   const auto t1 = std::chrono::steady_clock::now();
+  const double cpu0 = CpuSeconds();
   r.build_wall_s = std::chrono::duration<double>(t1 - t0).count();
   if (total > 0) {
     ns3::Simulator::Stop(NsToTime(c.deadline_ns));
@@ -162,6 +172,15 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioConfig& c) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1)
           .count();
   r.events = ns3::Simulator::GetEventCount();
+  r.cpu_s = CpuSeconds() - cpu0;
+  auto count_node = [&r](const FrameNode& n) {
+    r.wakeups += n.wakeups();
+    for (uint16_t p = 0; p < n.num_ports(); ++p) {
+      r.frames += n.port(p)->counters().tx_frames;
+    }
+  };
+  for (const auto& h : fabric->hosts()) count_node(*h);
+  for (const auto& s : fabric->switches()) count_node(*s);
   r.end_ns = NowNs();
 
   for (uint32_t i = 0; i < total; ++i) {

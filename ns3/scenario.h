@@ -93,6 +93,9 @@ struct ScenarioResult {
   FabricCounters counters;
   nic::TimeNs end_ns = 0;  // virtual time at the end of the run
   uint64_t events = 0;     // ns-3 events executed
+  uint64_t frames = 0;     // frames put on a wire (every hop counted)
+  uint64_t wakeups = 0;    // timer wake-ups of hosts and switches
+  double cpu_s = 0;        // user + system CPU time of the run
   double wall_s = 0;       // run only (not the build)
   double build_wall_s = 0;
   uint64_t rss_before_kb = 0;  // VmRSS before building the fabric
