@@ -34,7 +34,7 @@ void FrameNode::Kick() {
 void FrameNode::OnDelivered(uint16_t port, ns3::Ptr<ns3::Packet> frame) {
   const nic::TimeNs now = NowNs();
   ReceiveFrame(port, frame, now);
-  Poll(now);
+  PollReady(now);
   ScheduleWake(now);
   AfterEvent(now);
 }
@@ -50,13 +50,39 @@ void FrameNode::Poll(nic::TimeNs now) {
   for (RoceNetDevice* d : ports_) d->TryTransmit(now);
 }
 
+void FrameNode::MarkReady(uint16_t port) {
+  if (!tracks_ready_) {
+    tracks_ready_ = true;
+    is_ready_.assign(ports_.size(), 0);
+  }
+  if (is_ready_[port]) return;
+  is_ready_[port] = 1;
+  ready_.push_back(port);
+}
+
+void FrameNode::PollReady(nic::TimeNs now) {
+  if (!tracks_ready_) {
+    Poll(now);
+    return;
+  }
+  // A pull may mark more ports (a dequeue that sends XON upstream).
+  while (!ready_.empty()) {
+    polling_.swap(ready_);
+    for (uint16_t p : polling_) {
+      is_ready_[p] = 0;
+      ports_[p]->TryTransmit(now);
+    }
+    polling_.clear();
+  }
+}
+
 void FrameNode::ScheduleWake(nic::TimeNs now) {
   nic::TimeNs t = NextEventTime();
   if (t <= now) {
     // Due now: a pull on one port may have made work for another (a
     // switch's PFC frame towards an idle port). The free ports pull once
     // more; what is still due waits for a busy port to free up.
-    Poll(now);
+    PollReady(now);
     t = NextEventTime();
     if (t <= now) return;
   }

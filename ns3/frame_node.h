@@ -56,13 +56,23 @@ class FrameNode : public ns3::Node {
   // Called after every frame event and wake-up of this node, outside any
   // pull: the host's application polls its completion queue here.
   virtual void AfterEvent(nic::TimeNs /*now*/) {}
+  // A node with many ports says which ones got work (a frame queued for
+  // them, a PFC frame to send): after a received frame only those pull,
+  // instead of every port of a 64-port switch. A node that never calls it
+  // has all its ports polled.
+  void MarkReady(uint16_t port);
 
  private:
   void Poll(nic::TimeNs now);
+  void PollReady(nic::TimeNs now);
   void ScheduleWake(nic::TimeNs now);
   void Wake(nic::TimeNs when);
 
   std::vector<RoceNetDevice*> ports_;  // owned by ns3::Node's device list
+  bool tracks_ready_ = false;
+  std::vector<uint16_t> ready_;
+  std::vector<uint16_t> polling_;  // ready_ being served
+  std::vector<uint8_t> is_ready_;
   nic::TimeNs wake_at_ = nic::kNever;
   uint64_t wakeups_ = 0;
 };

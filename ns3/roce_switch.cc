@@ -165,6 +165,7 @@ void RoceSwitch::ReceiveFrame(uint16_t port, ns3::Ptr<ns3::Packet> frame,
   in.ingress_bytes[prio] += len;
   used_ += len;
   max_used_ = std::max(max_used_, used_);
+  MarkReady(egress);
   if (lossless) EvaluatePfc(port, prio, now);
 }
 
@@ -181,7 +182,7 @@ void RoceSwitch::OnMacControl(uint16_t port, ns3::Ptr<ns3::Packet> frame,
     ++p.counters.rx_bad_mac_control;
     return;
   }
-  timers_used_ = true;
+  AddTimerPort(port);
   if (!is_pfc) {
     ++p.counters.rx_pause;
     p.pause_all_until =
@@ -222,7 +223,15 @@ void RoceSwitch::EvaluatePfc(uint16_t port, int prio, nic::TimeNs now) {
   t.SetOccupancy(prio, p.ingress_bytes[prio]);
   const std::optional<pfc_ecn::PfcFrameRequest> req = t.Poll(now);
   if (!req.has_value()) return;
-  timers_used_ = true;
+  for (int i = 0; i < kPriorities; ++i) {
+    if (((req->enable_vector >> i) & 1) == 0) continue;
+    if (req->quanta[i] != 0) {
+      p.xoff_mask |= static_cast<uint8_t>(1u << i);
+    } else {
+      p.xoff_mask &= static_cast<uint8_t>(~(1u << i));
+    }
+  }
+  if (p.xoff_mask != 0) AddTimerPort(port);
   protocol::PfcInfo info;
   info.enable_vector = req->enable_vector;
   info.quanta = req->quanta;
@@ -231,6 +240,7 @@ void RoceSwitch::EvaluatePfc(uint16_t port, int prio, nic::TimeNs now) {
   p.control.push_back(
       ns3::GetPointer(ns3::Create<ns3::Packet>(bytes.data(), len)));
   ++control_pending_;
+  MarkReady(port);
   for (int i = 0; i < kPriorities; ++i) {
     if ((req->enable_vector >> i) & 1) ++p.counters.tx_prio_pause[i];
   }
@@ -249,7 +259,7 @@ ns3::Ptr<ns3::Packet> RoceSwitch::PullFrame(uint16_t port, nic::TimeNs now) {
   now_ = now;
   PortState& p = ports_[port];
   // An XOFF in force is refreshed (PfcTransmitter says when).
-  if (p.pfc != nullptr && p.pfc->NextEventTime() <= now) {
+  if (p.xoff_mask != 0 && p.pfc->NextEventTime() <= now) {
     for (int prio = 0; prio < kPriorities; ++prio) {
       if (p.pfc->IsAsserted(prio)) {
         EvaluatePfc(port, prio, now);
@@ -302,20 +312,41 @@ ns3::Ptr<ns3::Packet> RoceSwitch::Mark(ns3::Ptr<ns3::Packet> frame,
   return ns3::Create<ns3::Packet>(scratch.data(), len);
 }
 
+void RoceSwitch::AddTimerPort(uint16_t port) {
+  if (ports_[port].in_timer_set) return;
+  ports_[port].in_timer_set = true;
+  timer_ports_.push_back(port);
+}
+
 nic::TimeNs RoceSwitch::NextEventTime() const {
   // A PFC frame made while serving one port may be due on another, idle one.
   if (control_pending_ > 0) return now_;
-  if (!timers_used_) return nic::kNever;
   nic::TimeNs t = nic::kNever;
-  for (const PortState& p : ports_) {
-    if (p.pfc != nullptr) t = std::min(t, p.pfc->NextEventTime());
-    if (p.queued_mask == 0) continue;
-    if (p.pause_all_until > now_) t = std::min(t, p.pause_all_until);
-    for (int prio = 0; prio < kPriorities; ++prio) {
-      if (((p.queued_mask >> prio) & 1) && p.paused_until[prio] > now_) {
-        t = std::min(t, p.paused_until[prio]);
-      }
+  for (size_t i = 0; i < timer_ports_.size();) {
+    const uint16_t port = timer_ports_[i];
+    const PortState& p = ports_[port];
+    bool live = false;
+    if (p.xoff_mask != 0) {
+      t = std::min(t, p.pfc->NextEventTime());
+      live = true;
     }
+    if (p.pause_all_until > now_) {
+      if (p.queued_mask != 0) t = std::min(t, p.pause_all_until);
+      live = true;
+    }
+    for (int prio = 0; prio < kPriorities; ++prio) {
+      if (p.paused_until[prio] <= now_) continue;
+      live = true;
+      if ((p.queued_mask >> prio) & 1) t = std::min(t, p.paused_until[prio]);
+    }
+    if (live) {
+      ++i;
+      continue;
+    }
+    // No timer left on this port: out of the set until the next one.
+    p.in_timer_set = false;
+    timer_ports_[i] = timer_ports_.back();
+    timer_ports_.pop_back();
   }
   return t;
 }

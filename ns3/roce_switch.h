@@ -138,6 +138,8 @@ class RoceSwitch : public FrameNode {
     uint64_t rate_bps = 100'000'000'000;
     uint64_t headroom = 0;
     uint8_t queued_mask = 0;  // priorities with frames queued
+    uint8_t xoff_mask = 0;    // priorities this switch holds upstream
+    mutable bool in_timer_set = false;  // in timer_ports_
     protocol::MacAddr mac{};
     SwitchPortCounters counters;
   };
@@ -162,9 +164,11 @@ class RoceSwitch : public FrameNode {
   uint64_t max_used_ = 0;
   uint64_t headroom_total_ = 0;  // reserved over all ports
   uint32_t control_pending_ = 0;
-  // Any pause received or XOFF sent, ever: until then NextEventTime() has
-  // no timers to look at.
-  bool timers_used_ = false;
+  // Ports that may have a timer (an XOFF to refresh, a received pause to
+  // expire): NextEventTime() looks at these only, and drops the ones whose
+  // timers are over.
+  void AddTimerPort(uint16_t port);
+  mutable std::vector<uint16_t> timer_ports_;
   nic::TimeNs now_ = 0;
 };
 

@@ -39,10 +39,10 @@ absl::Status TopologySpec::Validate() const {
 }
 
 TopologySpec FatTree(uint32_t k, uint32_t hosts_per_edge, uint64_t rate_bps,
-                     uint64_t core_rate_bps, nic::TimeNs delay_ns) {
+                     uint64_t fabric_rate_bps, nic::TimeNs delay_ns) {
   const uint32_t half = k / 2;
   const uint32_t hpe = hosts_per_edge == 0 ? half : hosts_per_edge;
-  if (core_rate_bps == 0) core_rate_bps = rate_bps;
+  if (fabric_rate_bps == 0) fabric_rate_bps = rate_bps;
   TopologySpec t;
   t.hosts = k * half * hpe;
   const uint32_t edges = k * half;
@@ -61,7 +61,7 @@ TopologySpec FatTree(uint32_t k, uint32_t hosts_per_edge, uint64_t rate_bps,
     for (uint32_t e = 0; e < half; ++e) {
       for (uint32_t a = 0; a < half; ++a) {
         t.links.push_back({edge0 + pod * half + e, agg0 + pod * half + a,
-                           rate_bps, delay_ns});
+                           fabric_rate_bps, delay_ns});
       }
     }
   }
@@ -69,13 +69,15 @@ TopologySpec FatTree(uint32_t k, uint32_t hosts_per_edge, uint64_t rate_bps,
     for (uint32_t a = 0; a < half; ++a) {
       for (uint32_t c = 0; c < half; ++c) {
         t.links.push_back({agg0 + pod * half + a, core0 + a * half + c,
-                           core_rate_bps, delay_ns});
+                           fabric_rate_bps, delay_ns});
       }
     }
   }
   t.description = absl::StrFormat(
-      "fattree k=%d hosts_per_edge=%d (%d hosts, %d switches, %d links)", k,
-      hpe, t.hosts, t.switches, t.links.size());
+      "fattree k=%d hosts_per_edge=%d (%d hosts, %d switches, %d links; "
+      "%.0f/%.0f Gb/s)",
+      k, hpe, t.hosts, t.switches, t.links.size(), rate_bps / 1e9,
+      fabric_rate_bps / 1e9);
   return t;
 }
 
@@ -167,12 +169,12 @@ absl::StatusOr<TopologySpec> ParseTopology(absl::string_view text) {
         }
         return v;
       };
-      uint64_t k = 0, hpe = 0, core_rate = 0, senders = 0, left = 0, right = 0,
-               bottleneck = 0, hosts = 0, switches = 0;
+      uint64_t k = 0, hpe = 0, fabric_rate = 0, senders = 0, left = 0,
+               right = 0, bottleneck = 0, hosts = 0, switches = 0;
       for (absl::Status st :
            {take("rate", ParseRateBps, &rate),
             take("delay", ParseTimeNs, &delay),
-            take("core_rate", ParseRateBps, &core_rate),
+            take("fabric_rate", ParseRateBps, &fabric_rate),
             take("bottleneck_rate", ParseRateBps, &bottleneck),
             take("k", count, &k), take("hosts_per_edge", count, &hpe),
             take("senders", count, &senders), take("left", count, &left),
@@ -189,7 +191,7 @@ absl::StatusOr<TopologySpec> ParseTopology(absl::string_view text) {
           return Err(line_no, "fattree needs an even k in 2..256");
         }
         t = FatTree(static_cast<uint32_t>(k), static_cast<uint32_t>(hpe), rate,
-                    core_rate, delay);
+                    fabric_rate, delay);
       } else if (kind == "incast") {
         if (senders < 1) return Err(line_no, "incast needs senders >= 1");
         t = Incast(static_cast<uint32_t>(senders), rate, delay);

@@ -3,7 +3,7 @@
 // propagation delay. Built by the generators below or read from a file:
 //
 //   # comment
-//   fattree k=8 [hosts_per_edge=4] [rate=100G] [delay=1us] [core_rate=R]
+//   fattree k=8 [hosts_per_edge=4] [rate=100G] [fabric_rate=R] [delay=1us]
 //   incast senders=8 [rate=25G] [delay=1us]
 //   dumbbell left=2 right=2 [rate=25G] [bottleneck_rate=R] [delay=1us]
 //   edges hosts=4 switches=2 [rate=25G] [delay=1us]
@@ -43,10 +43,12 @@ struct TopologySpec {
 
 // Fat-tree of k-port switches (k even): k pods of k/2 edge and k/2
 // aggregation switches, (k/2)^2 cores; hosts_per_edge hosts under each
-// edge switch (0: k/2, the non-blocking tree). Switch order: edges by pod,
+// edge switch (0: k/2, the non-blocking tree) on links of `rate_bps`;
+// switch-to-switch links at `fabric_rate_bps` (0: rate_bps), so that more
+// hosts per edge can stay non-blocking. Switch order: edges by pod,
 // aggregations by pod, cores.
 TopologySpec FatTree(uint32_t k, uint32_t hosts_per_edge, uint64_t rate_bps,
-                     uint64_t core_rate_bps, nic::TimeNs delay_ns);
+                     uint64_t fabric_rate_bps, nic::TimeNs delay_ns);
 // N senders and one receiver on one switch: host 0 (the receiver) is on
 // the switch's port 0, sender i (host i) on port i.
 TopologySpec Incast(uint32_t senders, uint64_t rate_bps, nic::TimeNs delay_ns);
