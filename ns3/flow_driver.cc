@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -159,6 +160,31 @@ absl::Status FlowDriver::Setup(bool ud) {
       if (!st.ok()) return st;
     }
     ++h.qps;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FlowDriver::OpenIdleConnections(uint32_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const uint32_t hosts = static_cast<uint32_t>(hosts_.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t a = static_cast<uint32_t>(rng() % hosts);
+    uint32_t b = static_cast<uint32_t>(rng() % (hosts - 1));
+    if (b >= a) ++b;
+    Host& ha = *hosts_[a];
+    Host& hb = *hosts_[b];
+    absl::StatusOr<uint32_t> qa = CreateRcQp(ha, config_.outstanding, 1);
+    if (!qa.ok()) return qa.status();
+    absl::StatusOr<uint32_t> qb = CreateRcQp(hb, 1, 1);
+    if (!qb.ok()) return qb.status();
+    absl::Status st = Connect(ha, *qa, hb, *qb);
+    if (st.ok()) st = Connect(hb, *qb, ha, *qa);
+    if (!st.ok()) return st;
+    ++ha.qps;
+    ++hb.qps;
+    fabric_qps_ += 2;
+    max_host_qps_ = std::max({max_host_qps_, ha.qps, hb.qps});
+    max_fabric_qps_ = std::max(max_fabric_qps_, fabric_qps_);
   }
   return absl::OkStatus();
 }

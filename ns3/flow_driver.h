@@ -56,6 +56,10 @@ class FlowDriver {
 
   // PD, CQ and MR on every host (and its UD QP when `ud` is set).
   absl::Status Setup(bool ud);
+  // Opens `n` RC connections between random pairs of distinct hosts and
+  // leaves them idle in RTS, as applications keep connection pools (the
+  // memory each QP costs, and a load on the RNICs' QP tables).
+  absl::Status OpenIdleConnections(uint32_t n, uint64_t seed);
   // Schedules every flow's start; `on_done` is called as each finishes.
   absl::Status Schedule(std::vector<FlowSpec> flows, FlowDoneFn on_done);
 

@@ -137,8 +137,8 @@ class RoceSwitch : public FrameNode {
     std::unique_ptr<pfc_ecn::RedMarker> red;
     uint64_t rate_bps = 100'000'000'000;
     uint64_t headroom = 0;
-    uint8_t queued_mask = 0;  // priorities with frames queued
-    uint8_t xoff_mask = 0;    // priorities this switch holds upstream
+    uint8_t queued_mask = 0;            // priorities with frames queued
+    uint8_t xoff_mask = 0;              // priorities this switch holds upstream
     mutable bool in_timer_set = false;  // in timer_ports_
     protocol::MacAddr mac{};
     SwitchPortCounters counters;

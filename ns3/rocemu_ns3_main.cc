@@ -62,7 +62,10 @@ ABSL_FLAG(uint32_t, qp_timeout, 14,
 ABSL_FLAG(bool, check_data, false,
           "per-host memory and a payload check (small fabrics only)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the workload, RED and ECMP");
-ABSL_FLAG(std::string, scheduler, "heap", "ns-3 scheduler");
+ABSL_FLAG(std::string, scheduler, "calendar",
+          "ns-3 scheduler: calendar, map, priority, heap or list");
+ABSL_FLAG(uint32_t, idle_connections, 0,
+          "idle RC connections opened before the run (memory per QP)");
 ABSL_FLAG(std::string, out, ".", "output directory");
 ABSL_FLAG(std::string, sample, "0",
           "time-series period (e.g. 10us); 0: no time series");
@@ -226,6 +229,7 @@ absl::StatusOr<ScenarioConfig> Configure() {
   if (!deadline.ok()) return deadline.status();
   c.deadline_ns = *deadline;
   c.scheduler = absl::GetFlag(FLAGS_scheduler);
+  c.idle_connections = absl::GetFlag(FLAGS_idle_connections);
 
   absl::StatusOr<uint64_t> sample = ParseTimeNs(absl::GetFlag(FLAGS_sample));
   if (!sample.ok()) return sample.status();
@@ -330,8 +334,9 @@ int main(int argc, char** argv) {
       "run: %d ns-3 events (%d frames on wires, %d wake-ups) in %.2f s wall, "
       "%.2f s CPU (%.0f events/s of CPU, %.2f s CPU per simulated ms); "
       "build %.2f s\n"
-      "memory: VmRSS %.1f MB before, %.1f MB built; VmHWM %.1f MB; peak QPs "
-      "%d in the fabric, %d on one host\n"
+      "memory: VmRSS %.1f MB before, %.1f MB built (%.1f KB per host), %.1f MB "
+      "with %d idle QPs (%.0f B per QP); VmHWM %.1f MB; peak QPs %d in the "
+      "fabric, %d on one host\n"
       "switches: %d PFC frames sent, %d ECN marks, %d tail drops, %d "
       "headroom drops, %d unroutable, fullest buffer %.1f KB\n"
       "hosts: %d PFC frames obeyed, %d CNPs sent, %d handled, %d ignored, "
@@ -343,13 +348,19 @@ int main(int argc, char** argv) {
       r.events, r.frames, r.wakeups, r.wall_s, r.cpu_s,
       r.cpu_s > 0 ? r.events / r.cpu_s : 0.0,
       sim_ms > 0 ? r.cpu_s / sim_ms : 0.0, r.build_wall_s,
-      r.rss_before_kb / 1e3, r.rss_built_kb / 1e3, r.peak_rss_kb / 1e3,
-      r.max_fabric_qps, r.max_host_qps, k.pfc_frames, k.ecn_marks, k.tail_drops,
-      k.headroom_drops, k.no_route, k.max_switch_buffer / 1e3,
-      k.pfc_frames_rx_host, k.cnp_sent, k.cnp_handled, k.cnp_ignored,
-      k.retransmissions, k.local_ack_timeouts, k.out_of_sequence,
-      k.rx_malformed, k.rx_icrc, k.rx_unknown_qp, k.rx_wrong_state,
-      FormatSlowdownTable(by_size));
+      r.rss_before_kb / 1e3, r.rss_built_kb / 1e3,
+      static_cast<double>(r.rss_built_kb - r.rss_before_kb) / r.hosts,
+      r.rss_idle_kb / 1e3, 2 * c.idle_connections,
+      c.idle_connections == 0
+          ? 0.0
+          : (static_cast<double>(r.rss_idle_kb) - r.rss_built_kb) * 1024 /
+                (2.0 * c.idle_connections),
+      r.peak_rss_kb / 1e3, r.max_fabric_qps, r.max_host_qps, k.pfc_frames,
+      k.ecn_marks, k.tail_drops, k.headroom_drops, k.no_route,
+      k.max_switch_buffer / 1e3, k.pfc_frames_rx_host, k.cnp_sent,
+      k.cnp_handled, k.cnp_ignored, k.retransmissions, k.local_ack_timeouts,
+      k.out_of_sequence, k.rx_malformed, k.rx_icrc, k.rx_unknown_qp,
+      k.rx_wrong_state, FormatSlowdownTable(by_size));
   if (c.driver.per_host_memory) {
     absl::StrAppend(
         &summary, "payload check: ",
@@ -374,6 +385,8 @@ int main(int argc, char** argv) {
   j["build_wall_s"] = r.build_wall_s;
   j["rss_before_kb"] = r.rss_before_kb;
   j["rss_built_kb"] = r.rss_built_kb;
+  j["rss_idle_kb"] = r.rss_idle_kb;
+  j["idle_qps"] = 2 * c.idle_connections;
   j["peak_rss_kb"] = r.peak_rss_kb;
   j["max_fabric_qps"] = r.max_fabric_qps;
   j["max_host_qps"] = r.max_host_qps;

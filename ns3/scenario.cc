@@ -87,6 +87,10 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioConfig& c) {
   auto driver = std::make_unique<FlowDriver>(c.driver, fabric->hosts());
   st = driver->Setup(ud);
   if (!st.ok()) return st;
+  r.rss_built_kb = ReadStatusKb("VmRSS");
+  st = driver->OpenIdleConnections(c.idle_connections, c.switches.seed);
+  if (!st.ok()) return st;
+  r.rss_idle_kb = ReadStatusKb("VmRSS");
   const size_t total = c.flows.size();
   st = driver->Schedule(c.flows, [&](uint32_t) {
     if (driver->finished() == total) ns3::Simulator::Stop();
@@ -160,7 +164,6 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioConfig& c) {
     ns3::Simulator::Schedule(NsToTime(c.sample_ns), sample);
   }
 
-  r.rss_built_kb = ReadStatusKb("VmRSS");
   const auto t1 = std::chrono::steady_clock::now();
   const double cpu0 = CpuSeconds();
   r.build_wall_s = std::chrono::duration<double>(t1 - t0).count();
@@ -217,6 +220,11 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioConfig& c) {
       k.no_route += sw->counters(p).rx_no_route;
     }
     k.max_switch_buffer = std::max(k.max_switch_buffer, sw->max_buffer_used());
+    uint64_t sent = 0;
+    for (uint16_t p = 0; p < sw->num_ports(); ++p) {
+      sent += sw->port(p)->counters().tx_frames;
+    }
+    r.switch_frames.push_back(sent);
   }
   for (const auto& h : fabric->hosts()) {
     const nic::DeviceCounters d = h->rnic().QueryCounters();

@@ -39,8 +39,12 @@ struct ScenarioConfig {
   nic::TimeNs sample_ns = 0;
   std::vector<QueueRef> queues;
   uint32_t series_flows = 0;
-  // ns-3 scheduler: "map" (ns-3's default), "heap", "calendar" or "list".
-  std::string scheduler = "heap";
+  // Idle RC connections opened between random host pairs before the run
+  // (their memory is reported per QP).
+  uint32_t idle_connections = 0;
+  // ns-3 scheduler: "calendar" (fastest here), "map" (ns-3's default),
+  // "priority", "heap" or "list".
+  std::string scheduler = "calendar";
   // Per-packet capture of these hosts' ports (pcap, one file per host
   // named <pcap_prefix>-h<N>.pcap); empty: none.
   std::vector<uint32_t> pcap_hosts;
@@ -91,15 +95,17 @@ struct ScenarioResult {
   bool payload_ok = false;  // with per_host_memory
   std::vector<Sample> samples;
   FabricCounters counters;
-  nic::TimeNs end_ns = 0;  // virtual time at the end of the run
-  uint64_t events = 0;     // ns-3 events executed
-  uint64_t frames = 0;     // frames put on a wire (every hop counted)
-  uint64_t wakeups = 0;    // timer wake-ups of hosts and switches
-  double cpu_s = 0;        // user + system CPU time of the run
-  double wall_s = 0;       // run only (not the build)
+  std::vector<uint64_t> switch_frames;  // frames each switch sent
+  nic::TimeNs end_ns = 0;               // virtual time at the end of the run
+  uint64_t events = 0;                  // ns-3 events executed
+  uint64_t frames = 0;   // frames put on a wire (every hop counted)
+  uint64_t wakeups = 0;  // timer wake-ups of hosts and switches
+  double cpu_s = 0;      // user + system CPU time of the run
+  double wall_s = 0;     // run only (not the build)
   double build_wall_s = 0;
   uint64_t rss_before_kb = 0;  // VmRSS before building the fabric
   uint64_t rss_built_kb = 0;   // after building and setting up the hosts
+  uint64_t rss_idle_kb = 0;    // after opening the idle connections too
   uint64_t peak_rss_kb = 0;    // VmHWM at the end
   uint32_t max_host_qps = 0;
   uint64_t max_fabric_qps = 0;

@@ -1,6 +1,6 @@
 # Flow sizes of Facebook's Hadoop cluster (Roy et al., SIGCOMM 2015), as
 # the HPCC paper's evaluation samples them (its artifact's FbHdp
-# distribution). Mean ~0.24 MB.
+# distribution). Mean ~0.12 MB.
 # bytes  cumulative_percent   (sizes between points: linear interpolation)
 0 0
 100 1
