@@ -426,8 +426,7 @@ void FlowDriver::OnHostEvent(uint32_t host, nic::TimeNs now) {
       const uint64_t index = c.wr_id >> 1;
       if (recv && c.qp_num == h.ud_qpn) {
         // A UD datagram: the flow is in the immediate data.
-        if (c.status == nic::WcStatus::kSuccess ||
-            c.status != nic::WcStatus::kWrFlushErr) {
+        if (c.status != nic::WcStatus::kWrFlushErr) {
           (void)PostRecv(h, h.ud_qpn, c.wr_id,
                          kGrhBytes + nic::PathMtuBytes(config_.mtu));
         }

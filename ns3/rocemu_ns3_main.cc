@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "nlohmann/json.hpp"
+#include "ns3/report.h"
 #include "ns3/scenario.h"
 #include "ns3/units.h"
 #include "ns3/workload.h"
@@ -38,6 +38,8 @@ ABSL_FLAG(std::string, op, "write", "write, send, read or ud_send");
 ABSL_FLAG(std::string, deadline, "1s", "virtual time limit of the run");
 ABSL_FLAG(std::string, dcqcn, "nvidia", "nvidia, paper, hpcc or off");
 ABSL_FLAG(uint32_t, cnp_interval_us, 4, "np_min_time_between_cnps (us)");
+ABSL_FLAG(uint32_t, cnp_queue, 64,
+          "CNPs an RNIC holds for the wire (more are dropped and counted)");
 ABSL_FLAG(bool, pfc, true, "switches send PFC on priority 3");
 ABSL_FLAG(std::string, pfc_xoff, "96K", "static XOFF per ingress port");
 ABSL_FLAG(std::string, pfc_xon, "86784", "static XON per ingress port");
@@ -123,6 +125,10 @@ absl::StatusOr<ScenarioConfig> Configure() {
     return absl::InvalidArgumentError("--dcqcn: nvidia, paper, hpcc or off");
   }
   c.hosts.np_min_time_between_cnps_us = absl::GetFlag(FLAGS_cnp_interval_us);
+  c.hosts.cnp_queue_len = absl::GetFlag(FLAGS_cnp_queue);
+  if (c.hosts.cnp_queue_len == 0) {
+    return absl::InvalidArgumentError("--cnp_queue must be positive");
+  }
 
   SwitchConfig& s = c.switches;
   s.pfc = absl::GetFlag(FLAGS_pfc);
@@ -285,32 +291,6 @@ absl::StatusOr<ScenarioConfig> Configure() {
   return c;
 }
 
-absl::Status WriteSeries(const std::string& path, const ScenarioConfig& c,
-                         const ScenarioResult& r) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return absl::UnavailableError(absl::StrCat("open ", path));
-  std::fprintf(f, "time_us");
-  for (const QueueRef& q : c.queues) {
-    std::fprintf(f, ",s%u_p%u_prio%u_kb", q.sw, q.port, q.prio);
-  }
-  const size_t flows = r.samples.empty() ? 0 : r.samples[0].flow_gbps.size();
-  for (size_t i = 0; i < flows; ++i) std::fprintf(f, ",flow%zu_gbps", i);
-  for (size_t i = 0; i < flows; ++i) std::fprintf(f, ",flow%zu_rp_gbps", i);
-  std::fprintf(f, ",pfc_frames,ecn_marks,drops\n");
-  for (const Sample& s : r.samples) {
-    std::fprintf(f, "%.3f", s.t / 1e3);
-    for (uint64_t b : s.queue_bytes) std::fprintf(f, ",%.3f", b / 1e3);
-    for (double g : s.flow_gbps) std::fprintf(f, ",%.4f", g);
-    for (double g : s.flow_rp_gbps) std::fprintf(f, ",%.4f", g);
-    std::fprintf(f, ",%llu,%llu,%llu\n",
-                 static_cast<unsigned long long>(s.pfc_frames),
-                 static_cast<unsigned long long>(s.ecn_marks),
-                 static_cast<unsigned long long>(s.drops));
-  }
-  return std::fclose(f) == 0 ? absl::OkStatus()
-                             : absl::UnavailableError("write " + path);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -322,119 +302,11 @@ int main(int argc, char** argv) {
   const std::string out = absl::GetFlag(FLAGS_out);
   const ScenarioResult r = Must(RunScenario(c), "run");
 
-  const std::vector<SlowdownRow> by_size = SlowdownBySize(r.flows);
-  const std::vector<SlowdownRow> by_pct =
-      SlowdownByPercentile(r.flows, absl::GetFlag(FLAGS_bins));
-  const FabricCounters& k = r.counters;
-  const double sim_ms = r.end_ns / 1e6;
-  std::string summary = absl::StrFormat(
-      "topology: %s\n"
-      "flows: %d (finished %d, failed %d, unfinished %d), virtual time %.3f "
-      "ms\n"
-      "run: %d ns-3 events (%d frames on wires, %d wake-ups) in %.2f s wall, "
-      "%.2f s CPU (%.0f events/s of CPU, %.2f s CPU per simulated ms); "
-      "build %.2f s\n"
-      "memory: VmRSS %.1f MB before, %.1f MB built (%.1f KB per host), %.1f MB "
-      "with %d idle QPs (%.0f B per QP); VmHWM %.1f MB; peak QPs %d in the "
-      "fabric, %d on one host\n"
-      "switches: %d PFC frames sent, %d ECN marks, %d tail drops, %d "
-      "headroom drops, %d unroutable, fullest buffer %.1f KB\n"
-      "hosts: %d PFC frames obeyed, %d CNPs sent, %d handled, %d ignored, "
-      "%d retransmissions (%d after a timeout), %d out-of-sequence\n"
-      "host receive drops: %d malformed, %d bad ICRC, %d unknown QP, %d "
-      "wrong QP state\n\n"
-      "FCT slowdown by flow size:\n%s",
-      r.topology, r.flows.size(), r.finished, r.failed, r.unfinished, sim_ms,
-      r.events, r.frames, r.wakeups, r.wall_s, r.cpu_s,
-      r.cpu_s > 0 ? r.events / r.cpu_s : 0.0,
-      sim_ms > 0 ? r.cpu_s / sim_ms : 0.0, r.build_wall_s,
-      r.rss_before_kb / 1e3, r.rss_built_kb / 1e3,
-      static_cast<double>(r.rss_built_kb - r.rss_before_kb) / r.hosts,
-      r.rss_idle_kb / 1e3, 2 * c.idle_connections,
-      c.idle_connections == 0
-          ? 0.0
-          : (static_cast<double>(r.rss_idle_kb) - r.rss_built_kb) * 1024 /
-                (2.0 * c.idle_connections),
-      r.peak_rss_kb / 1e3, r.max_fabric_qps, r.max_host_qps, k.pfc_frames,
-      k.ecn_marks, k.tail_drops, k.headroom_drops, k.no_route,
-      k.max_switch_buffer / 1e3, k.pfc_frames_rx_host, k.cnp_sent,
-      k.cnp_handled, k.cnp_ignored, k.retransmissions, k.local_ack_timeouts,
-      k.out_of_sequence, k.rx_malformed, k.rx_icrc, k.rx_unknown_qp,
-      k.rx_wrong_state, FormatSlowdownTable(by_size));
-  if (c.driver.per_host_memory) {
-    absl::StrAppend(
-        &summary, "payload check: ",
-        r.payload_ok ? "every finished flow's bytes arrived\n" : "MISMATCH\n");
+  std::fputs(FormatSummary(c, r).c_str(), stdout);
+  const absl::Status st = WriteOutputs(out, c, r, absl::GetFlag(FLAGS_bins));
+  if (!st.ok()) {
+    std::fprintf(stderr, "rocemu-ns3: %s\n", st.ToString().c_str());
+    return 1;
   }
-  std::fputs(summary.c_str(), stdout);
-
-  nlohmann::json j;
-  j["topology"] = r.topology;
-  j["hosts"] = r.hosts;
-  j["switches"] = r.switches;
-  j["flows"] = r.flows.size();
-  j["finished"] = r.finished;
-  j["failed"] = r.failed;
-  j["unfinished"] = r.unfinished;
-  j["virtual_ms"] = sim_ms;
-  j["events"] = r.events;
-  j["wall_s"] = r.wall_s;
-  j["cpu_s"] = r.cpu_s;
-  j["frames"] = r.frames;
-  j["wakeups"] = r.wakeups;
-  j["build_wall_s"] = r.build_wall_s;
-  j["rss_before_kb"] = r.rss_before_kb;
-  j["rss_built_kb"] = r.rss_built_kb;
-  j["rss_idle_kb"] = r.rss_idle_kb;
-  j["idle_qps"] = 2 * c.idle_connections;
-  j["peak_rss_kb"] = r.peak_rss_kb;
-  j["max_fabric_qps"] = r.max_fabric_qps;
-  j["max_host_qps"] = r.max_host_qps;
-  j["pfc_frames"] = k.pfc_frames;
-  j["ecn_marks"] = k.ecn_marks;
-  j["tail_drops"] = k.tail_drops;
-  j["headroom_drops"] = k.headroom_drops;
-  j["cnp_sent"] = k.cnp_sent;
-  j["retransmissions"] = k.retransmissions;
-  for (const SlowdownRow& row : by_size) {
-    j["slowdown_by_size"].push_back({{"min_bytes", row.min_bytes},
-                                     {"max_bytes", row.max_bytes},
-                                     {"flows", row.flows},
-                                     {"p50", row.p50},
-                                     {"p95", row.p95},
-                                     {"p99", row.p99}});
-  }
-  bool ok = true;
-  for (auto [name, status] :
-       {std::pair{"summary.txt",
-                  [&] {
-                    FILE* f = std::fopen((out + "/summary.txt").c_str(), "w");
-                    if (f == nullptr) return absl::UnavailableError("open");
-                    std::fputs(summary.c_str(), f);
-                    return std::fclose(f) == 0 ? absl::OkStatus()
-                                               : absl::UnavailableError("w");
-                  }()},
-        std::pair{"summary.json",
-                  [&] {
-                    std::ofstream f(out + "/summary.json");
-                    f << j.dump(2) << "\n";
-                    return f ? absl::OkStatus()
-                             : absl::UnavailableError("write");
-                  }()},
-        std::pair{"flows.csv", WriteFlowsCsv(out + "/flows.csv", r.flows)},
-        std::pair{"slowdown_by_size.csv",
-                  WriteSlowdownCsv(out + "/slowdown_by_size.csv", by_size)},
-        std::pair{
-            "slowdown_by_percentile.csv",
-            WriteSlowdownCsv(out + "/slowdown_by_percentile.csv", by_pct)},
-        std::pair{"series.csv", c.sample_ns > 0
-                                    ? WriteSeries(out + "/series.csv", c, r)
-                                    : absl::OkStatus()}}) {
-    if (!status.ok()) {
-      std::fprintf(stderr, "rocemu-ns3: %s: %s\n", name,
-                   status.ToString().c_str());
-      ok = false;
-    }
-  }
-  return ok ? 0 : 1;
+  return 0;
 }

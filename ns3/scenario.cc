@@ -231,6 +231,7 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioConfig& c) {
     k.cnp_sent += d.np_cnp_sent;
     k.cnp_handled += d.rp_cnp_handled;
     k.cnp_ignored += d.rp_cnp_ignored;
+    k.cnp_dropped += h->rnic().congestion().cnp_dropped();
     k.retransmissions += d.completer_retry_err;
     k.out_of_sequence += d.out_of_sequence;
     k.local_ack_timeouts += d.local_ack_timeout_err;

@@ -72,6 +72,7 @@ struct FabricCounters {
   uint64_t cnp_sent = 0;
   uint64_t cnp_handled = 0;
   uint64_t cnp_ignored = 0;
+  uint64_t cnp_dropped = 0;      // CNPs the NP's queue could not hold
   uint64_t retransmissions = 0;  // completer_retry_err
   uint64_t out_of_sequence = 0;
   uint64_t local_ack_timeouts = 0;  // local_ack_timeout_err

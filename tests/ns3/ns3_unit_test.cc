@@ -1,13 +1,17 @@
 // ns3/'s parsers and generators, and small fabrics end to end: routes
 // reach every host with ECMP over every core, each verb completes with the
-// bytes in place, PFC headroom and dynamic thresholds behave.
+// bytes in place, PFC headroom and dynamic thresholds behave; the report
+// says what the run did and writes every file it names.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "ns3/report.h"
 #include "ns3/scenario.h"
 #include "ns3/topology.h"
 #include "ns3/units.h"
@@ -242,6 +246,55 @@ TEST(Capture, PcapOfAHostPort) {
   // Header + 10 data frames in + 1 ACK out, each with a 16-byte record.
   EXPECT_GT(bytes.size(), 24u + 10 * (16 + 1000));
   EXPECT_EQ(static_cast<uint8_t>(bytes[0]), 0xD4);  // pcap magic, LE
+}
+
+TEST(Report, SummaryAndFiles) {
+  ScenarioConfig c = Small(Incast(2, 25'000'000'000, 1000));
+  c.flows = {{1, 0, 200'000, 0}, {2, 0, 3000, 0, FlowOp::kSend}};
+  c.idle_connections = 10;
+  c.sample_ns = 10'000;
+  c.queues = {{0, 0, 3}};
+  c.series_flows = 2;
+  absl::StatusOr<ScenarioResult> r = RunScenario(c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string s = FormatSummary(c, *r);
+  EXPECT_NE(s.find("topology: incast 2:1\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("flows: 2 (finished 2, failed 0, unfinished 0)"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("with 20 idle QPs"), std::string::npos) << s;
+  EXPECT_NE(s.find("payload check: every finished flow's bytes arrived"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("1000-9999 B                  1"), std::string::npos) << s;
+  const nlohmann::json j = SummaryJson(c, *r);
+  EXPECT_EQ(j["finished"], 2);
+  EXPECT_EQ(j["idle_qps"], 20);
+  EXPECT_GT(j["events"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["cnp_sent"], r->counters.cnp_sent);
+  EXPECT_EQ(j["pfc_frames"], r->counters.pfc_frames);
+  EXPECT_EQ(j["slowdown_by_size"].size(), SlowdownBySize(r->flows).size());
+  // A directory of this run's own that does not exist yet: WriteOutputs
+  // creates it, and no earlier run's files can stand in for missing ones.
+  const std::string root =
+      testing::TempDir() + "/ns3report-" + std::to_string(getpid());
+  std::filesystem::remove_all(root);
+  const std::string dir = root + "/new";
+  ASSERT_TRUE(WriteOutputs(dir, c, *r, 2).ok());
+  for (const char* f :
+       {"summary.txt", "summary.json", "flows.csv", "slowdown_by_size.csv",
+        "slowdown_by_percentile.csv", "series.csv"}) {
+    std::ifstream in(dir + "/" + f);
+    std::string line;
+    EXPECT_TRUE(std::getline(in, line) && !line.empty()) << f;
+  }
+  std::ifstream series(dir + "/series.csv");
+  std::string header;
+  std::getline(series, header);
+  EXPECT_EQ(header,
+            "time_us,s0_p0_prio3_kb,flow0_gbps,flow1_gbps,flow0_rp_gbps,"
+            "flow1_rp_gbps,pfc_frames,ecn_marks,drops");
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
