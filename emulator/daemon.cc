@@ -17,9 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "emulator/eal_args.h"
+#include "emulator/control/socket_path.h"
 #include "emulator/logging.h"
-#include "emulator/socket_path.h"
+#include "emulator/port/eal_args.h"
 #include "nic/cm/cm_agent.h"
 #include "protocol/pfc.h"
 
@@ -693,7 +693,7 @@ bool Daemon::Sleep(nic::TimeNs now, nic::TimeNs next_event,
     }
   }
   // Sessions first: each raises its sleeping flag and looks at its
-  // doorbells once more (verbs/doorbell.h).
+  // doorbells once more (verbs/wire/doorbell.h).
   size_t prepared = 0;
   bool sleep = true;
   for (; prepared < sessions_.size(); ++prepared) {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "emulator/daemon.h"
 #include "emulator/logging.h"
-#include "emulator/shard_dispatch.h"
+#include "emulator/port/shard_dispatch.h"
 #include "protocol/headers.h"
 #include "protocol/multicast.h"
 #include "protocol/pfc.h"

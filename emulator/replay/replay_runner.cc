@@ -14,7 +14,7 @@
 #include "emulator/tools/json_writer.h"
 #include "nic/cm/cm_agent.h"
 #include "nic/rnic.h"
-#include "verbs/json_writer.h"
+#include "verbs/server/json_writer.h"
 
 namespace rocemu::replay {
 namespace {

@@ -1,4 +1,4 @@
-#include "emulator/control_server.h"
+#include "emulator/control/control_server.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>

@@ -42,7 +42,7 @@ def splitmix64(x):
 
 def pattern_word(seed, offset):
     """The 64-bit little-endian word at 8-aligned `offset` of a reg_mr
-    buffer filled with `seed` (emulator/test_hooks.h)."""
+    buffer filled with `seed` (emulator/control/test_hooks.h)."""
     return splitmix64(seed + offset // 8)
 
 

@@ -53,17 +53,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "config/config.h"
-#include "emulator/control_server.h"
+#include "emulator/control/control_server.h"
+#include "emulator/control/test_hooks.h"
 #include "emulator/logging.h"
-#include "emulator/rnic_port.h"
-#include "emulator/test_hooks.h"
+#include "emulator/port/rnic_port.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
 using namespace rocemu::emulator;  // NOLINT
 
-// Every key emulator/daemon.cc and emulator/test_hooks.cc look up.
+// Every key emulator/daemon.cc and emulator/control/test_hooks.cc look up.
 // clang-format off
 constexpr std::string_view kKeys[] = {
     "access", "ah", "cmd", "compare_add", "count", "cq", "cqe", "dest_qpn",

@@ -31,8 +31,8 @@
 
 #include "nic/rnic.h"
 #include "tests/verbs/raw_verbs_client.h"
-#include "verbs/session_server.h"
-#include "verbs/wire_protocol.h"
+#include "verbs/server/session_server.h"
+#include "verbs/wire/wire_protocol.h"
 
 namespace {
 

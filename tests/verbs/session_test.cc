@@ -209,7 +209,7 @@ TEST_F(VerbsSessionTest, KeyOfADeregisteredRegionIsRefusedAfterUse) {
   close(to);
 }
 
-// Doorbells (verbs/doorbell.h): a queue that had work at the last pass is
+// Doorbells (verbs/wire/doorbell.h): a queue that had work at the last pass is
 // polled with its doorbell left rung, so the next post rings nothing; a
 // pass that finds it empty clears the doorbell, and the post after that
 // rings again. Each post is drained either way.

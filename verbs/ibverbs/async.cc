@@ -4,7 +4,7 @@
 #include <poll.h>
 
 #include "nic/async_event.h"
-#include "verbs/client_control.h"
+#include "verbs/client/client_control.h"
 #include "verbs/ibverbs/dropin.h"
 
 using namespace rocemu::ibverbs;  // NOLINT: the exported functions below

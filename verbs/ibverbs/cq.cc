@@ -10,7 +10,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "verbs/client_datapath.h"
+#include "verbs/client/client_datapath.h"
 #include "verbs/ibverbs/dropin.h"
 
 namespace rocemu::ibverbs {

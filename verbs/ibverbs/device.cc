@@ -16,9 +16,9 @@
 #include <mutex>
 #include <vector>
 
-#include "verbs/attr_copy.h"
-#include "verbs/client_control.h"
+#include "verbs/client/client_control.h"
 #include "verbs/ibverbs/dropin.h"
+#include "verbs/wire/attr_copy.h"
 
 namespace rocemu::ibverbs {
 namespace {

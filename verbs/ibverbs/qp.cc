@@ -7,11 +7,11 @@
 #include <cstring>
 #include <mutex>
 
-#include "verbs/attr_copy.h"
-#include "verbs/client_datapath.h"
+#include "verbs/client/client_datapath.h"
 #include "verbs/ibverbs/dropin.h"
 #include "verbs/ibverbs/qp_ex.h"
 #include "verbs/ibverbs/send_traits.h"
+#include "verbs/wire/attr_copy.h"
 
 namespace rocemu::ibverbs {
 namespace {

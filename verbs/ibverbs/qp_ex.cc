@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "verbs/client_datapath.h"
+#include "verbs/client/client_datapath.h"
 #include "verbs/ibverbs/send_traits.h"
 
 namespace rocemu::ibverbs {

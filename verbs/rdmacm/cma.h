@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "verbs/client_control.h"
-#include "verbs/client_objects.h"
-#include "verbs/ring_slots.h"
-#include "verbs/shm_ring.h"
+#include "verbs/client/client_control.h"
+#include "verbs/client/client_objects.h"
+#include "verbs/wire/ring_slots.h"
+#include "verbs/wire/shm_ring.h"
 
 namespace rocemu::rdmacm {
 

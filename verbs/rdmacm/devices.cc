@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "verbs/client_control.h"
+#include "verbs/client/client_control.h"
 #include "verbs/ibverbs/dropin.h"
 #include "verbs/rdmacm/cma.h"
 

@@ -20,7 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "nic/cm/cm_types.h"
-#include "verbs/client_control.h"
+#include "verbs/client/client_control.h"
 #include "verbs/rdmacm/cma.h"
 
 namespace rocemu::rdmacm {

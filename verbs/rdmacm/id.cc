@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "verbs/client_control.h"
+#include "verbs/client/client_control.h"
 #include "verbs/rdmacm/cma.h"
 
 namespace rocemu::rdmacm {
