@@ -199,7 +199,7 @@ struct ControlConfig {
   bool test_hooks = false;
 };
 
-// The application library's attach point (verbs/session_server.h): one
+// The application library's attach point (verbs/server/session_server.h): one
 // Unix socket per port that has one.
 struct VerbsConfig {
   bool enabled = true;
