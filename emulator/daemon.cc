@@ -20,6 +20,7 @@
 #include "emulator/control/socket_path.h"
 #include "emulator/logging.h"
 #include "emulator/port/eal_args.h"
+#include "emulator/port/intr_thread.h"
 #include "nic/cm/cm_agent.h"
 #include "protocol/pfc.h"
 
@@ -500,6 +501,15 @@ void Daemon::Slow(nic::TimeNs now) {
       p->counters.tx_errors = st.oerrors;
       p->counters.rx_nombuf = st.rx_nombuf;
     }
+    const uint64_t faults = p->dev->memif_faults();
+    if (faults != p->counters.memif_faults) {
+      ROCEMU_LOG_WARNING(
+          "port %s: %" PRIu64
+          " queue burst(s) caught by net_memif's teardown of a departing "
+          "peer; contained (emulator/port/memif_guard.h)",
+          p->config.name.c_str(), faults - p->counters.memif_faults);
+      p->counters.memif_faults = faults;
+    }
   }
 }
 
@@ -789,6 +799,7 @@ void Daemon::Shutdown() {
     // leaves it behind; remove it when empty so weeks of restarts and test
     // runs do not pile them up.
     std::string runtime_dir = rte_eal_get_runtime_dir();
+    ParkInterruptThread();  // cleanup frees what it would touch
     rte_eal_cleanup();
     eal_ready_ = false;
     rmdir(runtime_dir.c_str());
