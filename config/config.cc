@@ -12,18 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "config/status_macros.h"
 #include "config/yaml_reader.h"
 #include "yaml-cpp/yaml.h"
 
 namespace rocemu::config {
 namespace {
-
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (0)
 
 bool ValidName(absl::string_view s, size_t max_len) {
   if (s.empty() || s.size() > max_len) return false;
