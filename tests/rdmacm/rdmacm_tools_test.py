@@ -6,8 +6,9 @@ and -q where rping drives it itself with rdma_init_qp_attr/rdma_establish),
 ucmatose with several connections, udaddy (UD through SIDR), mckey (UD
 multicast: one receiver across the link, one on the sender's daemon), a
 connection
-to a port nobody listens on (REJECTED, reason 8), and ib_{write,send,read}_bw
--R, and rstream over stream rsockets (default, blocking, rpoll-driven and
+to a port nobody listens on (REJECTED, reason 8), rdma_server/rdma_client
+and rdma_xserver/rdma_xclient over RC (16 bytes inline on a QP that asked
+for none), and ib_{write,send,read}_bw -R, and rstream over stream rsockets (default, blocking, rpoll-driven and
 non-blocking, data verified, messages larger than the receive buffer; and a
 peer killed mid-stream) and riostream over riomap/riowrite. Each tool's own checks decide, then both daemons'
 CM counters must show the handshakes and nothing lost or malformed.
@@ -244,6 +245,14 @@ def main():
             ["rdma_server", "-s", A_IP, "-p", "{port}"],
             ["rdma_client", "-s", A_IP, "-p", "{port}"],
             "rdma_server: end", "rdma_client: end")
+        # rdma_xserver / rdma_xclient over RC: the client's QP asks for no
+        # inline data and posts its 16 bytes with IBV_SEND_INLINE, which
+        # the send slot's grant covers (as on rxe and mlx5).
+        both_finish(
+            "rdma_xserver / rdma_xclient -c r (16 bytes inline)",
+            ["rdma_xserver", "-c", "r", "-p", "{port}"],
+            ["rdma_xclient", "-s", A_IP, "-c", "r", "-p", "{port}"],
+            "rdma_xserver: end 0", "rdma_xclient: end 0")
 
         # A connection storm: cmtime opens 50 connections at once, then
         # closes them (its server runs until stopped).
@@ -365,9 +374,9 @@ def main():
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
-        # rping x2, ucmatose, rdma_client, cmtime, perftest, rstream,
-        # riostream, rsocket_probe
-        conns = 2 + 4 + 1 + 50 + 4 + len(rstream_cases) + 3 + 1
+        # rping x2, ucmatose, rdma_client, rdma_xclient, cmtime, perftest,
+        # rstream, riostream, rsocket_probe
+        conns = 2 + 4 + 1 + 1 + 50 + 4 + len(rstream_cases) + 3 + 1
         r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
                 ca.get("cm_rep_sent", 0) >= conns and
                 cb.get("cm_rtu_sent", 0) >= conns,
