@@ -127,7 +127,11 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
       err = EINVAL;
       break;
     }
-    auto* s = static_cast<SqSlot*>(qp->sq.ProducerSlotAhead(n));
+    // A send queue of no entries (max_send_wr 0) has a ring slot it never
+    // fills.
+    auto* s = qp->cap.max_send_wr == 0
+                  ? nullptr
+                  : static_cast<SqSlot*>(qp->sq.ProducerSlotAhead(n));
     if (s == nullptr) {
       err = ENOMEM;
       break;

@@ -45,8 +45,9 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   if (err != 0) return Fail<rocemu_qp>(err);
   // The capabilities granted (ibv_create_qp writes them back).
   rocemu::verbs::CopyQpCap(resp.cap, &attr->cap);
-  absl::StatusOr<ShmRing> sq = ShmRing::Attach(
-      fds[0], sizeof(SqSlot), std::bit_ceil(attr->cap.max_send_wr));
+  absl::StatusOr<ShmRing> sq =
+      ShmRing::Attach(fds[0], sizeof(SqSlot),
+                      std::bit_ceil(std::max(attr->cap.max_send_wr, 1u)));
   absl::StatusOr<ShmRing> rq =
       ShmRing::Attach(fds[1], sizeof(RqSlot),
                       std::bit_ceil(std::max(attr->cap.max_recv_wr, 1u)));

@@ -23,7 +23,12 @@ SqSlot* Begin(ibv_qp_ex* qpx, int opcode) {
     q->wr_err = EINVAL;
     return nullptr;
   }
-  auto* s = static_cast<SqSlot*>(q->rq->sq.ProducerSlotAhead(q->wr_count));
+  // A send queue of no entries (max_send_wr 0) has a ring slot it never
+  // fills.
+  auto* s =
+      q->rq->cap.max_send_wr == 0
+          ? nullptr
+          : static_cast<SqSlot*>(q->rq->sq.ProducerSlotAhead(q->wr_count));
   if (s == nullptr) {
     q->wr_err = ENOMEM;
     return nullptr;

@@ -148,15 +148,15 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   if (srq != nullptr) init.cap.max_recv_wr = init.cap.max_recv_sge = 0;
   init.sq_sig_all = r.sq_sig_all != 0;
   // The rings are made first: the RNIC checks the capabilities, and a ring
-  // failure must not leave a QP behind.
+  // failure must not leave a QP behind. A queue of no entries (a send-only
+  // or receive-only QP) still gets a ring of one slot, which the library
+  // never fills (its posts fail with ENOMEM).
   const uint32_t max_wr = rnic_.device_attr().max_qp_wr;
-  if (init.cap.max_send_wr == 0 || init.cap.max_send_wr > max_wr ||
-      (srq == nullptr &&
-       (init.cap.max_recv_wr == 0 || init.cap.max_recv_wr > max_wr))) {
+  if (init.cap.max_send_wr > max_wr || init.cap.max_recv_wr > max_wr) {
     return absl::InvalidArgumentError("QP capabilities outside the device's");
   }
-  absl::StatusOr<ShmRing> sq =
-      ShmRing::Create("rocemu-sq", sizeof(SqSlot), init.cap.max_send_wr);
+  absl::StatusOr<ShmRing> sq = ShmRing::Create(
+      "rocemu-sq", sizeof(SqSlot), std::max(init.cap.max_send_wr, 1u));
   if (!sq.ok()) return sq.status();
   absl::StatusOr<ShmRing> rq = ShmRing::Create(
       "rocemu-rq", sizeof(RqSlot), std::max(init.cap.max_recv_wr, 1u));
@@ -178,7 +178,9 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   ring_fds[0] = qp->sq.fd();
   ring_fds[1] = qp->rq.fd();
   out->qpn = *qpn;
-  out->cap = CapToWire(init.cap);
+  // What the RNIC granted (inline data and SGEs fill the send slot).
+  absl::StatusOr<nic::QpAttr> granted = rnic_.QueryQp(*qpn);
+  out->cap = CapToWire(granted.ok() ? granted->cap : init.cap);
   qps_[*qpn] = std::move(qp);
   return absl::OkStatus();
 }
