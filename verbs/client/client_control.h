@@ -52,7 +52,9 @@ int RetryWhileResolving(F&& f) {
 }
 
 // True once the daemon's end of the socket is closed (one poll(2) with no
-// timeout; callers on the data path ask only after many empty polls).
+// timeout; callers on the data path ask only after many empty polls). The
+// first to see it marks the context dead, which flushes its outstanding
+// work (client_flush.h).
 bool DaemonGone(rocemu_context* ctx);
 
 int64_t MonotonicMs();

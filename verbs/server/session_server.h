@@ -242,9 +242,11 @@ class SessionServer final : private nic::RecvWqeFetcher {
                        wire::HelloResp* out);
   absl::Status OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
                        wire::RegMrResp* out);
-  // A receive WQE of `qpn` (or of its SRQ) completed: the client may post
-  // one more.
-  void RetireRecv(uint32_t qpn);
+  // `wc` is about to reach its CQ ring: a receive WQE of its QP (or of
+  // its SRQ) is done, and the client may post one more; a send completion
+  // retires its request and every one before it (the send ring's
+  // `retired`, which the library reads if the daemon dies).
+  void Retire(const nic::WorkCompletion& wc);
   absl::Status OnReregMr(Client& c, const wire::ReregMrReq& r);
   absl::Status OnDeregMr(Client& c, uint32_t key);
   absl::Status OnResizeCq(Client& c, const wire::ResizeCqReq& r,
@@ -358,7 +360,9 @@ class SessionServer final : private nic::RecvWqeFetcher {
                          OwnedKey* last);
   // Ends `qp` with an error completion for `wr_id` (after what the RNIC
   // already completed on that CQ) and moves it to ERR.
-  void FailWqe(Qp& qp, bool send, uint64_t wr_id, nic::WcStatus status);
+  // `wqe_index`: the send ring index the request was taken at.
+  void FailWqe(Qp& qp, bool send, uint64_t wr_id, uint32_t wqe_index,
+               nic::WcStatus status);
   bool OwnsKeys(nic::ClientId client, const nic::SgList& sgl,
                 OwnedKey* last) const;
   void ReleaseNicCq(nic::CqHandle cq);
