@@ -17,7 +17,9 @@ import netns_util  # noqa: E402
 
 
 class SoloDaemon:
-    def __init__(self, rocemud, name="r0", prefix="rocemu-solo-"):
+    def __init__(self, rocemud, name="r0", prefix="rocemu-solo-",
+                 verbs=None):
+        """`verbs`: keys added to the config's verbs section."""
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self.tmp, 0o755)
         self.name = name
@@ -34,7 +36,8 @@ class SoloDaemon:
                              4200)],
             eal={"memory_mb": 256, "hugepages": "no"},
             control={"socket": self.ctl},
-            verbs={"socket": self.verbs, "socket_mode": "0666"},
+            verbs={"socket": self.verbs, "socket_mode": "0666",
+                   **(verbs or {})},
             logging={"file": self.log})
         self.rocemud = rocemud
         self.cfg = cfg

@@ -106,6 +106,8 @@ class ShmRing {
   void CloseFd();
   uint32_t capacity() const { return capacity_; }
   uint32_t slot_size() const { return slot_size_; }
+  // The bytes of the mapping (header and slots, whole pages).
+  size_t map_bytes() const { return map_len_; }
 
   // --- producer ---
   // A free slot to fill, or nullptr (full or corrupt: see last result).
