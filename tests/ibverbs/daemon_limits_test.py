@@ -18,14 +18,13 @@ Usage: daemon_limits_test.py ROCEMUD DROPIN_DIR
 import os
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "emulator"))
 import netns_util  # noqa: E402
 import stock_tools_test as stock  # noqa: E402
-from daemon_restart_test import wait_tcp_listen, finish  # noqa: E402
+from daemon_restart_test import finish  # noqa: E402
 from solo_daemon import SoloDaemon  # noqa: E402
 
 failures = []
@@ -51,9 +50,7 @@ def pair(d, env, args, port, client_prefix=()):
     argv = ["ib_write_bw", "-d", d.device, "-x", "0", "-p", str(port)] + args
     srv = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
-    if not wait_tcp_listen(port):
-        srv.kill()
-        return (None, srv.communicate()[0] + "(no listener)"), (None, "")
+    netns_util.wait_tcp_listener(srv, port)
     cli = subprocess.Popen(list(client_prefix) + argv + ["127.0.0.1"],
                            env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)

@@ -66,22 +66,6 @@ def wait_listener(d, port, timeout=30):
     return False
 
 
-def wait_tcp_listen(port, timeout=30):
-    """A perftest server's TCP socket in LISTEN (perftest's client does
-    not retry)."""
-    want = f":{port:04X}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-            with open(table) as f:
-                for line in f.readlines()[1:]:
-                    local, state = line.split()[1], line.split()[3]
-                    if local.endswith(want) and state == "0A":
-                        return True
-        time.sleep(0.05)
-    return False
-
-
 def finish(procs):
     """(returncode, output) of each, killing one that outlives HANG."""
     outs = []
@@ -143,7 +127,7 @@ def perftest_killed(d, env, tool, port):
     argv = [tool, "-d", d.device, "-x", "0", "-s", "4096", "-D", "60",
             "-p", str(port)]
     srv = spawn(argv, env)
-    check(wait_tcp_listen(port), f"{tool} server listens on TCP {port}")
+    netns_util.wait_tcp_listener(srv, port)
     cli = spawn(argv + ["127.0.0.1"], env)
     running = wait_traffic(d, 2000)
     check(running, f"{tool}: traffic runs before the kill")

@@ -296,15 +296,13 @@ inline const CqeSlot* NextFlush(rocemu_cq* cq) {
 }
 
 // After EmptyPoll() said no: if that is because the daemon died, its
-// outstanding work is flushed now (once per context) and true returned
-// when this CQ got some of it; cq->lock held.
+// outstanding work is flushed (once per context, by whichever thread
+// noticed first: this waits for it) and true returned while this CQ has
+// flushed completions not taken yet; cq->lock held.
 inline bool FlushedOnDeath(rocemu_cq* cq) {
-  if (!cq->ctx->dead.load(std::memory_order_relaxed) ||
-      cq->flush_ready.load(std::memory_order_acquire)) {
-    return false;
-  }
-  MarkDead(cq->ctx);
-  return !cq->flushes.empty();
+  if (!cq->ctx->dead.load(std::memory_order_relaxed)) return false;
+  if (!cq->flush_ready.load(std::memory_order_acquire)) MarkDead(cq->ctx);
+  return cq->flushes_taken < cq->flushes.size();
 }
 
 // Moves up to `num` completions from the CQ ring into wc[] with
