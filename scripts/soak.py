@@ -133,6 +133,7 @@ def main():
     warmup = min(120.0, total / 4)
     runs = {name: [0, 0, 0.0] for name, _, _ in PROGRAMS}  # ok, failed, s
     samples = []
+    loads = []  # the host's 1-minute load average at each sample
     rc = 1
     with netns_util.failures_reported(r):
         ns, a, b = stock.setup(r, "memif")
@@ -163,9 +164,11 @@ def main():
                 samples.append(s)
                 if rss0 is None:
                     rss0 = s
+                loads.append(os.getloadavg()[0])
                 print(f"soak: t={s[0]:5.0f} s runs={i} "
                       f"failed={sum(v[1] for v in runs.values())} "
-                      f"RSS a={s[1]} KiB b={s[2]} KiB", flush=True)
+                      f"RSS a={s[1]} KiB b={s[2]} KiB "
+                      f"load={loads[-1]:.1f}", flush=True)
                 next_sample = now + 30
         elapsed = time.monotonic() - start
         ca, cb = counters(a), counters(b)
@@ -181,6 +184,10 @@ def main():
                 print(f"soak: RSS {who}: first {vals[0]} KiB, last "
                       f"{vals[-1]} KiB, min {min(vals)} max {max(vals)} "
                       f"({len(vals)} samples after {warmup:.0f} s warm-up)")
+            print(f"soak: host load average (1 min) {min(loads):.1f} - "
+                  f"{max(loads):.1f}, median "
+                  f"{sorted(loads)[len(loads) // 2]:.1f} on "
+                  f"{os.cpu_count()} CPUs")
         for who, c in (("a", ca), ("b", cb)):
             k, v = c["rnic"], c["verbs"]["counters"]
             print(f"soak: {who}: rx_fault dropped={c['rx_fault_dropped']} "

@@ -195,7 +195,7 @@ std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
     return nullptr;
   }
   if (probe) {
-    const timeval tv{1, 0};
+    const timeval tv{kProbeTimeoutS, 0};
     setsockopt(ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(ctx->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   }

@@ -15,8 +15,13 @@
 
 namespace rocemu::verbs::client {
 
-// Connects and says Hello. A probe (device listing) waits at most a second
-// for a daemon that does not answer and does not open async events.
+// Connects and says Hello. A probe (device listing) waits at most
+// kProbeTimeoutS for a daemon that does not answer and does not open async
+// events. A stale socket refuses at once; the wait only bounds a live
+// daemon that is slow to answer, and on a loaded host (the soak, two
+// shared cores under builds) one took more than a second: ibv_devices
+// must not lose a device a kernel would have listed.
+inline constexpr int kProbeTimeoutS = 10;
 std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
                                         int* err);
 

@@ -260,6 +260,8 @@ void SessionServer::DrainCq(Cq& cq) {
   std::span<nic::WorkCompletion> wc(wc_);
   bool pushed = false;
   bool wake_solicited = false;
+  // The QP of the last completion: a batch is mostly one QP's.
+  Qp* last = nullptr;
   for (;;) {
     const uint32_t free = cq.ring.FreeSlots();
     if (free == 0) break;
@@ -275,7 +277,7 @@ void SessionServer::DrainCq(Cq& cq) {
       CqeFromCompletion(wc[i], now, static_cast<CqeSlot*>(slot));
       // Retired before the CQE is visible: an application that reposts the
       // receive as soon as it polls it must find the slot free.
-      Retire(wc[i]);
+      Retire(wc[i], &last);
       cq.ring.Publish();
       // A solicited-only arm fires on a solicited receive or an error
       // completion (IBTA 11.4.2.2).
@@ -419,10 +421,14 @@ void SessionServer::DrainUnrung() {
   }
 }
 
-void SessionServer::Retire(const nic::WorkCompletion& wc) {
-  auto it = qps_.find(wc.qp_num);
-  if (it == qps_.end()) return;  // destroyed meanwhile: its ring is gone
-  Qp& qp = *it->second;
+void SessionServer::Retire(const nic::WorkCompletion& wc, Qp** last) {
+  Qp* qp_ptr = *last;
+  if (qp_ptr == nullptr || qp_ptr->qpn != wc.qp_num) {
+    auto it = qps_.find(wc.qp_num);
+    if (it == qps_.end()) return;  // destroyed meanwhile: its ring is gone
+    *last = qp_ptr = it->second.get();
+  }
+  Qp& qp = *qp_ptr;
   if (static_cast<uint32_t>(wc.opcode) < kFirstRecvOpcode) {
     // What the library flushes itself if the daemon dies starts after
     // this request (verbs/client/client_flush.cc).
@@ -448,7 +454,8 @@ void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
   if (slot != nullptr) {
     CqeFromCompletion(wc, cq.timestamps ? CompletionClockNs() : 0,
                       static_cast<CqeSlot*>(slot));
-    Retire(wc);
+    Qp* self = &qp;
+    Retire(wc, &self);
     cq.ring.Publish();
     ++counters_.cqes;
     if (cq.channel.valid() && cq.ring.TakeArm(true)) {

@@ -265,7 +265,10 @@ class SessionServer final : private nic::RecvWqeFetcher {
   // its SRQ) is done, and the client may post one more; a send completion
   // retires its request and every one before it (the send ring's
   // `retired`, which the library reads if the daemon dies).
-  void Retire(const nic::WorkCompletion& wc);
+  // `*last`: the QP looked up for the previous completion (nullptr: none),
+  // kept so that a batch of one QP's completions costs one lookup; no QP is
+  // destroyed while a batch is moved.
+  void Retire(const nic::WorkCompletion& wc, Qp** last);
   absl::Status OnReregMr(Client& c, const wire::ReregMrReq& r);
   absl::Status OnDeregMr(Client& c, uint32_t key);
   absl::Status OnResizeCq(Client& c, const wire::ResizeCqReq& r,
