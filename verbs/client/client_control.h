@@ -25,6 +25,11 @@ inline constexpr int kProbeTimeoutS = 10;
 std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
                                         int* err);
 
+// Why the last socket rocemu_get_device_list probed (in this thread) gave
+// no device: an errno value (ECONNREFUSED: a stale socket; EAGAIN: no
+// Hello within kProbeTimeoutS), 0 when it answered.
+int LastProbeError();
+
 // $ROCEMU_VERBS_SOCKET, else /run/rocemu/verbs.sock.
 const char* DefaultSocket();
 
