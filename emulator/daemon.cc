@@ -165,6 +165,16 @@ absl::Status Daemon::AttachRnics() {
 
 absl::Status Daemon::StartSessions() {
   sessions_.resize(ports_.size());
+  // One account per daemon: a user's caps and a process's pinned pages
+  // span every port and shard.
+  const config::VerbsLimitsConfig& lim = config_.verbs.limits;
+  auto limits = std::make_shared<verbs::ResourceLimits>(
+      verbs::ResourceUse{.pds = lim.per_uid.max_pds,
+                         .cqs = lim.per_uid.max_cqs,
+                         .qps = lim.per_uid.max_qps,
+                         .mrs = lim.per_uid.max_mrs,
+                         .queue_bytes = lim.per_uid.max_queue_bytes},
+      lim.memlock);
   for (unsigned i = 0; i < ports_.size() && i < rnics_.size(); ++i) {
     const std::string path = config_.VerbsSocketPath(i);
     if (path.empty()) continue;
@@ -179,6 +189,7 @@ absl::Status Daemon::StartSessions() {
     o.allowed_uids.assign(config_.verbs.allowed_uids.begin(),
                           config_.verbs.allowed_uids.end());
     o.post_budget = config_.verbs.post_budget;
+    o.limits = limits;
     o.device_name = "rocemu_" + ports_[i]->config.name;
     // GIDs are IPv4-mapped or IPv6 addresses, the form the neighbour cache
     // keys on: a destination GID is its own next-hop IP on the link.

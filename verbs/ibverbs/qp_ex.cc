@@ -33,6 +33,8 @@ SqSlot* Begin(ibv_qp_ex* qpx, int opcode) {
     q->wr_err = ENOMEM;
     return nullptr;
   }
+  rocemu_qp* r = q->rq;
+  r->sq_wr_ids[(r->sq.produced() + q->wr_count) & r->sq_wr_mask] = qpx->wr_id;
   ++q->wr_count;
   s->wr_id = qpx->wr_id;
   s->opcode = static_cast<uint8_t>(opcode);
