@@ -73,6 +73,12 @@ struct RnicConfig {
   // which RNIC a frame is for.
   uint32_t shard = 0;
   uint32_t shards = 1;
+  // Preallocated slots for MADs waiting for the wire (QP1) and for
+  // asynchronous events. The defaults suit a daemon port serving many
+  // connections; a simulated datacenter host with a few QPs (ns3/) asks
+  // for fewer, since every slot is paid for by each of thousands of RNICs.
+  uint32_t mad_queue_len = 512;
+  uint32_t async_event_queue_len = 1024;
 };
 
 class Rnic final : public FrameEndpoint {
