@@ -21,22 +21,22 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "config/config.h"
-#include "emulator/cm_services.h"
-#include "emulator/control_server.h"
-#include "emulator/dpdk_port.h"
-#include "emulator/fault_injector.h"
+#include "emulator/capture/fault_injector.h"
+#include "emulator/capture/pcap_writer.h"
+#include "emulator/control/control_server.h"
+#include "emulator/control/test_hooks.h"
 #include "emulator/idle_wait.h"
-#include "emulator/ingress_congestion.h"
-#include "emulator/neighbour_cache.h"
-#include "emulator/net_stack.h"
-#include "emulator/pcap_writer.h"
-#include "emulator/rnic_port.h"
+#include "emulator/net/cm_services.h"
+#include "emulator/net/neighbour_cache.h"
+#include "emulator/net/net_stack.h"
+#include "emulator/port/dpdk_port.h"
+#include "emulator/port/ingress_congestion.h"
+#include "emulator/port/rnic_port.h"
+#include "emulator/port/tx_stash.h"
 #include "emulator/shard.h"
-#include "emulator/test_hooks.h"
 #include "emulator/tsc_clock.h"
-#include "emulator/tx_stash.h"
 #include "nic/frame_io.h"
-#include "verbs/session_server.h"
+#include "verbs/server/session_server.h"
 
 namespace rocemu::emulator {
 
@@ -66,6 +66,9 @@ struct PortCounters {
   uint64_t rx_errors = 0;
   uint64_t tx_errors = 0;
   uint64_t rx_nombuf = 0;
+  // net_memif bursts caught by the PMD's teardown of a departing peer and
+  // contained (emulator/port/memif_guard.h); refreshed once a second.
+  uint64_t memif_faults = 0;
 };
 
 class Daemon {

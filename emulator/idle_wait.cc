@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "emulator/quiet_dpdk_log.h"
+#include "emulator/port/quiet_dpdk_log.h"
 
 namespace rocemu::emulator {
 namespace {

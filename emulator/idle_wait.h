@@ -9,7 +9,7 @@
 // After `idle_spin_us`
 // without work it sleeps in one epoll_wait over everything that can bring
 // work: the session servers' wake and control fds (an application that
-// posts rings a doorbell, see verbs/doorbell.h), and each port's RX
+// posts rings a doorbell, see verbs/wire/doorbell.h), and each port's RX
 // interrupt fd where the PMD has one (net_tap, net_memif, virtio_user). It
 // wakes at the next RNIC timer at the latest. A port without RX interrupts
 // (af_packet, net_ring) is looked at every `idle_sleep_us` instead.

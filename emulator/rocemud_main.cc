@@ -12,7 +12,7 @@
 #include "config/config.h"
 #include "emulator/daemon.h"
 #include "emulator/logging.h"
-#include "emulator/rnic_port.h"
+#include "emulator/port/rnic_port.h"
 
 ABSL_FLAG(std::string, config, "/etc/rocemu/rocemu.yaml",
           "YAML configuration file");

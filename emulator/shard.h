@@ -38,10 +38,10 @@
 
 #include "absl/status/statusor.h"
 #include "emulator/idle_wait.h"
-#include "emulator/rnic_port.h"
-#include "emulator/tx_stash.h"
+#include "emulator/port/rnic_port.h"
+#include "emulator/port/tx_stash.h"
 #include "nic/clock.h"
-#include "verbs/session_server.h"
+#include "verbs/server/session_server.h"
 
 namespace rocemu::emulator {
 

@@ -214,6 +214,7 @@ void Rnic::FlushSendQueue(Qp& qp) {
     SendWqe& w = qp.sq_.at(i);
     WorkCompletion wc;
     wc.wr_id = w.wr.wr_id;
+    wc.wqe_index = w.wr.wqe_index;
     wc.status =
         w.status != WcStatus::kSuccess ? w.status : WcStatus::kWrFlushErr;
     wc.qp_num = qp.qpn_;

@@ -128,6 +128,10 @@ class Rnic final : public FrameEndpoint {
   absl::Status DestroySrq(SrqHandle srq);
 
   // --- queue pairs ---
+  // ibv_create_qp. Either work queue may have no entries (a send-only or
+  // receive-only QP). The capabilities granted (QueryQp's cap) may exceed
+  // those asked: inline data and SGEs each fill the send slot the other
+  // needs, as rxe sizes it.
   absl::StatusOr<uint32_t> CreateQp(PdHandle pd, const QpInitAttr& init);
   absl::Status ModifyQp(uint32_t qpn, const QpAttr& attr, QpAttrMask mask);
   absl::StatusOr<QpAttr> QueryQp(uint32_t qpn) const;

@@ -6,7 +6,7 @@
 #   two pairs: two such pairs at once (their processes land on different
 #              shards with 2 lcores), the message rates summed.
 # The ceiling, measured in the same run: raw DPDK frames over the same
-# memif (emulator/bench_pktio.cc, RX on lcore 1, TX on lcore 0) at the
+# memif (emulator/port/bench_pktio.cc, RX on lcore 1, TX on lcore 0) at the
 # 138 B frame a 64 B WRITE puts on the wire; each rate is also given as a
 # fraction of it. The split: packets each shard of daemon B sent and
 # received over the last round's run (one pair, then two; RNIC counters

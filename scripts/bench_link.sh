@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_link.sh - the raw DPDK frame-forwarding ceiling of memif and of a
-# veth pair (af_packet), measured by emulator/bench_pktio.cc with 4154-byte
+# veth pair (af_packet), measured by emulator/port/bench_pktio.cc with 4154-byte
 # frames (a 4 KiB RoCE payload's frame) as the RX rate at the receiver over
 # a fixed window after 1 s of warm-up, next to rocemu RC WRITE goodput
 # (1 MiB WRITEs, 4 KiB path MTU) over the same links in the same run.

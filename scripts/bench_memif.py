@@ -1,6 +1,6 @@
 """The raw DPDK ceilings of a memif link, for the bench_*.sh scripts.
 
-emulator/bench_pktio.cc's two processes in a network namespace, as
+emulator/port/bench_pktio.cc's two processes in a network namespace, as
 scripts/bench_link.sh runs them: the receiver (memif server) on lcore 1,
 the sender (memif client) on lcore 0. Both processes run without
 hugepages; each gets its own EAL file prefix.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_perf.sh - rocemu-perf over memif between two rocemud daemons, next to
 # the raw DPDK ceiling of the same link measured in the same run.
-#   ceiling: emulator/bench_pktio.cc, two processes on lcores 0 (TX) and 1
+#   ceiling: emulator/port/bench_pktio.cc, two processes on lcores 0 (TX) and 1
 #            (RX) as scripts/bench_link.sh does, RX rate at the receiver
 #            over a fixed window, the best of three runs (one run can
 #            read several times low on these VMs), at the frame size each

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
-#include "verbs/json_writer.h"
+#include "verbs/server/json_writer.h"
 
 namespace rocemu::tools {
 

@@ -3,7 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "verbs/json_writer.h"
+#include "verbs/server/json_writer.h"
 
 namespace rocemu::tools {
 

@@ -1,6 +1,6 @@
 // A minimal streaming JSON writer for one-object-per-line output (JSON Lines):
 // the commas and nesting of a stream that never holds a whole document.
-// Strings go through the project's one escaper (verbs/json_writer.h,
+// Strings go through the project's one escaper (verbs/server/json_writer.h,
 // nlohmann-json's).
 #ifndef ROCEMU_EMULATOR_TOOLS_JSON_WRITER_H_
 #define ROCEMU_EMULATOR_TOOLS_JSON_WRITER_H_

@@ -50,7 +50,7 @@ constexpr char kUsage[] =
     "  watch          sample congestion state every --interval_ms as CSV\n"
     "                 (time_s,port,qpn,metric,value; scripts/plot_watch.sh)";
 
-// One request line, one reply line (emulator/control_server.h).
+// One request line, one reply line (emulator/control/control_server.h).
 absl::StatusOr<std::string> Ask(const std::string& path,
                                 const std::string& request) {
   sockaddr_un addr{};

@@ -1,4 +1,4 @@
-#include "emulator/control_server.h"
+#include "emulator/control/control_server.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,6 +46,15 @@ TEST(JsonFieldsTest, ALineThatIsNotAJsonObjectHasNoFields) {
         R"(["cmd","counters"])", R"("cmd")", "", "{\"cmd\":\"a\x01\"}"}) {
     EXPECT_EQ(JsonStringField(bad, "cmd"), "") << bad;
     EXPECT_FALSE(JsonHasField(bad, "cmd")) << bad;
+  }
+  // A NUL byte is no JSON whitespace: what follows it is not ignored (found
+  // by control_fuzzer against its independent reader).
+  using namespace std::string_view_literals;
+  for (std::string_view bad :
+       {"{\"cmd\":\"qps\"}\0"sv, "{\"cmd\":\"qps\"}\0{\"x\":1}"sv,
+        "{\"cmd\":\"q\0ps\"}"sv}) {
+    EXPECT_EQ(JsonStringField(bad, "cmd"), "");
+    EXPECT_FALSE(JsonHasField(bad, "cmd"));
   }
 }
 

@@ -10,9 +10,9 @@
 
 #include "absl/strings/numbers.h"
 #include "config/config.h"
-#include "emulator/checksum.h"
-#include "emulator/control_server.h"
+#include "emulator/control/control_server.h"
 #include "emulator/daemon.h"
+#include "emulator/net/checksum.h"
 #include "gtest/gtest.h"
 
 namespace rocemu::emulator {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "config/config.h"
-#include "emulator/checksum.h"
 #include "emulator/daemon.h"
+#include "emulator/net/checksum.h"
 #include "gtest/gtest.h"
 
 namespace rocemu::emulator {

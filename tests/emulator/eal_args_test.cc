@@ -1,4 +1,4 @@
-#include "emulator/eal_args.h"
+#include "emulator/port/eal_args.h"
 
 #include <algorithm>
 #include <string>

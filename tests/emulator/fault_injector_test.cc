@@ -1,4 +1,4 @@
-#include "emulator/fault_injector.h"
+#include "emulator/capture/fault_injector.h"
 
 #include <cmath>
 #include <vector>

@@ -1,10 +1,10 @@
-#include "emulator/net_stack.h"
+#include "emulator/net/net_stack.h"
 
 #include <cstring>
 #include <vector>
 
-#include "emulator/checksum.h"
-#include "emulator/neighbour_cache.h"
+#include "emulator/net/checksum.h"
+#include "emulator/net/neighbour_cache.h"
 #include "gtest/gtest.h"
 
 namespace rocemu::emulator {

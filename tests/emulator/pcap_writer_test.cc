@@ -1,4 +1,4 @@
-#include "emulator/pcap_writer.h"
+#include "emulator/capture/pcap_writer.h"
 
 #include <pcap/pcap.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
-// Which RNIC shard a received frame goes to (emulator/shard_dispatch.h),
-// the port's CM listener registry (emulator/cm_services.h), and the
+// Which RNIC shard a received frame goes to (emulator/port/shard_dispatch.h),
+// the port's CM listener registry (emulator/net/cm_services.h), and the
 // residue classes the shards' RNICs draw QPNs and CM comm IDs from.
-#include "emulator/shard_dispatch.h"
+#include "emulator/port/shard_dispatch.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "emulator/cm_services.h"
+#include "emulator/net/cm_services.h"
 #include "nic/cm/cm_agent.h"
 #include "nic/rnic.h"
 #include "protocol/cm_messages.h"

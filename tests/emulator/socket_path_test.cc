@@ -1,4 +1,4 @@
-#include "emulator/socket_path.h"
+#include "emulator/control/socket_path.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>

@@ -1,12 +1,12 @@
 // control.test_hooks drive the RNIC from the control socket; they must not
 // reach objects an application created on the same RNIC (its QPs, CQs).
-#include "emulator/test_hooks.h"
+#include "emulator/control/test_hooks.h"
 
 #include <string>
 #include <vector>
 
 #include "config/config.h"
-#include "emulator/rnic_port.h"
+#include "emulator/port/rnic_port.h"
 #include "gtest/gtest.h"
 
 namespace rocemu::emulator {

@@ -1,7 +1,7 @@
 // TxStash over a real (small) mbuf pool: the room offered stays contiguous,
 // built frames leave with their lengths and priorities, only they are
 // replaced, a short pool leaves what is left usable, and nothing leaks.
-#include "emulator/tx_stash.h"
+#include "emulator/port/tx_stash.h"
 
 #include <rte_eal.h>
 #include <rte_mbuf.h>

@@ -37,12 +37,12 @@
 #include <span>
 #include <vector>
 
-#include "emulator/checksum.h"
-#include "emulator/cm_services.h"
-#include "emulator/neighbour_cache.h"
-#include "emulator/net_stack.h"
-#include "emulator/net_types.h"
-#include "emulator/shard_dispatch.h"
+#include "emulator/net/checksum.h"
+#include "emulator/net/cm_services.h"
+#include "emulator/net/neighbour_cache.h"
+#include "emulator/net/net_stack.h"
+#include "emulator/net/net_types.h"
+#include "emulator/port/shard_dispatch.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -13,7 +13,7 @@
 
 #include "nic/rnic.h"
 #include "tests/verbs/raw_verbs_client.h"
-#include "verbs/session_server.h"
+#include "verbs/server/session_server.h"
 
 namespace rocemu::ring_fuzz {
 

@@ -22,7 +22,7 @@
 #include "nic/rnic.h"
 #include "protocol/icrc.h"
 #include "tests/verbs/tool_pair.h"
-#include "verbs/session_server.h"
+#include "verbs/server/session_server.h"
 
 namespace rocemu::pingpong {
 namespace {

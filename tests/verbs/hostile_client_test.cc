@@ -25,9 +25,9 @@
 #include "tests/temp_dir.h"
 #include "tests/verbs/raw_verbs_client.h"
 #include "tests/verbs/session_fixture.h"
-#include "verbs/client_objects.h"
+#include "verbs/client/client_objects.h"
 #include "verbs/rocemu_verbs.h"
-#include "verbs/session_server.h"
+#include "verbs/server/session_server.h"
 
 namespace rocemu::verbs::testing {
 namespace {

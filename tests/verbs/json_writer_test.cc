@@ -1,6 +1,6 @@
 // verbs::AppendJsonString and verbs::JsonList: the one JSON escaper and list
 // opener behind rocemu-ctl, the session server's and the daemon's state JSON.
-#include "verbs/json_writer.h"
+#include "verbs/server/json_writer.h"
 
 #include <string>
 

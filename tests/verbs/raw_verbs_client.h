@@ -32,10 +32,10 @@
 
 #include "nic/qp_attr.h"
 #include "nic/rnic.h"
-#include "verbs/doorbell.h"
-#include "verbs/ring_slots.h"
-#include "verbs/shm_ring.h"
-#include "verbs/wire_protocol.h"
+#include "verbs/wire/doorbell.h"
+#include "verbs/wire/ring_slots.h"
+#include "verbs/wire/shm_ring.h"
+#include "verbs/wire/wire_protocol.h"
 
 namespace rocemu::verbs::testing {
 

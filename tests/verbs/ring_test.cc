@@ -10,9 +10,9 @@
 #include <cstring>
 #include <memory>
 
-#include "verbs/ring_slots.h"
-#include "verbs/shm_ring.h"
-#include "verbs/wire_protocol.h"
+#include "verbs/wire/ring_slots.h"
+#include "verbs/wire/shm_ring.h"
+#include "verbs/wire/wire_protocol.h"
 
 namespace rocemu::verbs {
 namespace {

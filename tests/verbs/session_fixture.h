@@ -27,8 +27,8 @@
 #include "tests/temp_dir.h"
 #include "verbs/rocemu_verbs.h"
 #include "verbs/rocemu_verbs.hpp"
-#include "verbs/session_server.h"
-#include "verbs/wire_protocol.h"
+#include "verbs/server/session_server.h"
+#include "verbs/wire/wire_protocol.h"
 
 namespace rocemu::verbs::testing {
 

@@ -26,7 +26,7 @@
 #include "gtest/gtest.h"
 #include "nic/rnic.h"
 #include "tests/temp_dir.h"
-#include "verbs/session_server.h"
+#include "verbs/server/session_server.h"
 
 namespace rocemu::verbs::testing {
 

@@ -43,7 +43,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "verbs/rocemu_verbs.h"
-#include "verbs/wire_protocol.h"
+#include "verbs/wire/wire_protocol.h"
 
 ABSL_FLAG(std::string, socket, "", "verbs socket of the first daemon");
 ABSL_FLAG(std::string, socket2, "", "verbs socket of the second daemon");

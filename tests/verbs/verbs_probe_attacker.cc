@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "tests/verbs/verbs_probe.h"
 #include "verbs/rocemu_verbs.h"
-#include "verbs/wire_protocol.h"
+#include "verbs/wire/wire_protocol.h"
 
 namespace rocemu::verbs::probe {
 namespace {

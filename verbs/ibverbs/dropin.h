@@ -25,8 +25,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "verbs/client_objects.h"
-#include "verbs/ring_slots.h"
+#include "verbs/client/client_objects.h"
+#include "verbs/wire/ring_slots.h"
 
 // <infiniband/verbs.h> turns some names into macros over inline wrappers;
 // this library defines the real functions behind them.

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "verbs/client_objects.h"
+#include "verbs/client/client_objects.h"
 #include "verbs/ibverbs/dropin.h"
 
 namespace rocemu::ibverbs {

@@ -3,7 +3,7 @@
 // and invalidations are ordinary send WRs (qp.cc, qp_ex.cc).
 #include <infiniband/verbs.h>
 
-#include "verbs/client_datapath.h"
+#include "verbs/client/client_datapath.h"
 #include "verbs/ibverbs/dropin.h"
 #include "verbs/ibverbs/send_traits.h"
 

@@ -7,7 +7,7 @@
 #include <infiniband/verbs.h>
 
 #include "verbs/ibverbs/dropin.h"
-#include "verbs/ring_slots.h"
+#include "verbs/wire/ring_slots.h"
 
 namespace rocemu::ibverbs {
 

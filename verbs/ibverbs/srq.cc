@@ -2,7 +2,7 @@
 // ibv_create_srq_ex), modify (limit), query, destroy, and post_srq_recv.
 #include <cstring>
 
-#include "verbs/client_datapath.h"
+#include "verbs/client/client_datapath.h"
 #include "verbs/ibverbs/dropin.h"
 
 namespace rocemu::ibverbs {

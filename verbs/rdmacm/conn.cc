@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "verbs/attr_copy.h"
-#include "verbs/client_control.h"
+#include "verbs/client/client_control.h"
 #include "verbs/rdmacm/cma.h"
+#include "verbs/wire/attr_copy.h"
 
 namespace rocemu::rdmacm {
 namespace {

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "verbs/client_control.h"
+#include "verbs/client/client_control.h"
 #include "verbs/ibverbs/dropin.h"
 #include "verbs/rdmacm/cma.h"
 
@@ -139,6 +139,20 @@ CmDevice* DeviceOfAddr(const sockaddr* addr, uint8_t* gid_index) {
   ibv_gid g;
   if (!SockaddrToGid(addr, &g)) return nullptr;
   return FindGid(g, gid_index);
+}
+
+CmDevice* LoopbackDevice() {
+  CmDevice* first = nullptr;
+  for (CmDevice* d : DeviceVector()) {
+    if (d->dead) continue;
+    if (first == nullptr) first = d;
+    ibv_port_attr pa{};
+    if (___ibv_query_port(d->verbs, 1, &pa) == 0 &&
+        pa.state == IBV_PORT_ACTIVE) {
+      return d;
+    }
+  }
+  return first;
 }
 
 CmDevice* DeviceOfContext(ibv_context* verbs) {

@@ -23,7 +23,7 @@
 #include "nic/gid_table.h"
 #include "nic/rnic.h"
 #include "tests/verbs/tool_pair.h"
-#include "verbs/session_server.h"
+#include "verbs/server/session_server.h"
 #include "verbs/tools/perf_clock.h"
 #include "verbs/tools/perf_options.h"
 #include "verbs/tools/perf_pattern.h"

@@ -1,0 +1,79 @@
+// The daemon's local control plane, polled from the poll loop about once a
+// millisecond (never per packet): a Unix stream socket speaking one JSON
+// object per line ({"cmd":"counters"} -> one JSON line back), and an
+// optional Prometheus text endpoint on 127.0.0.1.
+#ifndef ROCEMU_EMULATOR_CONTROL_CONTROL_SERVER_H_
+#define ROCEMU_EMULATOR_CONTROL_CONTROL_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace rocemu::emulator {
+
+// Top-level fields of a one-line JSON request, read with nlohmann-json:
+// "" / false when the line is not a JSON object, the field is absent or
+// has another type. Enough for the control commands; the replies are
+// produced by the daemon, not parsed here.
+std::string JsonStringField(std::string_view json, std::string_view key);
+bool JsonBoolField(std::string_view json, std::string_view key, bool* value);
+// A top-level unsigned integer field; false when absent or not an integer
+// in [0, 2^64).
+bool JsonUintField(std::string_view json, std::string_view key,
+                   uint64_t* value);
+// Whether the request is an object with a top-level field `key`.
+bool JsonHasField(std::string_view json, std::string_view key);
+// Escapes a string for the inside of a JSON string literal (the quotes
+// are the caller's).
+std::string JsonEscape(std::string_view s);
+
+class ControlServer {
+ public:
+  using Handler = std::function<std::string(std::string_view request)>;
+
+  ~ControlServer();
+  // Creates the socket (and its directory), refusing to steal a socket a
+  // live daemon is listening on; applies `mode` to the socket file.
+  absl::Status Listen(const std::string& path, unsigned mode, Handler handler);
+  // Accepts, reads and answers whatever is ready; never blocks.
+  void Poll();
+  void Close();
+
+ private:
+  struct Client {
+    int fd;
+    std::string in;
+    // Reply bytes the socket did not take yet (large counters with many
+    // QPs exceed its buffer); sent on later polls, never waited for.
+    std::string out;
+    bool closing = false;  // close once `out` is sent
+  };
+  // Sends what the socket takes now; false when the client is gone.
+  static bool Flush(Client& c);
+  int fd_ = -1;
+  std::string path_;
+  Handler handler_;
+  std::vector<Client> clients_;
+};
+
+class MetricsServer {
+ public:
+  using Handler = std::function<std::string()>;
+
+  ~MetricsServer();
+  absl::Status Listen(uint16_t port, Handler handler);
+  void Poll();
+  void Close();
+
+ private:
+  int fd_ = -1;
+  Handler handler_;
+};
+
+}  // namespace rocemu::emulator
+
+#endif  // ROCEMU_EMULATOR_CONTROL_CONTROL_SERVER_H_

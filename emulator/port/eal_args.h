@@ -1,0 +1,27 @@
+// The DPDK EAL command line generated from the config: one polling lcore, no
+// shared config, a per-process file prefix, hugepages only where the host
+// reserved them (--no-huge and --in-memory are never combined), and the
+// configured ports as --vdev (virtual) or -a (PCI) devices.
+#ifndef ROCEMU_EMULATOR_PORT_EAL_ARGS_H_
+#define ROCEMU_EMULATOR_PORT_EAL_ARGS_H_
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace rocemu::emulator {
+
+// Whether devargs names a PCI device (DDDD:BB:DD.F or BB:DD.F first).
+bool IsPciDevargs(const std::string& devargs);
+// The ethdev name DPDK gives the port: the device part of devargs.
+std::string DeviceName(const std::string& devargs);
+// True when /proc/sys/vm/nr_hugepages is above zero.
+bool HostHasHugepages();
+
+std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
+                                      bool host_has_hugepages);
+
+}  // namespace rocemu::emulator
+
+#endif  // ROCEMU_EMULATOR_PORT_EAL_ARGS_H_

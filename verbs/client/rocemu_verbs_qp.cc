@@ -1,0 +1,270 @@
+// The rocemu C API: queue pairs, address handles and shared receive queues.
+#include <arpa/inet.h>
+#include <errno.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+
+#include "verbs/client/client_control.h"
+#include "verbs/client/client_datapath.h"
+#include "verbs/client/client_objects.h"
+#include "verbs/rocemu_verbs.h"
+#include "verbs/wire/attr_copy.h"
+#include "verbs/wire/ring_slots.h"
+
+namespace wire = rocemu::verbs::wire;
+using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
+using rocemu::verbs::RqSlot;
+using rocemu::verbs::ShmRing;
+using rocemu::verbs::SqSlot;
+
+extern "C" {
+
+rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
+  if (attr->send_cq == nullptr || attr->recv_cq == nullptr) {
+    return Fail<rocemu_qp>(EINVAL);
+  }
+  wire::CreateQpReq req{};
+  req.pd = pd->handle;
+  req.qp_type = static_cast<uint8_t>(attr->qp_type);
+  req.sq_sig_all = attr->sq_sig_all != 0;
+  req.send_cq = attr->send_cq->handle;
+  req.recv_cq = attr->recv_cq->handle;
+  if (attr->srq != nullptr) {
+    req.flags = wire::kCreateQpWithSrq;
+    req.srq = attr->srq->handle;
+  }
+  rocemu::verbs::CopyQpCap(attr->cap, &req.cap);
+  wire::CreateQpResp resp{};
+  int fds[2] = {-1, -1};
+  const int err =
+      Call(pd->ctx, wire::MsgType::kCreateQp, req, &resp, {}, {fds, 2});
+  if (err != 0) return Fail<rocemu_qp>(err);
+  // The capabilities granted (ibv_create_qp writes them back).
+  rocemu::verbs::CopyQpCap(resp.cap, &attr->cap);
+  absl::StatusOr<ShmRing> sq =
+      ShmRing::Attach(fds[0], sizeof(SqSlot),
+                      std::bit_ceil(std::max(attr->cap.max_send_wr, 1u)));
+  absl::StatusOr<ShmRing> rq =
+      ShmRing::Attach(fds[1], sizeof(RqSlot),
+                      std::bit_ceil(std::max(attr->cap.max_recv_wr, 1u)));
+  if (!sq.ok() || !rq.ok()) {
+    Handle(pd->ctx, wire::MsgType::kDestroyQp, resp.qpn);
+    return Fail<rocemu_qp>(EPROTO);
+  }
+  sq->CloseFd();
+  rq->CloseFd();
+  auto* qp = new rocemu_qp{};
+  qp->ctx = pd->ctx;
+  qp->pd = pd;
+  qp->qpn = resp.qpn;
+  qp->qp_type = attr->qp_type;
+  qp->state.store(ROCEMU_QPS_RESET, std::memory_order_relaxed);
+  qp->cap = attr->cap;
+  qp->sq = *std::move(sq);
+  qp->rq = *std::move(rq);
+  // The ring plus the RNIC's own queue (max_send_wr, at most the ring's
+  // capacity) bound what may be outstanding (client_flush.h).
+  qp->sq_wr_mask = 2 * uint64_t{qp->sq.capacity()} - 1;
+  qp->sq_wr_ids = std::make_unique<uint64_t[]>(qp->sq_wr_mask + 1);
+  qp->srq = attr->srq;
+  qp->send_cq = attr->send_cq;
+  qp->recv_cq = attr->recv_cq;
+  std::lock_guard<std::mutex> lock(pd->ctx->mu);
+  pd->ctx->qps[qp->qpn] = qp;
+  return qp;
+}
+
+int rocemu_modify_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
+  wire::ModifyQpReq req{};
+  req.qpn = qp->qpn;
+  req.attr_mask = static_cast<uint32_t>(attr_mask);
+  wire::WireQpAttr& w = req.attr;
+  rocemu::verbs::CopyQpAttrScalars(*attr, &w);
+  w.path_mtu = static_cast<uint8_t>(attr->path_mtu);
+  rocemu::verbs::CopyQpCap(attr->cap, &w.cap);
+  ToWireAh(attr->ah_attr, &w.ah_attr);
+  const int err = RetryWhileResolving([&] {
+    return Call<wire::ModifyQpReq, wire::Empty>(
+        qp->ctx, wire::MsgType::kModifyQp, req, nullptr);
+  });
+  if (err == 0 && (attr_mask & ROCEMU_QP_STATE) != 0) {
+    qp->state = attr->qp_state;
+    if (attr->qp_state == ROCEMU_QPS_RESET) {
+      // The daemon moved every completion of the QP into the rings before
+      // answering; withdraw them.
+      WithdrawCompletions(qp->send_cq, qp->qpn);
+      if (qp->recv_cq != qp->send_cq) {
+        WithdrawCompletions(qp->recv_cq, qp->qpn);
+      }
+    }
+  }
+  return err;
+}
+
+int rocemu_query_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
+  (void)attr_mask;  // everything is returned
+  const wire::HandleReq req{qp->qpn, 0};
+  wire::QueryQpResp resp{};
+  const int err = Call(qp->ctx, wire::MsgType::kQueryQp, req, &resp);
+  if (err != 0) return err;
+  const wire::WireQpAttr& w = resp.attr;
+  *attr = rocemu_qp_attr{};
+  rocemu::verbs::CopyQpAttrScalars(w, attr);
+  attr->path_mtu = w.path_mtu;
+  rocemu::verbs::CopyQpCap(w.cap, &attr->cap);
+  FromWireAh(w.ah_attr, &attr->ah_attr);
+  return 0;
+}
+
+int rocemu_destroy_qp(rocemu_qp* qp) {
+  const int err =
+      Released(qp->ctx, Handle(qp->ctx, wire::MsgType::kDestroyQp, qp->qpn));
+  if (err != 0) return err;
+  {
+    std::lock_guard<std::mutex> lock(qp->ctx->mu);
+    qp->ctx->qps.erase(qp->qpn);
+  }
+  delete qp;
+  return 0;
+}
+
+uint32_t rocemu_qp_num(const rocemu_qp* qp) { return qp->qpn; }
+
+namespace {
+int Mcast(rocemu_qp* qp, const uint8_t gid[16], wire::MsgType type) {
+  wire::McastReq req{};
+  req.qpn = qp->qpn;
+  std::memcpy(req.gid, gid, sizeof(req.gid));
+  return Call<wire::McastReq, wire::Empty>(qp->ctx, type, req, nullptr);
+}
+}  // namespace
+
+int rocemu_attach_mcast(rocemu_qp* qp, const uint8_t gid[16]) {
+  return Mcast(qp, gid, wire::MsgType::kAttachMcast);
+}
+
+int rocemu_detach_mcast(rocemu_qp* qp, const uint8_t gid[16]) {
+  return Mcast(qp, gid, wire::MsgType::kDetachMcast);
+}
+
+namespace {
+struct RocemuSendTraits {
+  static uint32_t InvalidateRkey(const rocemu_send_wr& wr) {
+    return wr.invalidate_rkey;
+  }
+  static uint32_t AhHandle(const rocemu_send_wr& wr) {
+    return wr.wr.ud.ah != nullptr ? wr.wr.ud.ah->handle : 0;
+  }
+  // rocemu_send_wr has no bind fields: binds come through libibverbs.
+  static bool FillBind(const rocemu_send_wr&, SqSlot*) { return false; }
+};
+}  // namespace
+
+int rocemu_post_send(rocemu_qp* qp, rocemu_send_wr* wr,
+                     rocemu_send_wr** bad_wr) {
+  return PostSendChain<RocemuSendTraits>(qp, wr, bad_wr);
+}
+
+int rocemu_post_recv(rocemu_qp* qp, rocemu_recv_wr* wr,
+                     rocemu_recv_wr** bad_wr) {
+  // A QP on an SRQ takes its receives from there (ibv_post_recv: EINVAL).
+  if (qp->state.load(std::memory_order_relaxed) == ROCEMU_QPS_RESET ||
+      qp->srq != nullptr) {
+    *bad_wr = wr;
+    return EINVAL;
+  }
+  return PostRecvChain(qp->ctx, rocemu::verbs::DoorbellKind::kRq, qp->qpn,
+                       qp->rq, qp->rq_lock, qp->cap.max_recv_sge,
+                       qp->cap.max_recv_wr, wr, bad_wr);
+}
+
+rocemu_ah* rocemu_create_ah(rocemu_pd* pd, rocemu_ah_attr* attr) {
+  wire::CreateAhReq req{};
+  req.pd = pd->handle;
+  ToWireAh(*attr, &req.attr);
+  wire::HandleResp resp{};
+  const int err = RetryWhileResolving(
+      [&] { return Call(pd->ctx, wire::MsgType::kCreateAh, req, &resp); });
+  if (err != 0) return Fail<rocemu_ah>(err);
+  return new rocemu_ah{pd, resp.handle};
+}
+
+int rocemu_destroy_ah(rocemu_ah* ah) {
+  const int err = Released(
+      ah->pd->ctx, Handle(ah->pd->ctx, wire::MsgType::kDestroyAh, ah->handle));
+  if (err == 0) delete ah;
+  return err;
+}
+
+rocemu_srq* rocemu_create_srq(rocemu_pd* pd, rocemu_srq_init_attr* attr) {
+  wire::CreateSrqReq req{};
+  req.pd = pd->handle;
+  req.attr = {attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
+  wire::CreateSrqResp resp{};
+  int ring_fd = -1;
+  const int err =
+      Call(pd->ctx, wire::MsgType::kCreateSrq, req, &resp, {}, {&ring_fd, 1});
+  if (err != 0) return Fail<rocemu_srq>(err);
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Attach(ring_fd, sizeof(RqSlot), std::bit_ceil(resp.attr.max_wr));
+  if (!ring.ok()) {
+    Handle(pd->ctx, wire::MsgType::kDestroySrq, resp.srq);
+    return Fail<rocemu_srq>(EPROTO);
+  }
+  ring->CloseFd();
+  attr->attr = {resp.attr.max_wr, resp.attr.max_sge, resp.attr.srq_limit};
+  auto* srq = new rocemu_srq{};
+  srq->ctx = pd->ctx;
+  srq->pd = pd;
+  srq->handle = resp.srq;
+  srq->srq_context = attr->srq_context;
+  srq->max_sge = resp.attr.max_sge;
+  srq->max_wr = resp.attr.max_wr;
+  srq->ring = *std::move(ring);
+  std::lock_guard<std::mutex> lock(pd->ctx->mu);
+  pd->ctx->srqs[srq->handle] = srq;
+  return srq;
+}
+
+int rocemu_modify_srq(rocemu_srq* srq, rocemu_srq_attr* attr, int attr_mask) {
+  wire::ModifySrqReq req{};
+  req.srq = srq->handle;
+  req.attr_mask = static_cast<uint32_t>(attr_mask);
+  req.attr = {attr->max_wr, attr->max_sge, attr->srq_limit};
+  return Call<wire::ModifySrqReq, wire::Empty>(
+      srq->ctx, wire::MsgType::kModifySrq, req, nullptr);
+}
+
+int rocemu_query_srq(rocemu_srq* srq, rocemu_srq_attr* attr) {
+  const wire::HandleReq req{srq->handle, 0};
+  wire::QuerySrqResp r{};
+  const int err = Call(srq->ctx, wire::MsgType::kQuerySrq, req, &r);
+  if (err == 0) *attr = {r.attr.max_wr, r.attr.max_sge, r.attr.srq_limit};
+  return err;
+}
+
+int rocemu_destroy_srq(rocemu_srq* srq) {
+  const int err = Released(
+      srq->ctx, Handle(srq->ctx, wire::MsgType::kDestroySrq, srq->handle));
+  if (err != 0) return err;
+  {
+    std::lock_guard<std::mutex> lock(srq->ctx->mu);
+    srq->ctx->srqs.erase(srq->handle);
+  }
+  delete srq;
+  return 0;
+}
+
+int rocemu_post_srq_recv(rocemu_srq* srq, rocemu_recv_wr* wr,
+                         rocemu_recv_wr** bad_wr) {
+  return PostRecvChain(srq->ctx, rocemu::verbs::DoorbellKind::kSrq, srq->handle,
+                       srq->ring, srq->lock, srq->max_sge, srq->max_wr, wr,
+                       bad_wr);
+}
+
+}  // extern "C"
