@@ -3,7 +3,7 @@
 # builds the release tree in build/.
 # Usage: scripts/setup.sh [--no-build] [-Doption=value ...]
 #   -D...: meson options for build/ (scripts/test.sh turns off
-#          sanitizer_suites there).
+#          sanitizer_suites there; ns3 is enabled unless given).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 no_build=0
@@ -39,6 +39,11 @@ if [[ -x $peer/build-guest.sh && $(id -u) -eq 0 ]]; then
 fi
 
 ((no_build)) && exit 0
+
+# ns3/ (rocemu-ns3 and its tests in the sim suite) is on: libns3-dev is in
+# packages.txt, so a tree without it is a broken install, not an option
+# quietly off. -Dns3=disabled (or auto) on the command line still wins.
+[[ " ${meson_opts[*]} " == *" -Dns3="* ]] || meson_opts+=(-Dns3=enabled)
 
 if [[ -f build/build.ninja ]]; then
   meson setup --reconfigure build "${meson_opts[@]}" >/dev/null
