@@ -122,10 +122,10 @@ size_t NetStack::WriteEth(std::span<uint8_t> out, const uint8_t* dst,
   std::memcpy(out.data(), dst, 6);
   std::memcpy(out.data() + 6, mac_.data(), 6);
   if (hdr == 18) {
-    Store16(out.data() + 12, kEtherTypeVlan);
-    Store16(out.data() + 14, static_cast<uint16_t>(rx_vlan_tci_));
+    StoreBe16(out.data() + 12, kEtherTypeVlan);
+    StoreBe16(out.data() + 14, static_cast<uint16_t>(rx_vlan_tci_));
   }
-  Store16(out.data() + hdr - 2, ethertype);
+  StoreBe16(out.data() + hdr - 2, ethertype);
   return hdr;
 }
 
@@ -146,15 +146,15 @@ RxVerdict NetStack::Receive(std::span<const uint8_t> frame, nic::TimeNs now,
   }
   const uint8_t* dst = frame.data();
   size_t l3 = 14;
-  uint16_t ethertype = Load16(&frame[12]);
+  uint16_t ethertype = LoadBe16(&frame[12]);
   rx_vlan_tci_ = 0xFFFF'FFFF;
   if (ethertype == kEtherTypeVlan) {
     if (frame.size() < 18) {
       ++counters_.rx_malformed;
       return RxVerdict::kDropped;
     }
-    rx_vlan_tci_ = Load16(&frame[14]);
-    ethertype = Load16(&frame[16]);
+    rx_vlan_tci_ = LoadBe16(&frame[14]);
+    ethertype = LoadBe16(&frame[16]);
     l3 = 18;
   }
   if (ethertype == kEtherTypeMacControl) {
@@ -198,12 +198,12 @@ RxVerdict NetStack::HandleArp(std::span<const uint8_t> frame, size_t l3,
     return RxVerdict::kDropped;
   }
   const uint8_t* arp = frame.data() + l3;
-  if (Load16(arp) != 1 || Load16(arp + 2) != kEtherTypeIpv4 || arp[4] != 6 ||
+  if (LoadBe16(arp) != 1 || LoadBe16(arp + 2) != kEtherTypeIpv4 || arp[4] != 6 ||
       arp[5] != 4) {
     ++counters_.rx_malformed;
     return RxVerdict::kDropped;
   }
-  uint16_t op = Load16(arp + 6);
+  uint16_t op = LoadBe16(arp + 6);
   const uint8_t* sha = arp + 8;
   IpAddr spa = Ipv4Mapped(arp + 14);
   IpAddr tpa = Ipv4Mapped(arp + 24);
@@ -235,7 +235,7 @@ RxVerdict NetStack::HandleArp(std::span<const uint8_t> frame, size_t l3,
   }
   uint8_t* out = reply.data() + hdr;
   std::memcpy(out, arp, 6);  // htype, ptype, hlen, plen
-  Store16(out + 6, 2);
+  StoreBe16(out + 6, 2);
   std::memcpy(out + 8, mac_.data(), 6);
   std::memcpy(out + 14, arp + 24, 4);  // we are the target address
   std::memcpy(out + 18, sha, 6);
@@ -253,7 +253,7 @@ RxVerdict NetStack::HandleIpv4(std::span<const uint8_t> frame, size_t l3,
   }
   const uint8_t* ip = frame.data() + l3;
   size_t ihl = static_cast<size_t>(ip[0] & 0x0F) * 4;
-  size_t total = Load16(ip + 2);
+  size_t total = LoadBe16(ip + 2);
   if ((ip[0] >> 4) != 4 || ihl < 20 || total < ihl ||
       l3 + total > frame.size()) {
     ++counters_.rx_malformed;
@@ -269,13 +269,13 @@ RxVerdict NetStack::HandleIpv4(std::span<const uint8_t> frame, size_t l3,
     ++counters_.rx_not_for_us;
     return RxVerdict::kDropped;
   }
-  if ((Load16(ip + 6) & 0x3FFF) != 0) {  // MF or fragment offset
+  if ((LoadBe16(ip + 6) & 0x3FFF) != 0) {  // MF or fragment offset
     ++counters_.rx_unhandled;
     return RxVerdict::kDropped;
   }
   const uint8_t* l4 = ip + ihl;
   size_t l4_len = total - ihl;
-  if (ip[9] == kIpProtoUdp && l4_len >= 8 && Load16(l4 + 2) == kRoceV2Port) {
+  if (ip[9] == kIpProtoUdp && l4_len >= 8 && LoadBe16(l4 + 2) == kRoceV2Port) {
     ++counters_.rx_nic;
     return RxVerdict::kNic;
   }
@@ -306,12 +306,12 @@ RxVerdict NetStack::HandleIpv4(std::span<const uint8_t> frame, size_t l3,
   std::memcpy(out + 12, ip + 16, 4);
   std::memcpy(out + 16, ip + 12, 4);
   out[8] = 64;  // TTL
-  Store16(out + 10, 0);
-  Store16(out + 10, InternetChecksum({out, ihl}));
+  StoreBe16(out + 10, 0);
+  StoreBe16(out + 10, InternetChecksum({out, ihl}));
   uint8_t* icmp = out + ihl;
   icmp[0] = kIcmpEchoReply;
-  Store16(icmp + 2, 0);
-  Store16(icmp + 2, InternetChecksum({icmp, l4_len}));
+  StoreBe16(icmp + 2, 0);
+  StoreBe16(icmp + 2, InternetChecksum({icmp, l4_len}));
   *reply_len = Pad(reply, hdr + total);
   ++counters_.tx_icmp_echo_reply;
   return RxVerdict::kReply;
@@ -325,7 +325,7 @@ RxVerdict NetStack::HandleIpv6(std::span<const uint8_t> frame, size_t l3,
     return RxVerdict::kDropped;
   }
   const uint8_t* ip = frame.data() + l3;
-  size_t payload_len = Load16(ip + 4);
+  size_t payload_len = LoadBe16(ip + 4);
   if ((ip[0] >> 4) != 6 || l3 + kIpv6HeaderLen + payload_len > frame.size()) {
     ++counters_.rx_malformed;
     return RxVerdict::kDropped;
@@ -336,7 +336,7 @@ RxVerdict NetStack::HandleIpv6(std::span<const uint8_t> frame, size_t l3,
   bool unicast = dst[0] != 0xff;
   // RoCE to an IPv6 group: UD multicast, as for IPv4.
   const bool roce =
-      ip[6] == kIpProtoUdp && payload_len >= 8 && Load16(l4 + 2) == kRoceV2Port;
+      ip[6] == kIpProtoUdp && payload_len >= 8 && LoadBe16(l4 + 2) == kRoceV2Port;
   if (!AcceptsIpv6Dst(dst) && !(roce && !unicast)) {
     ++counters_.rx_not_for_us;
     return RxVerdict::kDropped;
@@ -399,8 +399,8 @@ RxVerdict NetStack::HandleIpv6(std::span<const uint8_t> frame, size_t l3,
       out[7] = 64;  // hop limit
       uint8_t* icmp = out + kIpv6HeaderLen;
       icmp[0] = kIcmpv6EchoReply;
-      Store16(icmp + 2, 0);
-      Store16(icmp + 2, Icmpv6Checksum(dst, src, {icmp, payload_len}));
+      StoreBe16(icmp + 2, 0);
+      StoreBe16(icmp + 2, Icmpv6Checksum(dst, src, {icmp, payload_len}));
       *reply_len = Pad(reply, hdr + len);
       ++counters_.tx_icmpv6_echo_reply;
       return RxVerdict::kReply;
@@ -448,7 +448,7 @@ RxVerdict NetStack::HandleNeighbourSolicit(std::span<const uint8_t> frame,
   uint8_t* out = reply.data() + hdr;
   std::memset(out, 0, kIpv6HeaderLen + kNaLen);
   out[0] = 0x60;
-  Store16(out + 4, kNaLen);
+  StoreBe16(out + 4, kNaLen);
   out[6] = kIpProtoIcmpv6;
   out[7] = 255;
   std::memcpy(out + 8, target.data(), 16);
@@ -460,7 +460,7 @@ RxVerdict NetStack::HandleNeighbourSolicit(std::span<const uint8_t> frame,
   na[24] = kNdOptTargetLinkAddr;
   na[25] = 1;
   std::memcpy(na + 26, mac_.data(), 6);
-  Store16(na + 2, Icmpv6Checksum(target, reply_dst, {na, kNaLen}));
+  StoreBe16(na + 2, Icmpv6Checksum(target, reply_dst, {na, kNaLen}));
   *reply_len = Pad(reply, hdr + kIpv6HeaderLen + kNaLen);
   ++counters_.tx_nd_adverts;
   return RxVerdict::kReply;
@@ -472,11 +472,11 @@ size_t NetStack::BuildArpRequest(const IpAddr& target, std::span<uint8_t> out) {
   size_t hdr = WriteEth(out, kBroadcastMac.data(), kEtherTypeArp, kArpLen);
   if (src == nullptr || hdr == 0) return 0;
   uint8_t* arp = out.data() + hdr;
-  Store16(arp, 1);
-  Store16(arp + 2, kEtherTypeIpv4);
+  StoreBe16(arp, 1);
+  StoreBe16(arp + 2, kEtherTypeIpv4);
   arp[4] = 6;
   arp[5] = 4;
-  Store16(arp + 6, 1);
+  StoreBe16(arp + 6, 1);
   std::memcpy(arp + 8, mac_.data(), 6);
   std::memcpy(arp + 14, src->data() + 12, 4);
   std::memset(arp + 18, 0, 6);
@@ -498,7 +498,7 @@ size_t NetStack::BuildNeighbourSolicit(const IpAddr& target,
   uint8_t* ip = out.data() + hdr;
   std::memset(ip, 0, kIpv6HeaderLen + kNsLen);
   ip[0] = 0x60;
-  Store16(ip + 4, kNsLen);
+  StoreBe16(ip + 4, kNsLen);
   ip[6] = kIpProtoIcmpv6;
   ip[7] = 255;
   std::memcpy(ip + 8, src->data(), 16);
@@ -509,7 +509,7 @@ size_t NetStack::BuildNeighbourSolicit(const IpAddr& target,
   ns[24] = kNdOptSourceLinkAddr;
   ns[25] = 1;
   std::memcpy(ns + 26, mac_.data(), 6);
-  Store16(ns + 2, Icmpv6Checksum(*src, group, {ns, kNsLen}));
+  StoreBe16(ns + 2, Icmpv6Checksum(*src, group, {ns, kNsLen}));
   ++counters_.tx_nd_solicits;
   return Pad(out, hdr + kIpv6HeaderLen + kNsLen);
 }

@@ -57,8 +57,8 @@ size_t NetStack::WriteGroupReport(std::span<const IpAddr> groups, bool ipv6,
     std::memset(ip, 0, l3_len);
     ip[0] = 0x46;  // IHL 6: the Router Alert option follows
     ip[1] = 0xC0;  // DSCP CS6 (network control), as Linux sends IGMP
-    Store16(ip + 2, static_cast<uint16_t>(l3_len));
-    Store16(ip + 6, 0x4000);  // DF
+    StoreBe16(ip + 2, static_cast<uint16_t>(l3_len));
+    StoreBe16(ip + 6, 0x4000);  // DF
     ip[8] = 1;                // TTL: link-local
     ip[9] = kIpProtoIgmp;
     const IpAddr* src = SourceFor(*mine[0], false);
@@ -66,16 +66,16 @@ size_t NetStack::WriteGroupReport(std::span<const IpAddr> groups, bool ipv6,
     std::memcpy(ip + 16, kIgmpV3Routers.data() + 12, 4);
     ip[20] = 0x94;  // Router Alert, length 4, value 0
     ip[21] = 0x04;
-    Store16(ip + 10, InternetChecksum({ip, kIpv4RaHeaderLen}));
+    StoreBe16(ip + 10, InternetChecksum({ip, kIpv4RaHeaderLen}));
     uint8_t* igmp = ip + kIpv4RaHeaderLen;
     igmp[0] = kIgmpV3Report;
-    Store16(igmp + 6, static_cast<uint16_t>(n));
+    StoreBe16(igmp + 6, static_cast<uint16_t>(n));
     for (size_t i = 0; i < n; ++i) {
       uint8_t* r = igmp + 8 + 8 * i;
       r[0] = static_cast<uint8_t>(record);
       std::memcpy(r + 4, mine[i]->data() + 12, 4);
     }
-    Store16(igmp + 2, InternetChecksum({igmp, igmp_len}));
+    StoreBe16(igmp + 2, InternetChecksum({igmp, igmp_len}));
     ++counters_.tx_igmp_reports;
     return Pad(out, hdr + l3_len);
   }
@@ -88,7 +88,7 @@ size_t NetStack::WriteGroupReport(std::span<const IpAddr> groups, bool ipv6,
   uint8_t* ip = out.data() + hdr;
   std::memset(ip, 0, kIpv6HeaderLen + payload);
   ip[0] = 0x60;
-  Store16(ip + 4, static_cast<uint16_t>(payload));
+  StoreBe16(ip + 4, static_cast<uint16_t>(payload));
   ip[6] = kIpProtoHopByHop;
   ip[7] = 1;                                    // hop limit: link-local
   std::memcpy(ip + 8, link_local_.data(), 16);  // MLD speaks link-local
@@ -96,13 +96,13 @@ size_t NetStack::WriteGroupReport(std::span<const IpAddr> groups, bool ipv6,
   std::memcpy(ip + kIpv6HeaderLen, kHopByHopRa, sizeof(kHopByHopRa));
   uint8_t* mld = ip + kIpv6HeaderLen + sizeof(kHopByHopRa);
   mld[0] = kMldV2Report;
-  Store16(mld + 6, static_cast<uint16_t>(n));
+  StoreBe16(mld + 6, static_cast<uint16_t>(n));
   for (size_t i = 0; i < n; ++i) {
     uint8_t* r = mld + 8 + 20 * i;
     r[0] = static_cast<uint8_t>(record);
     std::memcpy(r + 4, mine[i]->data(), 16);
   }
-  Store16(mld + 2, Icmpv6Checksum(link_local_, kMldV2Routers, {mld, mld_len}));
+  StoreBe16(mld + 2, Icmpv6Checksum(link_local_, kMldV2Routers, {mld, mld_len}));
   ++counters_.tx_mld_reports;
   return Pad(out, hdr + kIpv6HeaderLen + payload);
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "protocol/frame.h"
+#include "protocol/wire.h"
 
 namespace rocemu::emulator {
 
@@ -30,13 +31,9 @@ inline IpAddr Ipv4Mapped(const uint8_t v4[4]) {
 }
 using protocol::IsIpv4Mapped;
 
-inline uint16_t Load16(const uint8_t* p) {
-  return static_cast<uint16_t>((p[0] << 8) | p[1]);
-}
-inline void Store16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
+// One big-endian load and store for the whole project: protocol/wire.h's.
+using protocol::LoadBe16;
+using protocol::StoreBe16;
 
 }  // namespace rocemu::emulator
 

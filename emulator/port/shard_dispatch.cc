@@ -22,7 +22,7 @@ uint32_t CmShard(const uint8_t* mad, size_t avail, uint32_t shards,
   using namespace protocol::cm_attr;  // NOLINT
   constexpr size_t kHdr = protocol::kMadHeaderSize;
   if (avail < kHdr + 16 || mad[1] != protocol::mgmt_class::kCm) return 0;
-  const uint16_t attr = Load16(mad + 16);
+  const uint16_t attr = LoadBe16(mad + 16);
   const uint8_t* data = mad + kHdr;
   switch (attr) {
     case kReq:
@@ -53,9 +53,9 @@ size_t RoceBthOffset(const uint8_t* d, size_t len) {
   using namespace protocol;  // NOLINT
   if (len < kEthHeaderLen + 20 + kUdpHeaderLen) return 0;
   size_t l3 = kEthHeaderLen;
-  uint16_t type = Load16(d + 12);
+  uint16_t type = LoadBe16(d + 12);
   if (type == kEtherTypeVlan) {
-    type = Load16(d + 16);
+    type = LoadBe16(d + 16);
     l3 += kVlanTagLen;
   }
   size_t l4;
@@ -68,7 +68,7 @@ size_t RoceBthOffset(const uint8_t* d, size_t len) {
   } else {
     return 0;
   }
-  if (l4 + kUdpHeaderLen > len || Load16(d + l4 + 2) != kRoceV2UdpPort) {
+  if (l4 + kUdpHeaderLen > len || LoadBe16(d + l4 + 2) != kRoceV2UdpPort) {
     return 0;
   }
   return l4 + kUdpHeaderLen;
@@ -81,7 +81,7 @@ uint32_t ShardOf(const uint8_t* d, size_t len, uint32_t shards,
   if (bth == 0) {
     // PFC and PAUSE (MAC Control): every shard's QPs obey them. Nothing
     // else that is not RoCE reaches the RNIC.
-    return len >= 14 && Load16(d + 12) == protocol::kEtherTypeMacControl
+    return len >= 14 && LoadBe16(d + 12) == protocol::kEtherTypeMacControl
                ? kAllShards
                : 0;
   }

@@ -66,19 +66,19 @@ class LoopbackEndpoint : public nic::FrameEndpoint {
     std::memcpy(f.data(), kMac.data(), 6);
     const uint8_t src[6] = {0x02, 0, 0, 0x77, 0x05, 0x01};
     std::memcpy(f.data() + 6, src, 6);
-    Store16(&f[12], kEtherTypeIpv4);
+    StoreBe16(&f[12], kEtherTypeIpv4);
     uint8_t* ip = &f[14];
     ip[0] = 0x45;
-    Store16(ip + 2, static_cast<uint16_t>(20 + 8 + payload));
+    StoreBe16(ip + 2, static_cast<uint16_t>(20 + 8 + payload));
     ip[8] = 64;
     ip[9] = 17;
     const uint8_t a[8] = {10, 77, 5, 1, 10, 77, 5, 2};
     std::memcpy(ip + 12, a, 8);
-    Store16(ip + 10, InternetChecksum({ip, 20}));
+    StoreBe16(ip + 10, InternetChecksum({ip, 20}));
     uint8_t* udp = ip + 20;
-    Store16(udp, 0xC000);
-    Store16(udp + 2, 4791);
-    Store16(udp + 4, static_cast<uint16_t>(8 + payload));
+    StoreBe16(udp, 0xC000);
+    StoreBe16(udp + 2, 4791);
+    StoreBe16(udp + 4, static_cast<uint16_t>(8 + payload));
     for (size_t i = 0; i < payload; ++i) {
       udp[8 + i] = static_cast<uint8_t>(seq + i);
     }

@@ -155,8 +155,8 @@ TEST_F(NetStackTest, AnswersArpForOurAddressAndLearnsSender) {
   ASSERT_EQ(reply_.size(), NetStack::kMinFrame);
   EXPECT_TRUE(std::equal(kPeerMac.begin(), kPeerMac.end(), reply_.begin()));
   EXPECT_TRUE(std::equal(kOurMac.begin(), kOurMac.end(), reply_.begin() + 6));
-  EXPECT_EQ(Load16(&reply_[12]), kEtherTypeArp);
-  EXPECT_EQ(Load16(&reply_[20]), 2);  // op: reply
+  EXPECT_EQ(LoadBe16(&reply_[12]), kEtherTypeArp);
+  EXPECT_EQ(LoadBe16(&reply_[20]), 2);  // op: reply
   EXPECT_TRUE(std::equal(kOurMac.begin(), kOurMac.end(), reply_.begin() + 22));
   EXPECT_EQ(0, std::memcmp(&reply_[28], kOur4, 4));
   EXPECT_TRUE(
@@ -452,8 +452,8 @@ TEST_F(NetStackTest, ResolvesIpv4ThroughArp) {
   IpAddr peer = Ipv4Mapped(kPeer4);
   EXPECT_FALSE(stack_.Resolve(peer, 1000, out, &len).has_value());
   ASSERT_EQ(len, NetStack::kMinFrame);
-  EXPECT_EQ(Load16(&out[12]), kEtherTypeArp);
-  EXPECT_EQ(Load16(&out[20]), 1);
+  EXPECT_EQ(LoadBe16(&out[12]), kEtherTypeArp);
+  EXPECT_EQ(LoadBe16(&out[20]), 1);
   EXPECT_EQ(0, std::memcmp(&out[28], kOur4, 4));
   EXPECT_EQ(0, std::memcmp(&out[38], kPeer4, 4));
   // No second request within the retry interval.

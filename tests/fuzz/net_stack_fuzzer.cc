@@ -170,12 +170,12 @@ struct Eth {
 std::optional<Eth> ParseEth(std::span<const uint8_t> f) {
   if (f.size() < 14) return std::nullopt;
   Eth e;
-  e.type = Load16(&f[12]);
+  e.type = LoadBe16(&f[12]);
   if (e.type == kEtherTypeVlan) {
     if (f.size() < 18) return std::nullopt;
     e.tagged = true;
-    e.tci = Load16(&f[14]);
-    e.type = Load16(&f[16]);
+    e.tci = LoadBe16(&f[14]);
+    e.type = LoadBe16(&f[16]);
     e.l3 = 18;
   }
   return e;
@@ -197,8 +197,8 @@ void CheckReply(const Host& h, std::span<const uint8_t> req,
   switch (r->type) {
     case kEtherTypeArp: {
       FUZZ_CHECK(avail >= 28);
-      FUZZ_CHECK(Load16(ri) == 1 && Load16(ri + 2) == kEtherTypeIpv4);
-      FUZZ_CHECK(ri[4] == 6 && ri[5] == 4 && Load16(ri + 6) == 2);
+      FUZZ_CHECK(LoadBe16(ri) == 1 && LoadBe16(ri + 2) == kEtherTypeIpv4);
+      FUZZ_CHECK(ri[4] == 6 && ri[5] == 4 && LoadBe16(ri + 6) == 2);
       FUZZ_CHECK(Same(ri + 8, h.mac.data(), 6));
       FUZZ_CHECK(h.stack.IsOurAddress(V4(ri + 14)));
       FUZZ_CHECK(Same(ri + 14, qi + 24, 4));  // the address asked about
@@ -210,10 +210,10 @@ void CheckReply(const Host& h, std::span<const uint8_t> req,
     case kEtherTypeIpv4: {
       FUZZ_CHECK(avail >= 20 && (ri[0] >> 4) == 4);
       const size_t ihl = static_cast<size_t>(ri[0] & 0x0F) * 4;
-      const size_t total = Load16(ri + 2);
+      const size_t total = LoadBe16(ri + 2);
       FUZZ_CHECK(ihl >= 20 && total >= ihl + 8 && total <= avail);
       FUZZ_CHECK(InternetChecksum({ri, ihl}) == 0);
-      FUZZ_CHECK(total == Load16(qi + 2) && (qi[0] & 0x0F) == (ri[0] & 0x0F));
+      FUZZ_CHECK(total == LoadBe16(qi + 2) && (qi[0] & 0x0F) == (ri[0] & 0x0F));
       FUZZ_CHECK(ri[9] == 1);
       FUZZ_CHECK(h.stack.IsOurAddress(V4(ri + 12)));
       FUZZ_CHECK(Same(ri + 12, qi + 16, 4) && Same(ri + 16, qi + 12, 4));
@@ -226,7 +226,7 @@ void CheckReply(const Host& h, std::span<const uint8_t> req,
     }
     case kEtherTypeIpv6: {
       FUZZ_CHECK(avail >= 40 && (ri[0] >> 4) == 6 && ri[6] == 58);
-      const size_t plen = Load16(ri + 4);
+      const size_t plen = LoadBe16(ri + 4);
       FUZZ_CHECK(plen >= 8 && 40 + plen <= avail);
       const IpAddr src = Load6(ri + 8);
       const IpAddr dst = Load6(ri + 24);
@@ -236,7 +236,7 @@ void CheckReply(const Host& h, std::span<const uint8_t> req,
       const IpAddr qsrc = Load6(qi + 8);
       if (icmp[0] == 129) {
         FUZZ_CHECK(ri[7] == 64 && icmp[1] == qi[41]);
-        FUZZ_CHECK(plen == Load16(qi + 4));
+        FUZZ_CHECK(plen == LoadBe16(qi + 4));
         FUZZ_CHECK(src == Load6(qi + 24) && dst == qsrc);
         FUZZ_CHECK(Same(icmp + 4, qi + 44, plen - 4));
         FUZZ_CHECK(Same(reply.data(), req.data() + 6, 6));
@@ -320,15 +320,15 @@ void CheckSolicit(const Host& h, const IpAddr& target, bool arp,
   if (arp) {
     FUZZ_CHECK(e->type == kEtherTypeArp && avail >= 28);
     FUZZ_CHECK(Same(f.data(), kBroadcastMac.data(), 6));
-    FUZZ_CHECK(Load16(p) == 1 && Load16(p + 2) == kEtherTypeIpv4);
-    FUZZ_CHECK(p[4] == 6 && p[5] == 4 && Load16(p + 6) == 1);
+    FUZZ_CHECK(LoadBe16(p) == 1 && LoadBe16(p + 2) == kEtherTypeIpv4);
+    FUZZ_CHECK(p[4] == 6 && p[5] == 4 && LoadBe16(p + 6) == 1);
     FUZZ_CHECK(Same(p + 8, h.mac.data(), 6));
     FUZZ_CHECK(h.stack.IsOurAddress(V4(p + 14)));
     FUZZ_CHECK(Same(p + 24, target.data() + 12, 4));
     return;
   }
   FUZZ_CHECK(e->type == kEtherTypeIpv6 && avail >= 72);
-  FUZZ_CHECK((p[0] >> 4) == 6 && Load16(p + 4) == 32 && p[6] == 58);
+  FUZZ_CHECK((p[0] >> 4) == 6 && LoadBe16(p + 4) == 32 && p[6] == 58);
   FUZZ_CHECK(p[7] == 255);
   const IpAddr src = Load6(p + 8);
   const IpAddr group = Load6(p + 24);
@@ -378,8 +378,8 @@ void Tidy(const Host& h, uint8_t flags, uint8_t pick, std::vector<uint8_t>& f) {
   const bool headers = (flags & 32) != 0;
   if (e->type == kEtherTypeArp && avail >= 28) {
     if (headers) {
-      Store16(p, 1);
-      Store16(p + 2, kEtherTypeIpv4);
+      StoreBe16(p, 1);
+      StoreBe16(p + 2, kEtherTypeIpv4);
       p[4] = 6;
       p[5] = 4;
     }
@@ -388,15 +388,15 @@ void Tidy(const Host& h, uint8_t flags, uint8_t pick, std::vector<uint8_t>& f) {
     if (headers) p[0] = static_cast<uint8_t>(0x40 | std::max(5, p[0] & 0x0F));
     size_t ihl = static_cast<size_t>(p[0] & 0x0F) * 4;
     if (lengths)
-      Store16(p + 2, static_cast<uint16_t>(std::min<size_t>(avail, 65535)));
+      StoreBe16(p + 2, static_cast<uint16_t>(std::min<size_t>(avail, 65535)));
     if (addresses && v4.has_value()) std::memcpy(p + 16, &(*v4)[12], 4);
-    const size_t total = Load16(p + 2);
+    const size_t total = LoadBe16(p + 2);
     if (checksums && ihl <= avail) {
-      Store16(p + 10, 0);
-      Store16(p + 10, InternetChecksum({p, ihl}));
+      StoreBe16(p + 10, 0);
+      StoreBe16(p + 10, InternetChecksum({p, ihl}));
       if (total >= ihl + 4 && total <= avail && p[9] == 1) {
-        Store16(p + ihl + 2, 0);
-        Store16(p + ihl + 2, InternetChecksum({p + ihl, total - ihl}));
+        StoreBe16(p + ihl + 2, 0);
+        StoreBe16(p + ihl + 2, InternetChecksum({p + ihl, total - ihl}));
       }
     }
   } else if (e->type == kEtherTypeIpv6 && avail >= 40) {
@@ -405,10 +405,10 @@ void Tidy(const Host& h, uint8_t flags, uint8_t pick, std::vector<uint8_t>& f) {
       p[7] = 255;
     }
     if (lengths) {
-      Store16(p + 4,
+      StoreBe16(p + 4,
               static_cast<uint16_t>(std::min<size_t>(avail - 40, 65535)));
     }
-    const size_t plen = Load16(p + 4);
+    const size_t plen = LoadBe16(p + 4);
     uint8_t* l4 = p + 40;
     if (addresses) {
       const IpAddr dst = (pick & 0x30) == 0x10   ? SolicitedNode(v6)
@@ -421,8 +421,8 @@ void Tidy(const Host& h, uint8_t flags, uint8_t pick, std::vector<uint8_t>& f) {
       }
     }
     if (checksums && p[6] == 58 && plen >= 4 && 40 + plen <= avail) {
-      Store16(l4 + 2, 0);
-      Store16(l4 + 2, Icmpv6Checksum(Load6(p + 8), Load6(p + 24), {l4, plen}));
+      StoreBe16(l4 + 2, 0);
+      StoreBe16(l4 + 2, Icmpv6Checksum(Load6(p + 8), Load6(p + 24), {l4, plen}));
     }
   }
 }
