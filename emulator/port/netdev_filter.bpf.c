@@ -99,12 +99,19 @@ int rocemu_xdp(struct xdp_md* ctx) {
   return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 }
 
+// Ethernet, IPv6 and UDP: the most Classify reads.
+#define HEADERS_LEN (14 + 40 + 8)
+
 SEC("tc")
 int rocemu_tc(struct __sk_buff* skb) {
+  // Headers beyond the skb's linear part (an af_packet sender's frames
+  // arrive with only the Ethernet header linear) are pulled in first.
+  if ((long)skb->data_end - (long)skb->data < HEADERS_LEN &&
+      skb->len > (__u32)((long)skb->data_end - (long)skb->data)) {
+    bpf_skb_pull_data(skb, skb->len < HEADERS_LEN ? skb->len : HEADERS_LEN);
+  }
   void* data = (void*)(long)skb->data;
   void* end = (void*)(long)skb->data_end;
-  // RoCEv2 headers are in the linear part of any skb a NIC builds; a frame
-  // whose headers are not is left alone (the kernel's).
   if (Classify(data, end) != RNIC) return TC_ACT_UNSPEC;
   // MAC Control frames are the kernel's too (it drops them itself).
   if ((void*)((struct ethhdr*)data + 1) <= end &&
