@@ -57,9 +57,11 @@ def main():
     start = time.monotonic()
     port = 7000 + c.pid % 1000
 
-    def rping(a, b, ip, count, timeout=60, size=64):
-        """rping from host a to `ip` (host b's server), `size`-byte pings:
-        the server and client processes, started."""
+    def rping(a, b, ip, count, timeout=60, size=64, verbose=True):
+        """rping from host a to `ip` (host b's server), `size`-byte pings
+        (printed with `verbose`: nobody reads the pipe until the end, so
+        not for an endless run): the server and client processes,
+        started."""
         nonlocal port
         port += 1
         srv = b.tool(["rping", "-s", "-a", ip, "-p", str(port), "-C",
@@ -69,8 +71,8 @@ def main():
             srv.communicate()
             return None, None, 0
         cli = a.tool(["rping", "-c", "-a", ip, "-p", str(port), "-C",
-                      str(count), "-S", str(size), "-V", "-v"],
-                     timeout=timeout)
+                      str(count), "-S", str(size), "-V"] +
+                     (["-v"] if verbose else []), timeout=timeout)
         return srv, cli, port
 
     def finish(srv, cli, count):
@@ -137,8 +139,21 @@ def main():
         c.check(h2.kill() == 0, "h2 exits cleanly")
 
         # Port and GID events, as an application sees them.
-        watch = h0.tool(["ibv_asyncwatch", "-d", "rocemu_eth0"], timeout=60)
-        time.sleep(1)  # attached before the first change
+        events_file = os.path.join(c.tmp, "asyncwatch.out")
+        with open(events_file, "w") as out:
+            watch = subprocess.Popen(
+                ["timeout", "60", "ip", "netns", "exec", h0.ns,
+                 "ibv_asyncwatch", "-d", "rocemu_eth0"], env=h0.env(),
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+        def seen():
+            with open(events_file) as f:
+                return re.findall(r"event_type (IBV_EVENT_\w+)", f.read())
+        # Attached (it prints its async FD once the device is open) before
+        # the first change.
+        netns_util.wait_for("ibv_asyncwatch attached",
+                            lambda: "async event FD" in open(events_file).read(),
+                            timeout=30)
         sh("ip", "link", "set", "eth0", "down", ns=h0.ns)
         netns_util.wait_for("h0 DOWN", lambda: h0.port()["attr"]["state"] ==
                             "IBV_PORT_DOWN")
@@ -150,10 +165,18 @@ def main():
         netns_util.wait_for("the new GID", lambda: extra in gids(h0))
         sh("ip", "addr", "del", f"{extra}/24", "dev", "eth0", ns=h0.ns)
         netns_util.wait_for("the GID gone", lambda: extra not in gids(h0))
-        time.sleep(0.5)
+        # Down, up, the address in, the address out: at least two GID
+        # changes after PORT_ACTIVE.
+        try:
+            netns_util.wait_for(
+                "the events", lambda: "IBV_EVENT_PORT_ACTIVE" in seen() and
+                seen()[seen().index("IBV_EVENT_PORT_ACTIVE"):].count(
+                    "IBV_EVENT_GID_CHANGE") >= 2)
+        except AssertionError:
+            pass  # the check below says what came
         os.killpg(watch.pid, signal.SIGTERM)
-        events, _ = watch.communicate()
-        seq = re.findall(r"event_type (IBV_EVENT_\w+)", events)
+        watch.wait()
+        seq = seen()
         port_events = [e for e in seq if e.startswith("IBV_EVENT_PORT")]
         c.check(port_events[:2] == ["IBV_EVENT_PORT_ERR",
                                     "IBV_EVENT_PORT_ACTIVE"] and
@@ -176,17 +199,19 @@ def main():
             before = sum(h.counters()["rnic"].get("retry_exceeded_err", 0)
                          for h in (h0, host))
             srv, cli, _ = rping(h0, host, kw.pop("ip"), 100000, timeout=90,
-                                **kw)
+                                verbose=False, **kw)
             c.check(srv is not None, f"{what}: rping server listens")
             if srv is None:
                 return
             # Connected and pinging before the path breaks (a connection
             # request after it would be refused, e.g. for its MTU).
-            def pinging():
+            def pinged():
                 qps = host.control("qps")["ports"][0]["qps"]
-                return any(q["state"] == "RTS" and
-                           q["counters"]["rcvd_pkts"] > 20 for q in qps)
-            netns_util.wait_for(f"{what}: pings", pinging, timeout=30)
+                return max([q["counters"]["rcvd_pkts"] for q in qps
+                            if q["state"] == "RTS"] + [0])
+            netns_util.wait_for(f"{what}: pings", lambda: pinged() > 20,
+                                timeout=30)
+            got = pinged()
             change()
             t0 = time.monotonic()
 
@@ -201,20 +226,20 @@ def main():
                 failed = retries() > before
                 time.sleep(0.2)
             took = time.monotonic() - t0
+            if not failed:
+                for h in (h0, host):
+                    print(f"h{h.i} qps:", h.control("qps"))
             for p in (srv, cli):
                 if p.poll() is None:
                     os.killpg(p.pid, signal.SIGKILL)
             sout, _ = srv.communicate()
             cout, _ = cli.communicate()
-            got = len(set(re.findall(r"rdma-ping-(\d+):", cout)))
-            c.check(failed and got > 0,
-                    f"{what}: after {got} pings a QP ran out of retries "
+            c.check(failed,
+                    f"{what}: after {got} packets a QP ran out of retries "
                     f"{took:.1f} s later (retry_exceeded_err {before} -> "
                     f"{retries()})")
             if not failed:
                 netns_util.print_pair_output(sout, cout)
-                for h in (h0, host):
-                    print(f"h{h.i} qps:", h.control("qps"))
             line = wait_log(host, pattern)
             c.check(line is not None, f"{what}: logged: {line}")
 

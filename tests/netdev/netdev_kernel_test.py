@@ -39,11 +39,15 @@ from scapy.all import ARP, ICMP, IP, Ether, AsyncSniffer, conf, sendp, \
 conf.verb = 0
 target, n = sys.argv[1], int(sys.argv[2])
 mine = get_if_hwaddr("eth0")
-sniff = AsyncSniffer(iface="eth0", store=True,
+import threading
+import time
+listening = threading.Event()
+pkts = []
+sniff = AsyncSniffer(iface="eth0", store=False, prn=pkts.append,
+                     started_callback=listening.set,
                      lfilter=lambda p: Ether in p and p[Ether].src != mine)
 sniff.start()
-import time
-time.sleep(0.3)
+listening.wait(10)
 for i in range(n):
     sendp(Ether(dst="ff:ff:ff:ff:ff:ff", src=mine) /
           ARP(op=1, hwsrc=mine, pdst=target), iface="eth0")
@@ -52,8 +56,15 @@ for i in range(n):
 import subprocess
 ping = subprocess.run(["ping", "-c", str(n), "-i", "0.05", "-W", "2", target],
                       capture_output=True, text=True)
-time.sleep(0.5)
-pkts = sniff.stop()
+# Every reply ping counted has been on the wire: wait until the sniffer has
+# taken in as many (it may miss some on a busy host: then the deadline).
+replies = int(ping.stdout.split(" received")[0].split()[-1]) \
+    if " received" in ping.stdout else 0
+deadline = time.monotonic() + 3
+while time.monotonic() < deadline and sum(
+        1 for p in list(pkts) if ICMP in p and p[ICMP].type == 0) < replies:
+    time.sleep(0.05)
+sniff.stop()
 arp = {}
 for p in pkts:
     if ARP in p and p[ARP].op == 2 and p[ARP].psrc == target:
@@ -111,7 +122,10 @@ def main():
             srv = b.tool(bw, timeout=60)
             c.check(b.wait_listener(port), f"{mode}: ib_write_bw listens")
             cli = a.tool(bw + [b.ip], timeout=60)
-            time.sleep(1)  # the probes while the transfer runs
+            # The probes while the transfer runs.
+            rx0 = b.counters()["rx_nic"]
+            netns_util.wait_for(f"{mode}: RoCE flowing", lambda: b.counters()[
+                "rx_nic"] > rx0 + 1000, timeout=30)
             res = probe(c, a, b)
             cout, _ = cli.communicate()
             sout, _ = srv.communicate()
@@ -157,7 +171,13 @@ def main():
             # Killed: nothing stays on B's interface. A RoCE frame to B
             # reaches its kernel again, which has no socket on 4791.
             b.kill(signal.SIGKILL)
-            time.sleep(0.2)
+            # The kernel releases the process's links as it reaps it.
+            try:
+                netns_util.wait_for("the XDP program gone", lambda: "prog/xdp"
+                                    not in sh("ip", "link", "show", "eth0",
+                                              ns=b.ns).stdout, timeout=5)
+            except AssertionError:
+                pass
             link = sh("ip", "link", "show", "eth0", ns=b.ns).stdout
             c.check("prog/xdp" not in link,
                     f"{mode}: no XDP program on h1's eth0 after SIGKILL")
