@@ -289,6 +289,13 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
   uint16_t n = port.dev->running()
                    ? rte_eth_rx_burst(port.dev->port_id(), 0, rx, kRxBurst)
                    : 0;
+  // A netdev port on AF_XDP has a socket per RX queue of its interface;
+  // one burst in all (the others fill what queue 0 left).
+  for (uint16_t q = 1;
+       q < port.dev->rx_queues() && n < kRxBurst && port.dev->running(); ++q) {
+    n = static_cast<uint16_t>(
+        n + rte_eth_rx_burst(port.dev->port_id(), q, rx + n, kRxBurst - n));
+  }
   bool busy = n > 0;
   for (uint16_t i = 0; i < n; ++i) {
     port.counters.rx_bytes += rte_pktmbuf_pkt_len(rx[i]);

@@ -251,8 +251,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_pktio: --size out of range\n");
     return 2;
   }
+  // af_xdp's UMEM chunk is one pool element, which must fit a 4 KiB page
+  // with the kernel's 256-byte XDP headroom in front of the frame (the
+  // data room netdev ports use, emulator/port/netdev_port.h): frames that
+  // fit take that room, the others 9 KiB.
+  constexpr uint32_t kAfXdpDataRoom = 3712;
+  const uint32_t room = size + 256 <= kAfXdpDataRoom ? kAfXdpDataRoom : 9216;
   rte_mempool* pool = rte_pktmbuf_pool_create(
-      "bench", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9216,
+      "bench", 8191, 256, 0, static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + room),
       static_cast<int>(rte_socket_id()));
   if (pool == nullptr) {
     std::fprintf(stderr, "bench_pktio: mempool failed\n");
