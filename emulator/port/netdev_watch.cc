@@ -202,8 +202,12 @@ uint32_t NetdevWatch::Poll(const NeighbourFn& on_neighbour) {
     }
     if (state_.addresses != before) changes |= kAddresses;
   }
-  // Answers to Resolve (errors only: no acknowledgement is asked for).
-  while (mnl_socket_recvfrom(resolver_, buf_.data(), buf_.size()) > 0) {
+  // Answers to Resolve (errors only: no acknowledgement is asked for),
+  // read only after a Resolve: no syscall a millisecond for nothing.
+  if (resolving_) {
+    while (mnl_socket_recvfrom(resolver_, buf_.data(), buf_.size()) > 0) {
+    }
+    resolving_ = false;
   }
   return changes;
 }
@@ -226,6 +230,7 @@ void NetdevWatch::Resolve(const IpAddr& ip) {
   ndm->ndm_flags = NTF_USE;
   mnl_attr_put(nlh, NDA_DST, v4 ? 4 : 16, v4 ? ip.data() + 12 : ip.data());
   (void)mnl_socket_sendto(resolver_, nlh, nlh->nlmsg_len);
+  resolving_ = true;
 }
 
 void NetdevWatch::Handle(const nlmsghdr* nlh, const NeighbourFn& on_neighbour,

@@ -103,6 +103,7 @@ class NetdevWatch {
   mnl_socket* events_ = nullptr;    // subscribed to link, address, neighbour
   mnl_socket* requests_ = nullptr;  // dumps
   mnl_socket* resolver_ = nullptr;  // Resolve's requests (answers dropped)
+  bool resolving_ = false;          // Resolve sent since the last drain
   uint32_t seq_ = 0;
   std::vector<char> buf_;
 };
