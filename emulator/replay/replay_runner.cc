@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "config/status_macros.h"
 #include "emulator/replay/pcap_io.h"
 #include "emulator/tools/json_writer.h"
 #include "nic/cm/cm_agent.h"
@@ -20,12 +21,6 @@ namespace rocemu::replay {
 namespace {
 
 using nic::TimeNs;
-
-#define RETURN_IF_ERROR(expr) \
-  do {                        \
-    absl::Status _s = (expr); \
-    if (!_s.ok()) return _s;  \
-  } while (0)
 
 // A frame the RNIC received or sent, kept for the summary's counts.
 struct InputFrame {

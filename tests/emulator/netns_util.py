@@ -91,6 +91,29 @@ def wait_tcp_listener(proc, port, timeout=60.0):
         time.sleep(0.02)
 
 
+def wait_cm_listener(proc, ctl, port, timeout=60.0):
+    """Waits until the server `proc` (a Popen) listens through rdma_cm on
+    `port` of the daemon whose control socket is `ctl`: rdma_cm servers
+    listen in the RDMA port space, not on a TCP socket. Raises if the
+    server exits first or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            ids = control(ctl, {"cmd": "cm"}, timeout=10)["ports"][0]["cm_ids"]
+        except (OSError, ValueError, KeyError, IndexError):
+            ids = []
+        if any(e["listener"] and int(e["service_id"], 16) & 0xFFFF == port
+               for e in ids):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited ({proc.returncode}) before "
+                                 f"listening on rdma_cm port {port}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"server not listening on rdma_cm port "
+                                 f"{port} after {timeout} s")
+        time.sleep(0.02)
+
+
 def write_rocemud_config(path, prefix, ports, eal=None, **sections):
     """Writes a rocemud config for a test: `ports` the list of port
     mappings, `sections` the other top-level keys (control, verbs,

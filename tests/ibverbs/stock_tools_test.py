@@ -43,6 +43,7 @@ class Run(netns_util.NetRun):
         self.extra_config = {}
         self.port_config = {}
         self.port = 18515 + self.pid % 1000
+        self.port_lock = threading.Lock()
         # The drop-in librdmacm too (perftest -R), when set.
         self.rdmacm = None
 
@@ -83,11 +84,18 @@ class Run(netns_util.NetRun):
     def pair(self, ns, a, b, argv, timeout=240, addr="127.0.0.1"):
         """Server on daemon A, then the client on daemon B (connecting to
         `addr`: A's RoCE address for rdma_cm); both outputs."""
-        self.port += 1
-        port = ["-p", str(self.port)]
+        # Two pairs may run at once (check_shards): each keeps its own port.
+        with self.port_lock:
+            self.port += 1
+            tcp_port = self.port
+        port = ["-p", str(tcp_port)]
         srv = self.tool(ns, a, argv + port, timeout)
-        # The stock clients connect once: start them when the server listens.
-        netns_util.wait_tcp_listener(srv, self.port)
+        # The stock clients connect once: start them when the server listens
+        # (perftest's -R on rdma_cm, otherwise on its TCP socket).
+        if "-R" in argv:
+            netns_util.wait_cm_listener(srv, a["ctl"], tcp_port)
+        else:
+            netns_util.wait_tcp_listener(srv, tcp_port)
         cli = self.tool(ns, b, argv + port + [addr], timeout)
         outs = []
         deadline = time.monotonic() + timeout
