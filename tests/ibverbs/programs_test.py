@@ -227,13 +227,14 @@ def libfabric(r, a, b):
         (crc, cout), (src, sout) = r.finish(
             [r.start(b, argv + ["-P", port, a.ip]), srv], 120)
         # A row per size of its default set: bytes, #sent, #ack, total,
-        # time, MB/sec, usec/xfer, Mxfers/sec.
+        # time, MB/sec, usec/xfer, Mxfers/sec (MB/sec, with two decimals,
+        # can read 0.00 for 64 B on a loaded host: the latency is checked).
         rows = re.findall(r"^(\d+[kmg]?)\s+100\s+=100\s+\S+\s+\S+\s+"
                           r"([\d.]+)\s+([\d.]+)", cout, re.M)
         sizes = [s for s, _, _ in rows]
         sent = delta(before, counters(b), "rdma_sends")
         ok = crc == 0 and src == 0 and sizes == want and \
-            all(float(bw) > 0 and float(us) > 0 for _, bw, us in rows) and \
+            all(float(us) > 0 for _, _, us in rows) and \
             sent >= 100 * len(want)
         r.check(ok, f"fi_pingpong -p '{prov}' -e {ep} -c: server {src}, "
                 f"client {crc}, sizes checked {sizes}, {sent} SENDs from B")
@@ -304,11 +305,15 @@ def tcp_beside_rdma(r, a, b):
         netns_util.print_pair_output(tsout, tcout)
 
 
-def mpi(r, a, b, what, argv_of, program, extra_env):
+def mpi(r, a, b, what, argv_of, program, extra_env, dev_node=True):
     """mpi_pingpong with a rank on each host; the launcher, on host A,
     from argv_of(rank_argv_a, rank_argv_b, remote_shell)."""
     before = [counters(h) for h in (a, b)]
-    rank = [RUN, "--build", r.build_dir, "--dev-node", program]
+    # UCX (MPICH) stats /dev/infiniband/uverbs0 first: --dev-node, whose
+    # user namespace leaves root without the CAP_IPC_LOCK that the daemons'
+    # RLIMIT_MEMLOCK accounting honours. libfabric (Open MPI) needs no node.
+    rank = [RUN, "--build", r.build_dir] + (["--dev-node"] if dev_node else
+                                            []) + [program]
     [(status, text)] = r.finish([r.start(a, argv_of(
         ["env", f"ROCEMU_VERBS_DIR={a.dir}"] + rank,
         ["env", f"ROCEMU_VERBS_DIR={b.dir}"] + rank,
@@ -384,7 +389,7 @@ def main():
                     "mtl_ofi_provider_include", "verbs;ofi_rxm", "--mca",
                     "btl", "self", "-np", "1", "--host", a.ip] + ra + [
                     ":", "-np", "1", "--host", b.ip] + rb,
-                ompi, {})
+                ompi, {}, dev_node=False)
             print(f"     Open MPI over libfabric: {time.monotonic() - t0:.0f} s")
         if r.failures:
             r.print_logs()
