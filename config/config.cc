@@ -121,20 +121,59 @@ bool ValidSocketPath(const std::string& path) {
   return !path.empty() && path.size() < 108;
 }
 
+// What a netdev port takes from its interface cannot be configured too.
+absl::Status CheckNetdevPort(MapReader& m) {
+  for (absl::string_view key :
+       {"devargs", "mac", "mtu", "addresses", "neighbours", "vlan_id"}) {
+    if (m.Has(key)) {
+      return m.errors().At(
+          m.Get(key).Mark(), m.Key(key),
+          key == "devargs"
+              ? std::string("a port has devargs or netdev, not both")
+          : key == "vlan_id"
+              ? std::string("a netdev port takes the VLAN of its "
+                            "interface: name a VLAN interface (e.g. "
+                            "eth0.100) as netdev")
+              : absl::StrCat("a netdev port follows its interface's ",
+                             key == "neighbours" ? "neighbour table" : key,
+                             "; remove the key"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LoadPort(MapReader& m, PortConfig* p) {
+  RETURN_IF_ERROR(m.String("netdev", &p->netdev));
+  if (m.Has("netdev") && !ValidName(p->netdev, 15)) {
+    return m.errors().At(m.Get("netdev").Mark(), m.Key("netdev"),
+                         "must be an interface name: 1-15 of [A-Za-z0-9._-]");
+  }
+  int mode = static_cast<int>(p->netdev_mode);
+  RETURN_IF_ERROR(
+      m.Enum("netdev_mode", {"auto", "af_xdp", "af_packet"}, &mode));
+  p->netdev_mode = static_cast<NetdevMode>(mode);
+  if (m.Has("netdev_mode") && p->netdev.empty()) {
+    return m.errors().At(m.Get("netdev_mode").Mark(), m.Key("netdev_mode"),
+                         "only for a netdev port");
+  }
   RETURN_IF_ERROR(m.String("name", &p->name));
   if (!m.Has("name")) {
-    return m.errors().At(m.Mark(), m.Key("name"), "required key is missing");
+    if (p->netdev.empty()) {
+      return m.errors().At(m.Mark(), m.Key("name"), "required key is missing");
+    }
+    p->name = p->netdev;  // device rocemu_<interface>
   }
   if (!ValidName(p->name, 32)) {
     return m.errors().At(m.Get("name").Mark(), m.Key("name"),
                          "must be 1-32 of [A-Za-z0-9._-]");
   }
+  if (!p->netdev.empty()) RETURN_IF_ERROR(CheckNetdevPort(m));
   RETURN_IF_ERROR(m.String("devargs", &p->devargs));
-  if (p->devargs.empty()) {
+  if (p->devargs.empty() && p->netdev.empty()) {
     return m.errors().At(
         m.Has("devargs") ? m.Get("devargs").Mark() : m.Mark(), m.Key("devargs"),
-        "required: a DPDK device, e.g. net_tap0,iface=rocemu0");
+        "required: a DPDK device, e.g. net_tap0,iface=rocemu0 (or netdev: "
+        "a kernel interface)");
   }
   std::string mac;
   RETURN_IF_ERROR(m.String("mac", &mac));
@@ -499,12 +538,25 @@ absl::StatusOr<Config> LoadNode(const YAML::Node& root, const Errors& errors) {
         return errors.At(pm.Get("name").Mark(), pm.Key("name"),
                          absl::StrCat("duplicate port name '", port.name, "'"));
       }
-      if (other.devargs == port.devargs) {
+      if (port.netdev.empty() && other.devargs == port.devargs) {
         return errors.At(pm.Get("devargs").Mark(), pm.Key("devargs"),
                          "duplicate device");
       }
+      if (!port.netdev.empty() && other.netdev == port.netdev) {
+        return errors.At(pm.Get("netdev").Mark(), pm.Key("netdev"),
+                         "duplicate interface");
+      }
     }
     cfg.ports.push_back(std::move(port));
+  }
+  for (size_t i = 0; i < cfg.ports.size(); ++i) {
+    // The shards' lcores read the port's addresses and neighbours without
+    // the port's lcore, which changes them as the interface does.
+    if (!cfg.ports[i].netdev.empty() && cfg.eal.lcores > 1) {
+      MapReader pm(errors, ports[i], absl::StrCat("ports[", i, "]"));
+      return errors.At(pm.Get("netdev").Mark(), pm.Key("netdev"),
+                       "a netdev port runs with eal.lcores 1");
+    }
   }
   if (cfg.eal.lcores > 1 && cfg.ports.size() > 1) {
     // Each worker lcore runs one shard of one port (emulator/shard.h).
@@ -558,6 +610,33 @@ std::string Config::VerbsSocketPath(size_t port) const {
   if (!verbs.enabled || port >= ports.size()) return "";
   if (!ports[port].verbs_socket.empty()) return ports[port].verbs_socket;
   return port == 0 ? verbs.socket_path : "";
+}
+
+absl::StatusOr<Config> NetdevConfig(std::string_view iface,
+                                    std::string_view run_dir) {
+  const absl::string_view name(iface.data(), iface.size());
+  if (!ValidName(name, 15)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--netdev '", name, "': an interface name is 1-15 of [A-Za-z0-9._-]"));
+  }
+  std::string dir(run_dir);
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  Config cfg;
+  cfg.source = absl::StrCat("--netdev ", name);
+  PortConfig port;
+  port.name = std::string(name);
+  port.netdev = std::string(name);
+  cfg.ports.push_back(std::move(port));
+  cfg.control.socket_path = absl::StrCat(dir, "/rocemud-", name, ".sock");
+  cfg.verbs.socket_path = absl::StrCat(dir, "/verbs-", name, ".sock");
+  for (const std::string& p :
+       {cfg.control.socket_path, cfg.verbs.socket_path}) {
+    if (!ValidSocketPath(p)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("socket path '", p, "' is longer than 107 characters"));
+    }
+  }
+  return cfg;
 }
 
 std::vector<IpAddr> PortConfig::Gids() const {

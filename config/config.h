@@ -107,9 +107,23 @@ struct CongestionPointPortConfig {
   bool pfc = true;
 };
 
+// How a netdev port reaches its interface (docs/daemon.md, "On a host's
+// own NIC").
+enum class NetdevMode : uint8_t {
+  kAuto,      // AF_XDP where an XDP program can be attached, else af_packet
+  kAfXdp,     // AF_XDP only (an error where it cannot be had)
+  kAfPacket,  // af_packet and a tc ingress drop of the RNIC's frames
+};
+
 struct PortConfig {
   std::string name;
-  std::string devargs;              // e.g. net_tap0,iface=rocemu0
+  std::string devargs;  // e.g. net_tap0,iface=rocemu0
+  // A kernel interface the RNIC shares with the kernel, as rxe does
+  // (instead of devargs): its MAC, MTU, link state and addresses are the
+  // port's, followed at run time; the kernel keeps answering ARP, ND and
+  // ICMP on it and keeps every frame that is not the RNIC's.
+  std::string netdev;
+  NetdevMode netdev_mode = NetdevMode::kAuto;
   std::optional<MacAddr> mac;       // default: the PMD's MAC
   std::vector<IpPrefix> addresses;  // IPv4 and IPv6, with prefix length
   uint32_t mtu = 1500;              // Ethernet MTU (IP packet size)
@@ -256,6 +270,14 @@ struct Config {
   // (verbs disabled, or a port other than the first without verbs_socket).
   std::string VerbsSocketPath(size_t port) const;
 };
+
+// The configuration `rocemud --netdev IFACE` runs with: every default, one
+// netdev port named after the interface (device rocemu_IFACE), and the
+// control and verbs sockets in `run_dir` named after it too
+// (rocemud-IFACE.sock, verbs-IFACE.sock), so that one daemon per interface
+// can run side by side.
+absl::StatusOr<Config> NetdevConfig(std::string_view iface,
+                                    std::string_view run_dir);
 
 // Loads and validates. On error the status message is one line:
 // "<file>:<line>:<col>: <key.path>: <problem>".

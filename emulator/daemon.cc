@@ -27,10 +27,7 @@
 namespace rocemu::emulator {
 namespace {
 
-constexpr nic::TimeNs kFastPeriod = 1'000'000;  // control sockets
-// A group change's report is sent twice (RFC 3376's robustness variable),
-// within its Unsolicited Report Interval of 1 s.
-constexpr nic::TimeNs kGroupReportRepeat = 500'000'000;
+constexpr nic::TimeNs kFastPeriod = 1'000'000;      // control sockets
 constexpr nic::TimeNs kSlowPeriod = 1'000'000'000;  // stats, neighbours
 // How long a memif client's link is down before it asks its server again.
 constexpr nic::TimeNs kMemifRejoinPeriod = 500'000'000;
@@ -52,6 +49,7 @@ Daemon::Daemon(config::Config config) : config_(std::move(config)) {}
 Daemon::~Daemon() { Shutdown(); }
 
 absl::Status Daemon::Init() {
+  if (absl::Status s = OpenNetdevs(); !s.ok()) return s;
   std::vector<std::string> args =
       BuildEalArgs(config_, getpid(), HostHasHugepages());
   std::vector<char*> argv;
@@ -70,7 +68,8 @@ absl::Status Daemon::Init() {
     auto port = std::make_unique<Port>();
     port->index = static_cast<uint16_t>(ports_.size());
     port->config = config_.ports[i];
-    absl::StatusOr<DpdkPort> dev = DpdkPort::Open(port->config, i, socket_id);
+    absl::StatusOr<DpdkPort> dev =
+        DpdkPort::Open(port->config, i, socket_id, PortOptions(i));
     if (!dev.ok()) return dev.status();
     port->dev.emplace(std::move(*dev));
     NeighbourCache::Options nopts;
@@ -96,6 +95,7 @@ absl::Status Daemon::Init() {
         IngressCongestion::Create(config_, i);
     if (!ingress.ok()) return ingress.status();
     port->ingress = *std::move(ingress);
+    if (absl::Status s = AttachNetdev(*port); !s.ok()) return s;
     std::string addr_list;
     for (const config::IpPrefix& p : port->config.addresses) {
       absl::StrAppend(&addr_list, addr_list.empty() ? "" : " ",
@@ -153,6 +153,10 @@ absl::Status Daemon::AttachRnics() {
     names.push_back(ports_[i]->config.name);
     rnics_.push_back(std::move(*r));
     AttachEndpoint(i, &rnics_.back()->rnic());
+    if (ports_[i]->netdev != nullptr) {
+      ApplyAddresses(*ports_[i]);
+      UpdateLink(*ports_[i]);
+    }
   }
   if (config_.control.test_hooks) {
     hooks_ = std::make_unique<TestHooks>(std::move(raw), std::move(names));
@@ -415,6 +419,7 @@ bool Daemon::PollSessionCompletions() {
 std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
                                                 const IpAddr& ip) {
   Port& port = *ports_.at(index);
+  if (port.netdev != nullptr) return ResolveFromKernel(port, ip);
   rte_mbuf* m = rte_pktmbuf_alloc(port.dev->pool());
   size_t len = 0;
   std::span<uint8_t> out;
@@ -431,72 +436,6 @@ std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
     rte_pktmbuf_free(m);
   }
   return mac;
-}
-
-void Daemon::ReportGroups(unsigned index, nic::TimeNs now) {
-  Port& port = *ports_.at(index);
-  const nic::MulticastGroups& table = rnics_[index]->rnic().multicast_groups();
-  // Every shard's table only grows its generation: the sum changes with
-  // any of them.
-  uint64_t generation = table.generation();
-  for (const auto& s : port.shards) generation += s->groups_generation();
-  if (generation == port.groups_generation) {
-    if (port.groups_repeat_at != 0 && now >= port.groups_repeat_at) {
-      port.groups_repeat_at = 0;
-      SendGroupChanges(port);
-    }
-    return;
-  }
-  port.groups_generation = generation;
-  std::vector<IpAddr> groups;
-  table.ForEach([&](const nic::Gid& g, const auto&) { groups.push_back(g); });
-  if (!port.shards.empty()) {
-    PausedShards paused(*this);
-    for (const auto& s : port.shards) {
-      s->rnic().rnic().multicast_groups().ForEach(
-          [&](const nic::Gid& g, const auto&) { groups.push_back(g); });
-    }
-  }
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-  port.groups_joined.clear();
-  port.groups_left.clear();
-  std::set_difference(groups.begin(), groups.end(), port.groups.begin(),
-                      port.groups.end(),
-                      std::back_inserter(port.groups_joined));
-  std::set_difference(port.groups.begin(), port.groups.end(), groups.begin(),
-                      groups.end(), std::back_inserter(port.groups_left));
-  SendGroupChanges(port);
-  port.groups_repeat_at = now + kGroupReportRepeat;
-  port.groups = groups;
-  port.stack->set_groups(std::move(groups));
-}
-
-void Daemon::SendGroupChanges(Port& port) {
-  for (bool ipv6 : {false, true}) {
-    SendGroupReport(port, port.groups_joined, ipv6, GroupRecord::kToExclude);
-    SendGroupReport(port, port.groups_left, ipv6, GroupRecord::kToInclude);
-  }
-}
-
-void Daemon::SendGroupReport(Port& port, std::span<const IpAddr> groups,
-                             bool ipv6, GroupRecord record) {
-  if (groups.empty()) return;
-  rte_mbuf* m = rte_pktmbuf_alloc(port.dev->pool());
-  if (m == nullptr) {
-    ++port.counters.tx_nombuf;
-    return;
-  }
-  const size_t len = port.stack->BuildGroupReport(
-      groups, ipv6, record,
-      {rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m)});
-  if (len == 0) {  // no group of this family
-    rte_pktmbuf_free(m);
-    return;
-  }
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = static_cast<uint32_t>(len);
-  QueueTx(port, m);
 }
 
 void Daemon::Slow(nic::TimeNs now) {
@@ -525,7 +464,8 @@ void Daemon::Slow(nic::TimeNs now) {
 }
 
 bool Daemon::UpdateLink(Port& port) {
-  const bool up = port.dev->LinkUp();
+  const bool up =
+      port.netdev != nullptr ? NetdevLinkUp(port) : port.dev->LinkUp();
   if (up) port.link_seen_up = true;
   if (!port.link_seen_up || up == port.link_up) return up;
   port.link_up = up;
@@ -602,6 +542,7 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
     next_fast_ = now + kFastPeriod;
     control_.Poll();
     metrics_.Poll();
+    PollNetdevs();
     for (auto& p : ports_) {
       p->dev->FaultInSharedMemory();
       if (!p->dev->memif()) continue;

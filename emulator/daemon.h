@@ -31,6 +31,7 @@
 #include "emulator/net/net_stack.h"
 #include "emulator/port/dpdk_port.h"
 #include "emulator/port/ingress_congestion.h"
+#include "emulator/port/netdev_port.h"
 #include "emulator/port/rnic_port.h"
 #include "emulator/port/tx_stash.h"
 #include "emulator/shard.h"
@@ -222,6 +223,10 @@ class Daemon {
     // (perftest), as they would a NIC with no cable.
     bool link_seen_up = false;
     bool link_up = true;
+    // A netdev port's interface (daemon_netdev.cc), or null.
+    std::unique_ptr<NetdevPort> netdev;
+    // The interface's MTU is below what a RoCEv2 frame needs: down.
+    bool mtu_too_small = false;
     // The RNIC's multicast groups as last reported (ReportGroups), the
     // last change, and when it is reported again (0: not).
     uint64_t groups_generation = 0;
@@ -252,6 +257,32 @@ class Daemon {
    private:
     const Daemon& d_;
   };
+
+  // --- netdev ports (daemon_netdev.cc) ---
+  // Before the EAL: claims and reads each netdev port's interface and
+  // fills in its devargs, MTU and addresses.
+  absl::Status OpenNetdevs();
+  // What DpdkPort::Open needs beyond the config for port `index`.
+  DpdkPort::Options PortOptions(unsigned index) const;
+  // After the port's device opened: the net stack left to the kernel, the
+  // kernel's neighbours, the filter attached, addresses applied.
+  absl::Status AttachNetdev(Port& port);
+  // Every millisecond: the kernel's announcements, applied.
+  void PollNetdevs();
+  void ApplyInterface(Port& port, uint32_t changes);
+  void ApplyAddresses(Port& port);
+  void ApplyMtu(Port& port);
+  void ApplyKernelNeighbour(Port& port, const NeighbourUpdate& u);
+  // The filter's destinations: the port's addresses and multicast groups.
+  void UpdateNetdevDestinations(Port& port);
+  // The kernel joins (leaves) the RNIC's groups_joined (groups_left) on the
+  // interface: it sends the IGMP/MLD reports and its MAC filter lets the
+  // groups' frames in.
+  void JoinKernelGroups(Port& port);
+  bool NetdevLinkUp(const Port& port) const;
+  // ResolveNeighbour for a netdev port: the kernel's table, and on a miss
+  // the kernel asked to resolve.
+  std::optional<MacAddr> ResolveFromKernel(Port& port, const IpAddr& ip);
 
   // Returns whether any frame was received or sent.
   bool PollPort(unsigned index, nic::TimeNs now);
@@ -338,6 +369,11 @@ class Daemon {
   std::unique_ptr<TscClock> clock_;
   uint64_t wall_base_ns_ = 0;  // CLOCK_REALTIME at clock_ zero
   std::vector<std::unique_ptr<Port>> ports_;
+  // Netdev ports between OpenNetdevs and AttachNetdev (indexed by port),
+  // and the neighbour entries their interfaces had at the start.
+  std::vector<std::unique_ptr<NetdevPort>> netdevs_;
+  absl::flat_hash_map<unsigned, std::vector<NeighbourUpdate>>
+      initial_neighbours_;
   std::vector<std::unique_ptr<RnicPort>> rnics_;
   std::unique_ptr<TestHooks> hooks_;
   // Indexed by port; nullptr for ports without a verbs socket. Declared

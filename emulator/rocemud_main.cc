@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -20,6 +21,12 @@ ABSL_FLAG(bool, check_config, false,
           "validate the configuration, print the result and exit");
 ABSL_FLAG(std::string, log_level, "",
           "overrides logging.level: debug, info, warning, error");
+ABSL_FLAG(std::string, netdev, "",
+          "run on this kernel interface beside the kernel, without a config "
+          "file (device rocemu_IFACE; docs/daemon.md)");
+ABSL_FLAG(std::string, run_dir, "/run/rocemu",
+          "with --netdev: where the control and verbs sockets go "
+          "(rocemud-IFACE.sock, verbs-IFACE.sock)");
 
 namespace {
 
@@ -53,17 +60,41 @@ void DashesToUnderscores(int argc, char** argv) {
   }
 }
 
+// Whether --config was on the command line (its default is a path).
+bool ConfigFlagGiven(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--config" || a.substr(0, 9) == "--config=") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "rocemu RoCEv2 RNIC daemon.\n  rocemud --config FILE [--check-config]");
+      "rocemu RoCEv2 RNIC daemon.\n"
+      "  rocemud --config FILE [--check-config]\n"
+      "  rocemud --netdev IFACE [--run-dir DIR]   (RoCE on a kernel "
+      "interface, as rxe)");
   DashesToUnderscores(argc, argv);
   absl::ParseCommandLine(argc, argv);
   using rocemu::config::Config;
 
-  const std::string path = absl::GetFlag(FLAGS_config);
-  absl::StatusOr<Config> config = rocemu::config::LoadConfigFile(path);
+  const std::string netdev = absl::GetFlag(FLAGS_netdev);
+  if (!netdev.empty() && ConfigFlagGiven(argc, argv)) {
+    std::fprintf(stderr,
+                 "rocemud: --netdev and --config exclude each other (a config "
+                 "file names its interface with ports[].netdev)\n");
+    return 2;
+  }
+  const std::string path =
+      netdev.empty() ? absl::GetFlag(FLAGS_config) : "--netdev " + netdev;
+  absl::StatusOr<Config> config =
+      netdev.empty()
+          ? rocemu::config::LoadConfigFile(path)
+          : rocemu::config::NetdevConfig(netdev, absl::GetFlag(FLAGS_run_dir));
   if (!config.ok()) {
     std::fprintf(stderr, "rocemud: %s\n",
                  std::string(config.status().message()).c_str());

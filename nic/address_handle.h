@@ -42,7 +42,7 @@ struct AddressHandle {
   // The headers below the BTH of the last UD QP that sent through this AH
   // (Rnic::UdHeaders), so that a stream of sends to one destination
   // encodes them once. They hold that QP's UDP source port and were
-  // encoded at GID table generation `headers_gid_generation` (0: not
+  // encoded at Rnic::path_generation() `headers_gid_generation` (0: not
   // encoded). Written by the data path through a const AH: a cache.
   mutable protocol::NetHeaderTemplate headers;
   mutable uint64_t headers_gid_generation = 0;

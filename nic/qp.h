@@ -181,8 +181,11 @@ struct QpCounters {
 // the GID table changes.
 struct ConnectedPathHeaders {
   protocol::NetHeaderTemplate headers;
-  // GidTable::generation() at encoding; 0 = to be encoded.
+  // Rnic::path_generation() at encoding; 0 = to be encoded.
   uint64_t gid_generation = 0;
+  // The source address encoded, kept when the QP's source GID leaves the
+  // table (Rnic::RemoveGid).
+  protocol::IpAddr sgid{};
 };
 
 class Qp {

@@ -311,7 +311,7 @@ const protocol::NetHeaderTemplate* Rnic::UdHeaders(const Qp& qp,
                                                    AhHandle ah) const {
   const AddressHandle* h = ahs_.Get(ah);
   if (h == nullptr || h->pd != qp.pd_ || !h->dmac_resolved) return nullptr;
-  if (h->headers_gid_generation != gids_.generation() ||
+  if (h->headers_gid_generation != path_generation() ||
       h->headers_udp_sport != qp.udp_sport_) {
     QpPath path;
     path.dgid = h->attr.dgid;
@@ -321,20 +321,20 @@ const protocol::NetHeaderTemplate* Rnic::UdHeaders(const Qp& qp,
     path.flow_label = h->attr.flow_label;
     path.hop_limit = h->attr.hop_limit;
     path.sl = h->attr.sl;
-    h->headers = EncodePath(qp, path);
-    h->headers_gid_generation = gids_.generation();
+    h->headers = EncodePath(qp, path, h->sgid);
+    h->headers_gid_generation = path_generation();
     h->headers_udp_sport = qp.udp_sport_;
   }
   return &h->headers;
 }
 
-protocol::NetHeaderTemplate Rnic::EncodePath(const Qp& qp,
-                                             const QpPath& path) const {
+protocol::NetHeaderTemplate Rnic::EncodePath(const Qp& qp, const QpPath& path,
+                                             const Gid& sgid) const {
   protocol::NetHeaders net;
   net.src_mac = config_.mac;
   net.dst_mac = path.dmac;
   net.ipv6 = !GidIsIpv4Mapped(path.dgid);
-  net.src_ip = gids_.Get(path.sgid_index).value_or(config_.gid);
+  net.src_ip = gids_.Get(path.sgid_index).value_or(sgid);
   net.dst_ip = path.dgid;
   net.dscp = cc_.DscpOf(path.traffic_class);
   net.ecn = cc_.EcnBits();  // ECT(0) by default: DCQCN needs marks
@@ -356,9 +356,16 @@ const protocol::NetHeaderTemplate& Rnic::ConnectedHeaders(Qp& qp) const {
     qp.path_headers_ = std::make_unique<ConnectedPathHeaders>();
   }
   ConnectedPathHeaders& p = *qp.path_headers_;
-  if (p.gid_generation != gids_.generation()) {
-    p.headers = EncodePath(qp, qp.attr_.ah_attr);
-    p.gid_generation = gids_.generation();
+  if (p.gid_generation != path_generation()) {
+    // First encoding: an empty index falls back to GID 0, as before.
+    if (p.gid_generation == 0) {
+      p.sgid = gids_.Get(qp.attr_.ah_attr.sgid_index).value_or(config_.gid);
+    }
+    p.headers = EncodePath(qp, qp.attr_.ah_attr, p.sgid);
+    if (std::optional<Gid> g = gids_.Get(qp.attr_.ah_attr.sgid_index)) {
+      p.sgid = *g;
+    }
+    p.gid_generation = path_generation();
   }
   return p.headers;
 }
@@ -590,6 +597,37 @@ void Rnic::SetLinkUp(bool up) {
   if (!up) ++counters_.link_downed;
   events_.Push({up ? AsyncEventType::kPortActive : AsyncEventType::kPortErr,
                 kPortNumber, kKernelClient});
+}
+
+absl::StatusOr<uint32_t> Rnic::AddGid(const Gid& gid) {
+  if (std::optional<uint32_t> at = gids_.Find(gid)) return *at;
+  absl::StatusOr<uint32_t> index = gids_.Add(gid);
+  if (index.ok()) {
+    events_.Push({AsyncEventType::kGidChange, kPortNumber, kKernelClient});
+  }
+  return index;
+}
+
+absl::Status Rnic::RemoveGid(const Gid& gid) {
+  std::optional<uint32_t> at = gids_.Find(gid);
+  if (!at.has_value()) {
+    return absl::NotFoundError(
+        absl::StrFormat("GID %s is not in the table", GidToString(gid)));
+  }
+  if (absl::Status s = gids_.Remove(*at); !s.ok()) return s;
+  events_.Push({AsyncEventType::kGidChange, kPortNumber, kKernelClient});
+  return absl::OkStatus();
+}
+
+void Rnic::SetMac(const protocol::MacAddr& mac) {
+  if (mac == config_.mac) return;
+  config_.mac = mac;  // QP1's MADs read it through Gsi's reference
+  ++mac_changes_;
+}
+
+void Rnic::SetPortMtu(Mtu mtu) {
+  config_.port.active_mtu = mtu;
+  config_.port.max_mtu = mtu;
 }
 
 void Rnic::SetPaceUntil(uint32_t qpn, TimeNs t) {

@@ -176,6 +176,22 @@ class Rnic final : public FrameEndpoint {
   // IBV_EVENT_PORT_ACTIVE. QPs are left alone (their requests time out, as
   // on a pulled cable). No change, no event.
   void SetLinkUp(bool up);
+  // The port's addresses changed (a netdev port follows its interface, as
+  // rxe's GID table follows its netdev): the GID goes in the first free
+  // index (an index already holding it is kept) or leaves its index, and
+  // IBV_EVENT_GID_CHANGE is raised, as the kernel's GID cache raises it.
+  // QPs and AHs whose source GID left keep the address they were sending
+  // from, as rxe's QPs keep the GID attribute they hold: their peers'
+  // answers no longer reach this port and their requests time out.
+  absl::StatusOr<uint32_t> AddGid(const Gid& gid);
+  absl::Status RemoveGid(const Gid& gid);
+  // The port's MAC changed: frames are sourced from the new one (headers
+  // encoded before are encoded again). GUIDs stay, as a ConnectX's do.
+  void SetMac(const protocol::MacAddr& mac);
+  // The link's MTU changed: the port's active and max MTU (what new QPs
+  // may use). QPs keep their path MTU: if it no longer fits the link,
+  // their larger frames are lost on the way and they time out.
+  void SetPortMtu(Mtu mtu);
 
   // Device counters: the receive-path drops kept here plus every QP's
   // engine counters summed.
@@ -237,6 +253,9 @@ class Rnic final : public FrameEndpoint {
   // encoded again when the QP's path or the GID table changed since the
   // last frame.
   const protocol::NetHeaderTemplate& ConnectedHeaders(Qp& qp) const;
+  // Changes whenever encoded path headers may be stale: a GID table change
+  // or a new MAC.
+  uint64_t path_generation() const { return gids_.generation() + mac_changes_; }
   // The encoded headers of a UD send of `qp` through `ah` (cached in the
   // AH), or nullptr when the AH is unusable (gone, another PD, no MAC yet).
   const protocol::NetHeaderTemplate* UdHeaders(const Qp& qp, AhHandle ah) const;
@@ -244,8 +263,10 @@ class Rnic final : public FrameEndpoint {
  private:
   Qp* FindQp(uint32_t qpn) const;
   // The headers below the BTH of a frame of `qp` towards `path`, encoded.
-  protocol::NetHeaderTemplate EncodePath(const Qp& qp,
-                                         const QpPath& path) const;
+  // `sgid`: the source address when the path's GID index is empty (its
+  // GID left the table).
+  protocol::NetHeaderTemplate EncodePath(const Qp& qp, const QpPath& path,
+                                         const Gid& sgid) const;
   // FindQp for the data path (a received frame's DestQP, a post): a
   // direct-mapped cache in front of qps_, because a hash lookup costs ~47
   // instructions and a hit here ~10. Only the non-const data path fills
@@ -276,6 +297,7 @@ class Rnic final : public FrameEndpoint {
   CqTable cqs_;
   SrqTable srqs_;
   GidTable gids_;
+  uint64_t mac_changes_ = 0;
   PKeyTable pkeys_;
   AhTable ahs_;
   MulticastGroups mcast_;

@@ -54,6 +54,7 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
   f("tx_igmp_reports", n.tx_igmp_reports);
   f("tx_mld_reports", n.tx_mld_reports);
   f("rx_group_queries", n.rx_group_queries);
+  f("rx_kernel", n.rx_kernel);
   f("rx_malformed", n.rx_malformed);
   f("rx_bad_checksum", n.rx_bad_checksum);
   f("reply_too_big", n.reply_too_big);
@@ -127,7 +128,7 @@ std::string Daemon::CountersJson() const {
   for (const auto& p : ports_) {
     absl::StrAppend(&out, first_port ? "" : ",", "\"",
                     JsonEscape(p->config.name), "\":{\"mac\":\"",
-                    config::FormatMac(p->dev->mac()), "\"");
+                    config::FormatMac(p->stack->mac()), "\"");
     first_port = false;
     ForEachCounter(p->counters, p->stack->counters(), p->rx_faults->counters(),
                    p->tx_faults->counters(), [&](const char* name, uint64_t v) {
@@ -221,8 +222,19 @@ std::string Daemon::PortsJson() const {
     const Port& p = *ports_[i];
     absl::StrAppend(out, "{\"port\":\"", JsonEscape(p.config.name),
                     "\",\"device\":\"rocemu_", JsonEscape(p.config.name),
-                    "\",\"mac\":\"", config::FormatMac(p.dev->mac()),
-                    "\",\"link_mtu\":", p.config.mtu, ",\"addresses\":[");
+                    "\",\"mac\":\"", config::FormatMac(p.stack->mac()),
+                    "\",\"link_mtu\":", p.config.mtu, ",\"netdev\":");
+    if (p.netdev != nullptr) {
+      const InterfaceState& st = p.netdev->state();
+      absl::StrAppend(out, "{\"interface\":\"", JsonEscape(st.name),
+                      "\",\"index\":", st.index,
+                      ",\"exists\":", st.exists ? "true" : "false",
+                      ",\"up\":", st.up ? "true" : "false", ",\"mtu\":", st.mtu,
+                      ",\"mode\":\"", JsonEscape(p.netdev->Describe()), "\"}");
+    } else {
+      absl::StrAppend(out, "null");
+    }
+    absl::StrAppend(out, ",\"addresses\":[");
     for (size_t a = 0; a < p.config.addresses.size(); ++a) {
       const config::IpPrefix& pre = p.config.addresses[a];
       absl::StrAppend(out, a == 0 ? "" : ",", "\"",

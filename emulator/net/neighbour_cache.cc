@@ -13,6 +13,11 @@ void NeighbourCache::AddStatic(const IpAddr& ip, const MacAddr& mac) {
   e.expires = nic::kNever;
 }
 
+void NeighbourCache::Remove(const IpAddr& ip) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.erase(ip);
+}
+
 void NeighbourCache::Learn(const IpAddr& ip, const MacAddr& mac,
                            nic::TimeNs now, bool create) {
   std::lock_guard<std::mutex> lock(mu_);

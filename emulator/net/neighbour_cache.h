@@ -36,6 +36,10 @@ class NeighbourCache {
   // Before use (the daemon configures a port's cache in place).
   void set_options(const Options& options) { options_ = options; }
   void AddStatic(const IpAddr& ip, const MacAddr& mac);
+  // Forgets ip, whatever kind its entry is: a netdev port's entries are
+  // the kernel's (added with AddStatic, removed when the kernel's go or
+  // fail; port/netdev_watch.h).
+  void Remove(const IpAddr& ip);
   // Records a mapping seen on the wire. `create` is false for traffic that
   // may only refresh an existing entry (RFC 826 merge rule, unsolicited NA).
   void Learn(const IpAddr& ip, const MacAddr& mac, nic::TimeNs now,

@@ -174,6 +174,10 @@ RxVerdict NetStack::Receive(std::span<const uint8_t> frame, nic::TimeNs now,
   }
   switch (ethertype) {
     case kEtherTypeArp:
+      if (kernel_owned_) {
+        ++counters_.rx_kernel;
+        return RxVerdict::kDropped;
+      }
       return HandleArp(frame, l3, now, reply, reply_len);
     case kEtherTypeIpv4:
       if (!to_us && !ipv4_multicast) break;
@@ -279,6 +283,10 @@ RxVerdict NetStack::HandleIpv4(std::span<const uint8_t> frame, size_t l3,
     ++counters_.rx_nic;
     return RxVerdict::kNic;
   }
+  if (kernel_owned_) {
+    ++counters_.rx_kernel;
+    return RxVerdict::kDropped;
+  }
   if (ip[9] == kIpProtoIgmp && l4_len >= 8 && l4[0] == kIgmpQuery &&
       InternetChecksum({l4, l4_len}) == 0) {
     return AnswerGroupQuery(false, reply, reply_len);
@@ -344,6 +352,10 @@ RxVerdict NetStack::HandleIpv6(std::span<const uint8_t> frame, size_t l3,
   if (roce) {
     ++counters_.rx_nic;
     return RxVerdict::kNic;
+  }
+  if (kernel_owned_) {
+    ++counters_.rx_kernel;
+    return RxVerdict::kDropped;
   }
   // An MLD query comes behind a Hop-by-Hop header (Router Alert).
   if (ip[6] == 0 && payload_len >= 8 && l4[0] == kIpProtoIcmpv6) {

@@ -47,6 +47,10 @@ struct NetCounters {
   uint64_t tx_igmp_reports = 0;   // IGMPv3 / MLDv2 membership reports of
   uint64_t tx_mld_reports = 0;    // the RNIC's multicast groups
   uint64_t rx_group_queries = 0;  // IGMP / MLD queries answered
+  // Netdev ports: frames to us that the kernel answers (ARP, ND, ICMP,
+  // IGMP/MLD queries, other protocols), left to it. With af_packet the
+  // daemon sees a copy of every frame of the interface.
+  uint64_t rx_kernel = 0;
 };
 
 // IGMPv3 / MLDv2 group record types (RFC 3376 4.2.12, RFC 3810 5.2.12).
@@ -70,6 +74,22 @@ class NetStack {
 
   NetStack(const MacAddr& mac, std::span<const NetAddress> addresses,
            NeighbourCache* cache);
+
+  // A netdev port's stack (port/netdev_port.h): the kernel owns ARP, ND,
+  // ICMP and IGMP/MLD on the interface and answers them once; this stack
+  // then only picks out the RNIC's frames (RoCEv2 to its addresses, MAC
+  // Control), learns nothing and answers nothing.
+  void set_kernel_owned(bool owned) { kernel_owned_ = owned; }
+  bool kernel_owned() const { return kernel_owned_; }
+  // The interface's addresses and MAC as they change (netdev ports): the
+  // list is used as is, without the MAC's link-local address the
+  // constructor adds (the kernel's own link-local address is in it, if
+  // any). Only from the port's lcore: Lookup's callers on other lcores
+  // (shards) do not exist for netdev ports.
+  void SetAddresses(std::span<const NetAddress> addresses) {
+    addresses_.assign(addresses.begin(), addresses.end());
+  }
+  void set_mac(const MacAddr& mac) { mac_ = mac; }
 
   // Solicitations go out tagged with `vid` (PCP 0); replies keep the
   // request's tag whatever this says.
@@ -142,6 +162,7 @@ class NetStack {
   uint32_t rx_vlan_tci_ = 0xFFFF'FFFF;
   // The tag of what the stack originates (solicitations): the port's VLAN.
   uint32_t own_vlan_tci_ = 0xFFFF'FFFF;
+  bool kernel_owned_ = false;
 };
 
 }  // namespace rocemu::emulator

@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -251,8 +252,27 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_pktio: --size out of range\n");
     return 2;
   }
+  // af_xdp's UMEM chunk is one pool element, which must fit a 4 KiB page
+  // (the data room netdev ports use, emulator/port/netdev_port.h; frames
+  // up to 3456 bytes, after the kernel's 256-byte XDP headroom). Other
+  // PMDs get 9 KiB (af_packet copies a whole ring frame into one mbuf).
+  constexpr uint32_t kAfXdpDataRoom = 3712;
+  bool af_xdp = false;
+  for (uint16_t p = 0; p < ports; ++p) {
+    rte_eth_dev_info info;
+    af_xdp |= rte_eth_dev_info_get(p, &info) == 0 &&
+              std::string_view(info.driver_name) == "net_af_xdp";
+  }
+  const uint32_t room = af_xdp ? kAfXdpDataRoom : 9216;
+  if (af_xdp && size + 256 > kAfXdpDataRoom) {
+    std::fprintf(stderr,
+                 "bench_pktio: af_xdp carries frames of at most %u "
+                 "bytes\n",
+                 kAfXdpDataRoom - 256);
+    return 2;
+  }
   rte_mempool* pool = rte_pktmbuf_pool_create(
-      "bench", 8191, 256, 0, RTE_PKTMBUF_HEADROOM + 9216,
+      "bench", 8191, 256, 0, static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + room),
       static_cast<int>(rte_socket_id()));
   if (pool == nullptr) {
     std::fprintf(stderr, "bench_pktio: mempool failed\n");

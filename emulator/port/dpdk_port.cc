@@ -55,7 +55,8 @@ size_t FaultInMappings(std::string_view tag) {
 }  // namespace
 
 absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
-                                        unsigned index, int socket_id) {
+                                        unsigned index, int socket_id,
+                                        const Options& options) {
   DpdkPort port;
   std::string name = DeviceName(c.devargs);
   if (rte_eth_dev_get_port_by_name(name.c_str(), &port.port_id_) != 0) {
@@ -86,7 +87,8 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
         "port %s: %s allows MTU %u; configured %u is used for frame sizes only",
         c.name, info.driver_name, max_mtu, c.mtu);
   }
-  port.max_frame_ = c.mtu + RTE_ETHER_HDR_LEN + 4 /* VLAN */;
+  port.max_frame_ =
+      std::max(c.mtu, options.max_mtu) + RTE_ETHER_HDR_LEN + 4 /* VLAN */;
   // Room for a whole frame per mbuf: RX is never chained, TX buffers are
   // lent to the RNIC as one contiguous span.
   uint32_t room = std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM,
@@ -98,13 +100,22 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
         static_cast<uint32_t>(std::strtoul(
             c.devargs.c_str() + at + std::strlen("framesz="), nullptr, 10)));
   }
+  if (options.max_data_room != 0 && room > options.max_data_room) {
+    room = options.max_data_room;
+    port.max_frame_ = std::min(port.max_frame_, room);
+  }
   if (room + RTE_PKTMBUF_HEADROOM > UINT16_MAX) {
     return absl::InvalidArgumentError(absl::StrCat(
         "port ", c.name, ": frames of ", room, " bytes do not fit an mbuf"));
   }
   std::string pool_name = absl::StrCat("rocemu_pool", index);
+  port.rx_queues_ = std::max<uint16_t>(options.rx_queues, 1);
+  // Each RX queue keeps a ring's worth of buffers with the PMD (AF_XDP:
+  // its fill ring), beyond what the daemon needs.
+  const unsigned pool_size =
+      kPoolSize + (port.rx_queues_ - 1u) * (2u * kRingSize + 1u);
   port.pool_ = rte_pktmbuf_pool_create(
-      pool_name.c_str(), kPoolSize, kPoolCache, 0,
+      pool_name.c_str(), pool_size, kPoolCache, 0,
       static_cast<uint16_t>(room + RTE_PKTMBUF_HEADROOM), socket_id);
   if (port.pool_ == nullptr) return PortError(c, "mbuf pool", rte_errno);
 
@@ -113,23 +124,26 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
   // RX interrupts let the idle loop sleep until a frame arrives (see
   // idle_wait.h); a PMD without them is configured without and polled.
   conf.intr_conf.rxq = 1;
-  if (rte_eth_dev_configure(port.port_id_, 1, 1, &conf) != 0) {
+  const uint16_t nq = port.rx_queues_;
+  if (rte_eth_dev_configure(port.port_id_, nq, nq, &conf) != 0) {
     conf.intr_conf.rxq = 0;
-    if (int rc = rte_eth_dev_configure(port.port_id_, 1, 1, &conf); rc != 0) {
+    if (int rc = rte_eth_dev_configure(port.port_id_, nq, nq, &conf); rc != 0) {
       return PortError(c, "configure", rc);
     }
   }
   uint16_t rx_ring = kRingSize, tx_ring = kRingSize;
   rte_eth_dev_adjust_nb_rx_tx_desc(port.port_id_, &rx_ring, &tx_ring);
-  if (int rc = rte_eth_rx_queue_setup(port.port_id_, 0, rx_ring, socket_id,
-                                      nullptr, port.pool_);
-      rc != 0) {
-    return PortError(c, "rx queue setup", rc);
-  }
-  if (int rc =
-          rte_eth_tx_queue_setup(port.port_id_, 0, tx_ring, socket_id, nullptr);
-      rc != 0) {
-    return PortError(c, "tx queue setup", rc);
+  for (uint16_t q = 0; q < nq; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(port.port_id_, q, rx_ring, socket_id,
+                                        nullptr, port.pool_);
+        rc != 0) {
+      return PortError(c, "rx queue setup", rc);
+    }
+    if (int rc = rte_eth_tx_queue_setup(port.port_id_, q, tx_ring, socket_id,
+                                        nullptr);
+        rc != 0) {
+      return PortError(c, "tx queue setup", rc);
+    }
   }
   port.memif_ = std::string_view(info.driver_name) == "net_memif";
   if (port.memif_) MemifGuard::Install();
@@ -150,8 +164,10 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
   port.started_ = true;
   // Frames for other MACs are counted by the net stack, and IPv6 needs
   // the solicited-node multicast groups.
-  rte_eth_promiscuous_enable(port.port_id_);
-  rte_eth_allmulticast_enable(port.port_id_);
+  if (options.promiscuous) {
+    rte_eth_promiscuous_enable(port.port_id_);
+    rte_eth_allmulticast_enable(port.port_id_);
+  }
   // The RNIC's MAC is its own, never written to the device: for net_tap
   // the device MAC is the kernel interface's, i.e. the peer host's, and
   // reusing it would make the kernel see its own addresses on the link.
@@ -173,6 +189,7 @@ DpdkPort::DpdkPort(DpdkPort&& o) noexcept
       pool_(o.pool_),
       max_frame_(o.max_frame_),
       dpdk_mtu_(o.dpdk_mtu_),
+      rx_queues_(o.rx_queues_),
       started_(o.started_),
       memif_(o.memif_),
       memif_client_(o.memif_client_),

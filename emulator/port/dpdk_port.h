@@ -23,9 +23,33 @@ class DpdkPort {
  public:
   static constexpr uint16_t kRingSize = 1024;
 
+  // What a netdev port (port/netdev_port.h) asks of its device beyond the
+  // config: the defaults are every other port's.
+  struct Options {
+    // RX queues to set up and poll (AF_XDP: one socket per queue of the
+    // interface); TX uses queue 0. As many TX queues are set up, as the
+    // af_xdp PMD pairs them.
+    uint16_t rx_queues = 1;
+    // A cap on the mbuf data room (AF_XDP: a pool element must fit one
+    // page, the UMEM chunk), 0: none.
+    uint32_t max_data_room = 0;
+    // The largest MTU the port's frames are sized for, if above the
+    // config's (a netdev port's interface may raise its MTU later).
+    uint32_t max_mtu = 0;
+    // Off for a kernel interface shared with the kernel: promiscuous mode
+    // would be the interface's, and the kernel's MAC filter already lets
+    // the RNIC's unicast, broadcast and joined groups through.
+    bool promiscuous = true;
+  };
+
   // Finds, configures and starts the port; `index` names the mempool.
   static absl::StatusOr<DpdkPort> Open(const config::PortConfig& config,
-                                       unsigned index, int socket_id);
+                                       unsigned index, int socket_id,
+                                       const Options& options);
+  static absl::StatusOr<DpdkPort> Open(const config::PortConfig& config,
+                                       unsigned index, int socket_id) {
+    return Open(config, index, socket_id, Options{});
+  }
   DpdkPort(DpdkPort&& other) noexcept;
   DpdkPort& operator=(DpdkPort&&) = delete;
   ~DpdkPort();
@@ -38,6 +62,7 @@ class DpdkPort {
   // Largest frame the port sends (Ethernet header, VLAN tag, MTU bytes).
   uint32_t max_frame() const { return max_frame_; }
   uint32_t dpdk_mtu() const { return dpdk_mtu_; }
+  uint16_t rx_queues() const { return rx_queues_; }
   // memif's shared region (its rings and frame buffers, a memfd each side
   // maps) is faulted in by the first frames through each page: ~4 K page
   // faults per process on every new connection, which held a program's
@@ -69,7 +94,16 @@ class DpdkPort {
   // the PMD took (sent, or lost to such a fault: those the caller must
   // neither send again nor free).
   uint16_t RxBurst(rte_mbuf** pkts, uint16_t n) {
-    if (!memif_) return rte_eth_rx_burst(port_id_, 0, pkts, n);
+    if (!memif_) {
+      uint16_t got = rte_eth_rx_burst(port_id_, 0, pkts, n);
+      // A netdev port on AF_XDP has a socket per RX queue of its
+      // interface: one burst in all (the others fill what queue 0 left).
+      for (uint16_t q = 1; q < rx_queues_ && got < n; ++q) {
+        got = static_cast<uint16_t>(
+            got + rte_eth_rx_burst(port_id_, q, pkts + got, n - got));
+      }
+      return got;
+    }
     bool faulted = false;
     const uint16_t got = MemifGuard::Run(
         [&] { return rte_eth_rx_burst(port_id_, 0, pkts, n); }, &faulted);
@@ -94,6 +128,7 @@ class DpdkPort {
   rte_mempool* pool_ = nullptr;
   uint32_t max_frame_ = 0;
   uint32_t dpdk_mtu_ = 0;
+  uint16_t rx_queues_ = 1;
   bool started_ = false;
   bool memif_ = false;
   bool memif_client_ = false;

@@ -93,7 +93,9 @@ absl::StatusOr<std::unique_ptr<RnicPort>> RnicPort::Create(
           absl::StrCat("port ", p.name, ": GID table: ", s.status().message()));
     }
   }
-  if (!gids.empty()) {
+  // A netdev port's GIDs are its interface's addresses, link-local
+  // included: the kernel answers neighbour discovery for those only.
+  if (!gids.empty() && p.netdev.empty()) {
     (void)nic.gid_table().Add(nic::LinkLocalGidFromMac(mac));
   }
   for (size_t i = 0; i < p.pkeys.size(); ++i) {

@@ -27,6 +27,9 @@
 
 ABSL_FLAG(std::string, socket, "/run/rocemu/rocemud.sock",
           "the daemon's control socket (control.socket)");
+ABSL_FLAG(std::string, netdev, "",
+          "the daemon of `rocemud --netdev IFACE`: its socket "
+          "/run/rocemu/rocemud-IFACE.sock");
 ABSL_FLAG(bool, json, false, "print the daemon's JSON reply instead of text");
 ABSL_FLAG(int, timeout_ms, 5000, "how long to wait for the daemon's answer");
 ABSL_FLAG(int, interval_ms, 100, "watch: time between two samples");
@@ -36,7 +39,7 @@ namespace rocemu::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "rocemu-ctl [--socket PATH] [--json] COMMAND\n"
+    "rocemu-ctl [--socket PATH | --netdev IFACE] [--json] COMMAND\n"
     "  devices        RDMA devices (ibv_devinfo)\n"
     "  ports          ports: state, MAC, MTUs, GID and P_Key tables\n"
     "  qps            queue pairs (rdma resource show qp)\n"
@@ -102,8 +105,16 @@ absl::StatusOr<std::string> Ask(const std::string& path,
   return reply;
 }
 
+// --socket, or the socket `rocemud --netdev IFACE` listens on.
+std::string SocketPath() {
+  const std::string netdev = absl::GetFlag(FLAGS_netdev);
+  if (!netdev.empty())
+    return absl::StrCat("/run/rocemu/rocemud-", netdev, ".sock");
+  return absl::GetFlag(FLAGS_socket);
+}
+
 absl::StatusOr<JsonValue> Query(const std::string& request, std::string* raw) {
-  absl::StatusOr<std::string> reply = Ask(absl::GetFlag(FLAGS_socket), request);
+  absl::StatusOr<std::string> reply = Ask(SocketPath(), request);
   if (!reply.ok()) return reply.status();
   if (raw != nullptr) *raw = *reply;
   absl::StatusOr<JsonValue> v = JsonValue::Parse(*reply);
@@ -231,8 +242,17 @@ int PrintPorts(const JsonValue& v) {
            "MAX_MTU", "ADDRESSES", "NEIGHBOURS", "RX_PACKETS", "TX_PACKETS"});
   Table gids({"PORT", "GID_INDEX", "GID", "IP", "TYPE"});
   Table pkeys({"PORT", "PKEY_INDEX", "PKEY"});
+  Table netdevs({"PORT", "NETDEV", "INDEX", "LINK", "MTU", "MODE"});
+  bool any_netdev = false;
   for (const JsonValue& p : v["ports"].items()) {
     const JsonValue& a = p["attr"];
+    if (const JsonValue& n = p["netdev"]; n.is_object()) {
+      any_netdev = true;
+      netdevs.Add({S(p["port"]), S(n["interface"]), S(n["index"]),
+                   n["exists"].boolean() ? (n["up"].boolean() ? "up" : "down")
+                                         : "deleted",
+                   S(n["mtu"]), S(n["mode"])});
+    }
     std::vector<std::string> addrs;
     for (const JsonValue& x : p["addresses"].items()) addrs.push_back(S(x));
     t.Add({S(p["port"]), S(p["device"]), PortState(S(a["state"])), S(p["mac"]),
@@ -252,6 +272,10 @@ int PrintPorts(const JsonValue& v) {
   gids.Print();
   std::printf("\n");
   pkeys.Print();
+  if (any_netdev) {
+    std::printf("\n");
+    netdevs.Print();
+  }
   return 0;
 }
 

@@ -187,7 +187,32 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ipv6_small_mtu",
                 "ports:\n  - name: p0\n    devargs: net_null0\n"
                 "    mtu: 1000\n    addresses: [fd77::2/64]\n",
-                "4:10", "ports[0].mtu", "at least 1280"}),
+                "4:10", "ports[0].mtu", "at least 1280"},
+        // A netdev port takes what it can from its interface.
+        BadCase{"netdev_and_devargs",
+                "ports:\n  - netdev: eth0\n    devargs: net_null0\n", "3:14",
+                "ports[0].devargs", "devargs or netdev"},
+        BadCase{"netdev_addresses",
+                "ports:\n  - netdev: eth0\n    addresses: [10.0.0.1/24]\n",
+                "3:16", "ports[0].addresses", "follows its interface"},
+        BadCase{"netdev_mtu", "ports:\n  - netdev: eth0\n    mtu: 9000\n",
+                "3:10", "ports[0].mtu", "follows its interface's mtu"},
+        BadCase{"netdev_vlan", "ports:\n  - netdev: eth0\n    vlan_id: 100\n",
+                "3:14", "ports[0].vlan_id", "VLAN interface"},
+        BadCase{"netdev_name", "ports:\n  - netdev: \"eth 0\"\n", "2:13",
+                "ports[0].netdev", "interface name"},
+        BadCase{"netdev_mode_value",
+                "ports:\n  - netdev: eth0\n    netdev_mode: xdp\n", "3:18",
+                "ports[0].netdev_mode", "af_xdp"},
+        BadCase{"netdev_mode_without_netdev",
+                "ports:\n  - name: p0\n    devargs: net_null0\n"
+                "    netdev_mode: af_xdp\n",
+                "4:18", "ports[0].netdev_mode", "only for a netdev port"},
+        BadCase{"netdev_twice",
+                "ports:\n  - netdev: eth0\n  - name: q\n    netdev: eth0\n",
+                "4:13", "ports[1].netdev", "duplicate interface"},
+        BadCase{"netdev_lcores", "eal: {lcores: 2}\nports:\n  - netdev: eth0\n",
+                "3:13", "ports[0].netdev", "eal.lcores 1"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       return std::string(info.param.name);
     });
@@ -372,6 +397,36 @@ TEST(ConfigTest, MissingFileIsAnError) {
               HasSubstr("/nonexistent/rocemu.yaml"));
 }
 
+TEST(ConfigTest, NetdevPortIsNamedAfterItsInterface) {
+  absl::StatusOr<Config> cfg = LoadConfigString(
+      "ports:\n  - netdev: eth0\n  - netdev: eth1\n    name: fast\n"
+      "    netdev_mode: af_packet\n",
+      "netdev.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ASSERT_EQ(cfg->ports.size(), 2u);
+  EXPECT_EQ(cfg->ports[0].name, "eth0");
+  EXPECT_EQ(cfg->ports[0].netdev, "eth0");
+  EXPECT_EQ(cfg->ports[0].netdev_mode, NetdevMode::kAuto);
+  EXPECT_TRUE(cfg->ports[0].devargs.empty());
+  EXPECT_TRUE(cfg->ports[0].addresses.empty());
+  EXPECT_EQ(cfg->ports[1].name, "fast");
+  EXPECT_EQ(cfg->ports[1].netdev_mode, NetdevMode::kAfPacket);
+}
+
+TEST(ConfigTest, NetdevFlagNeedsNoFile) {
+  absl::StatusOr<Config> cfg = NetdevConfig("eth0", "/run/rocemu/");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ASSERT_EQ(cfg->ports.size(), 1u);
+  EXPECT_EQ(cfg->ports[0].name, "eth0");  // device rocemu_eth0
+  EXPECT_EQ(cfg->ports[0].netdev, "eth0");
+  EXPECT_EQ(cfg->control.socket_path, "/run/rocemu/rocemud-eth0.sock");
+  EXPECT_EQ(cfg->VerbsSocketPath(0), "/run/rocemu/verbs-eth0.sock");
+  EXPECT_EQ(cfg->eal.lcores, 1u);
+  EXPECT_FALSE(NetdevConfig("eth0/x", "/run/rocemu").ok());
+  EXPECT_FALSE(NetdevConfig("", "/run/rocemu").ok());
+  EXPECT_FALSE(NetdevConfig("eth0", std::string(100, 'd')).ok());
+}
+
 class ShippedConfigTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ShippedConfigTest, Loads) {
@@ -387,7 +442,8 @@ INSTANTIATE_TEST_SUITE_P(All, ShippedConfigTest,
                                            "config/examples/veth.yaml",
                                            "config/examples/memif-pair-a.yaml",
                                            "config/examples/memif-pair-b.yaml",
-                                           "config/examples/pcap-replay.yaml"));
+                                           "config/examples/pcap-replay.yaml",
+                                           "config/examples/netdev.yaml"));
 
 }  // namespace
 }  // namespace rocemu::config

@@ -446,6 +446,42 @@ TEST_F(NetStackTest, AnswersIcmpv6Echo) {
   EXPECT_EQ(stack_.counters().tx_icmpv6_echo_reply, 1u);
 }
 
+// A netdev port's stack: the kernel answers ARP, ND and echo requests on
+// the interface, so the stack answers nothing and learns nothing, and
+// still gives the RNIC its RoCEv2 frames, to the addresses it is told.
+TEST_F(NetStackTest, KernelOwnedStackAnswersNothingAndPassesRoce) {
+  stack_.set_kernel_owned(true);
+  EXPECT_EQ(Rx(ArpRequest(kOur4)), RxVerdict::kDropped);
+  EXPECT_FALSE(cache_.Lookup(Ipv4Mapped(kPeer4), 2000).has_value());
+  EXPECT_EQ(Rx(Ipv4Echo(kOur4)), RxVerdict::kDropped);
+  EXPECT_EQ(Rx(NeighbourSolicit(kOur6)), RxVerdict::kDropped);
+  Bytes msg = {128, 0, 0, 0, 0x12, 0x34, 0, 7, 'p', 'i', 'n', 'g'};
+  EXPECT_EQ(Rx(Ipv6Icmp(kOurMac, kPeer6, kOur6, msg, 64)), RxVerdict::kDropped);
+  EXPECT_EQ(stack_.counters().rx_kernel, 4u);
+  EXPECT_EQ(stack_.counters().tx_arp_replies + stack_.counters().tx_nd_adverts +
+                stack_.counters().tx_icmp_echo_reply +
+                stack_.counters().tx_icmpv6_echo_reply,
+            0u);
+  EXPECT_EQ(Rx(AsRoce(Ipv4Echo(kOur4))), RxVerdict::kNic);
+
+  // The interface's address changed: RoCEv2 follows the new one only, and
+  // the MAC's own link-local address is not ours unless the kernel has it.
+  const uint8_t new4[4] = {10, 77, 0, 5};
+  const NetAddress now_ours[] = {{Ipv4Mapped(new4), false, 24}};
+  stack_.SetAddresses(now_ours);
+  EXPECT_EQ(Rx(AsRoce(Ipv4Echo(kOur4))), RxVerdict::kDropped);
+  EXPECT_EQ(Rx(AsRoce(Ipv4Echo(new4))), RxVerdict::kNic);
+  EXPECT_FALSE(stack_.IsOurAddress(stack_.link_local()));
+  // And its MAC.
+  const MacAddr new_mac = {0x02, 0, 0, 0x77, 0, 0x09};
+  stack_.set_mac(new_mac);
+  EXPECT_EQ(Rx(AsRoce(Ipv4Echo(new4))), RxVerdict::kDropped);  // old MAC
+  Bytes to_new = AsRoce(Ipv4Echo(new4));
+  std::copy(new_mac.begin(), new_mac.end(), to_new.begin());
+  EXPECT_EQ(Rx(to_new), RxVerdict::kNic);
+  EXPECT_EQ(stack_.counters().rx_nic, 3u);
+}
+
 TEST_F(NetStackTest, ResolvesIpv4ThroughArp) {
   Bytes out(128);
   size_t len = 0;
@@ -508,6 +544,19 @@ TEST(NeighbourCacheTest, LearnedEntriesExpireStaticOnesDoNot) {
   cache.Learn(b, kPeerMac, 5);
   EXPECT_EQ(*cache.Lookup(b, 6), kOurMac);
   EXPECT_FALSE(cache.ShouldSolicit(b, 10));
+}
+
+// A netdev port's entries are the kernel's: kept until the kernel drops
+// them, whatever the learned-entry timeout.
+TEST(NeighbourCacheTest, KernelEntriesStayUntilRemoved) {
+  NeighbourCache cache;
+  const IpAddr ip = Ipv4Mapped(kPeer4);
+  cache.AddStatic(ip, kPeerMac);
+  EXPECT_EQ(cache.Expire(nic::kNever - 1), 0u);
+  EXPECT_EQ(cache.Lookup(ip, nic::kNever - 1), kPeerMac);
+  cache.Remove(ip);
+  EXPECT_FALSE(cache.Lookup(ip, 1).has_value());
+  EXPECT_TRUE(cache.ShouldSolicit(ip, 1));  // asked for again at once
 }
 
 TEST(NeighbourCacheTest, SolicitationsAreRateLimited) {

@@ -70,6 +70,10 @@ struct Channel {
   rdma_event_channel channel;  // channel.fd: an epoll set (see events.cc)
   int own_fd = -1;             // eventfd, readable while `queue` is not empty
   std::deque<Event*> queue;
+  // Threads in rdma_get_cm_event on it, and whether it was destroyed under
+  // them (then it is kept: see DeleteChannel).
+  int waiters = 0;
+  bool destroyed = false;
 };
 
 struct IdPriv {

@@ -350,6 +350,16 @@ void DeleteChannel(Channel* ch) {
     Channels().erase(ch);
     for (Event* e : ch->queue) delete e;
     ch->queue.clear();
+    // A thread still waits on it (rping's CM thread when main tears
+    // down): with the kernel's librdmacm it stays blocked in read(2) on
+    // the closed fd until the process ends. So here: the channel and its
+    // fds are left to it (rdma_get_cm_event then waits for good), instead
+    // of returning EBADF from freed memory, on which rping's thread exits
+    // the process with 255 while main is still finishing cleanly.
+    if (ch->waiters > 0) {
+      ch->destroyed = true;
+      return;
+    }
   }
   close(ch->channel.fd);
   close(ch->own_fd);
@@ -445,6 +455,9 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   if (channel == nullptr || event == nullptr) return Err(EINVAL);
   if (const int err = Init(); err != 0) return Err(err);
   Channel* ch = Chan(channel);
+  // O_NONBLOCK on the channel's fd is the application's own.
+  const int fl = fcntl(channel->fd, F_GETFL);
+  const bool nonblocking = fl >= 0 && (fl & O_NONBLOCK) != 0;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(Mu());
@@ -459,13 +472,24 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
         *event = &e->event;
         return 0;
       }
+      if (nonblocking) return Err(EAGAIN);
+      // From here until it is counted off again, DeleteChannel leaves the
+      // channel (and its fds) to this thread.
+      ++ch->waiters;
     }
-    // O_NONBLOCK on the channel's fd is the application's own.
-    const int fl = fcntl(channel->fd, F_GETFL);
-    if (fl >= 0 && (fl & O_NONBLOCK) != 0) return Err(EAGAIN);
     epoll_event ev;
     const int n = epoll_wait(channel->fd, &ev, 1, 1000);
-    if (n < 0 && errno != EINTR) return -1;
+    const int err = errno;
+    bool destroyed;
+    {
+      std::lock_guard<std::mutex> lock(Mu());
+      --ch->waiters;
+      destroyed = ch->destroyed;
+    }
+    // Destroyed while this thread waited: nothing will ever come, and the
+    // kernel's librdmacm would keep it blocked in read(2).
+    while (destroyed) pause();
+    if (n < 0 && err != EINTR) return Err(err);
     if (n == 0 || (n == 1 && (ev.events & (EPOLLRDHUP | EPOLLHUP)) != 0)) {
       std::lock_guard<std::mutex> lock(Mu());
       CheckDevices();
