@@ -13,12 +13,22 @@
 # status 1 if any target failed.
 #
 #   scripts/fuzz.sh --minutes N [--plateau M] [--jobs J] [--build DIR] [TARGET...]
+#
+# --seeds-from DIR instead adds to each target's seed corpus in the tree
+# what a campaign in DIR (an output directory of this script) grew: the
+# inputs of at most 2 KiB (ROCEMU_SEED_MAX_BYTES) that reach an edge the
+# seeds do not (libFuzzer -merge=1 on edges, -use_counters=0), so the seeds
+# stay small and the 30 s suite starts where the campaign ended.
+#
+#   scripts/fuzz.sh --seeds-from DIR [--build DIR] [TARGET...]
 set -uo pipefail
 usage() {
   echo "usage: $0 --minutes N [--plateau M] [--jobs J] [--build DIR] [TARGET...]" >&2
+  echo "       $0 --seeds-from DIR [--build DIR] [TARGET...]" >&2
   exit 2
 }
 minutes=""
+seeds_from=""
 plateau=""
 jobs=1
 build="build-san"
@@ -27,6 +37,7 @@ targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --minutes) [[ $# -ge 2 ]] || usage; minutes="$2"; shift 2 ;;
+    --seeds-from) [[ $# -ge 2 ]] || usage; seeds_from="$2"; shift 2 ;;
     --plateau) [[ $# -ge 2 ]] || usage; plateau="$2"; shift 2 ;;
     --jobs) [[ $# -ge 2 ]] || usage; jobs="$2"; shift 2 ;;
     --build) [[ $# -ge 2 ]] || usage; build="$2"; build_arg=" --build $2"; shift 2 ;;
@@ -35,6 +46,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 # Fractions of a minute are for trying the script out.
+[[ -n $seeds_from ]] && minutes=0
 [[ $minutes =~ ^[0-9]+([.][0-9]+)?$ ]] || usage
 secs=$(awk -v m="$minutes" 'BEGIN { s = int(m * 60 + 0.5); print s < 1 ? 1 : s }')
 plateau_secs=0
@@ -70,6 +82,28 @@ PY
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+if [[ -n $seeds_from ]]; then
+  max_bytes=${ROCEMU_SEED_MAX_BYTES:-2048}
+  status=0
+  for t in "${targets[@]}"; do
+    corpus=$(awk -v t="$t" '$1 == t { print $2 }' <<<"$corpora")
+    grown="$seeds_from/$t/corpus"
+    [[ -d $grown && -n $corpus ]] || continue
+    small=$(mktemp -d)
+    find "$grown" -type f -size -$((max_bytes + 1))c -exec cp {} "$small/" \;
+    before=$(ls "$corpus" | wc -l)
+    if ! "$fuzzdir/$t" -merge=1 -use_counters=0 "$corpus" "$small" \
+      >"$seeds_from/$t.merge.log" 2>&1; then
+      echo "fuzz: $t: merge failed, see $seeds_from/$t.merge.log" >&2
+      status=1
+    fi
+    rm -rf "$small"
+    echo "fuzz: $t: $before -> $(ls "$corpus" | wc -l) seeds," \
+      "$(cat "$corpus"/* | wc -c) bytes ($corpus)"
+  done
+  exit $status
+fi
 out=$(mktemp -d /tmp/rocemu-fuzz.XXXXXX)
 echo "fuzz: ${#targets[@]} target(s), ${secs} s each at most, $jobs at once; output in $out"
 # One target: its table row goes to $out/<target>.row.
