@@ -152,6 +152,7 @@ struct ConnectOptions {
   AccessFlags mr_access = access::kLocalWrite | access::kRemoteWrite |
                           access::kRemoteRead | access::kRemoteAtomic;
   size_t buf_size = 1 << 16;
+  uint32_t cq_depth = 1024;  // one CQ per endpoint, for sends and receives
 };
 
 inline absl::Status SetupEndpoint(Rnic& nic, const ConnectOptions& o,
@@ -159,7 +160,7 @@ inline absl::Status SetupEndpoint(Rnic& nic, const ConnectOptions& o,
   absl::StatusOr<PdHandle> pd = nic.AllocPd();
   if (!pd.ok()) return pd.status();
   e->pd = *pd;
-  absl::StatusOr<CqHandle> cq = nic.CreateCq(1024);
+  absl::StatusOr<CqHandle> cq = nic.CreateCq(o.cq_depth);
   if (!cq.ok()) return cq.status();
   e->cq = *cq;
   QpInitAttr init;

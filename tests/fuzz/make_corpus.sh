@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Regenerates the fuzzer seed corpus in tests/fuzz/corpus/: one file per frame
-# of the codec demo and of the public captures in ../shared/captures-public/.
+# of the codec demo and of the public captures in ../shared/captures-public/
+# (the inputs campaigns added, docs/fuzzing.md, are kept).
 # usage: tests/fuzz/make_corpus.sh BUILD_DIR   (a full build with the tools)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 out="$here/corpus"
-rm -rf "$out"
+# Only the seeds this script writes: the ones a campaign added
+# (scripts/fuzz.sh --seeds-from, named by their SHA-1) stay.
 mkdir -p "$out"
+rm -f "$out"/demo-*.bin "$out"/pub-*.bin
 "$build/emulator/tools/rocemu-codec-demo" --corpus_dir "$out" /dev/null >/dev/null
 /usr/bin/python3 - "$out" "$here/../../../shared/captures-public" <<'PY'
 import glob, os, struct, sys
