@@ -9,11 +9,20 @@ Each run must succeed by the program's own criteria (exit 0 on both sides,
 a result row with a measurement for perftest, "iters in" for the
 pingpong, whose -c checks every received buffer, rping -V checking every
 ping). Both daemons' RSS is sampled every 30 s; after the warm-up it must
-stay within --max-growth-kib. At the end the daemons' counters must agree
-with a clean run: every client gone, no QP left, no completion in error
+stay within --max-growth-kib. Every work request is accounted for, per
+program: after each run (once its clients are gone) the two daemons'
+session counters say how many WQEs the run's processes posted (sq_wqes +
+rq_wqes + srq_wqes) and what became of each (wqes_completed,
+wqes_completed_error, wqes_flushed, and wqes_discarded: still posted when
+the program destroyed its QP, the receives it left behind); the sums must
+match and none may have completed in error. A run that outlives its
+deadline (300 s) is killed and counts as failed: a hang fails the soak. At
+the end the daemons' counters must agree with a clean run: both daemons
+alive, every client gone, no QP left, no completion in error
 (req_cqe_error, resp_cqe_error), no malformed request or broken ring, and
-the faults must have happened and been recovered from (fault counters,
-retransmissions, corrupted frames caught).
+every enabled fault kind must have happened (rx_fault_dropped,
+_reordered, _duplicated, _corrupted non-zero on both daemons) and been
+recovered from (retransmissions, corrupted frames caught).
 
 Usage: soak.py ROCEMUD DROPIN_DIR RDMACM_DIR MINUTES MAX_GROWTH_KIB
                DROP REORDER DUPLICATE CORRUPT
@@ -61,6 +70,23 @@ def rss_kib(pid):
 def counters(d):
     return netns_util.control(d["ctl"], {"cmd": "counters"},
                               timeout=10)["ports"]["p0"]
+
+
+ACCOUNT = ("sq_wqes", "rq_wqes", "srq_wqes", "wqes_completed",
+           "wqes_completed_error", "wqes_flushed", "wqes_discarded")
+
+
+def quiet_verbs(d, timeout=60):
+    """The daemon's session counters once every client it accepted has
+    closed (a program's teardown reaches the daemon after it exits)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = netns_util.control(d["ctl"], {"cmd": "counters"},
+                               timeout=10)["ports"]["p0"]["verbs"]["counters"]
+        if v["clients_accepted"] == v["clients_closed"] or \
+                time.monotonic() > deadline:
+            return v
+        time.sleep(0.05)
 
 
 def measured(out):
@@ -131,7 +157,9 @@ def main():
         r.port_config = {n: {"faults": faults} for n in "ab"}
     total = minutes * 60
     warmup = min(120.0, total / 4)
-    runs = {name: [0, 0, 0.0] for name, _, _ in PROGRAMS}  # ok, failed, s
+    runs = {name: [0, 0, 0.0, 0.0] for name, _, _ in PROGRAMS}
+    # ok, failed, seconds, longest run
+    account = {name: dict.fromkeys(ACCOUNT, 0) for name, _, _ in PROGRAMS}
     samples = []
     loads = []  # the host's 1-minute load average at each sample
     rc = 1
@@ -144,6 +172,7 @@ def main():
         next_sample = start + warmup
         rss0 = None
         i = 0
+        before = [quiet_verbs(d) for d in (a, b)]
         while time.monotonic() - start < total:
             name, argv, kind = PROGRAMS[i % len(PROGRAMS)]
             i += 1
@@ -153,7 +182,14 @@ def main():
             t0 = time.monotonic()
             ok, sout, cout = run_one(r, ns, a, b, name, argv, kind)
             runs[name][0 if ok else 1] += 1
-            runs[name][2] += time.monotonic() - t0
+            took = time.monotonic() - t0
+            runs[name][2] += took
+            runs[name][3] = max(runs[name][3], took)
+            after = [quiet_verbs(d) for d in (a, b)]
+            for x, y in zip(before, after):
+                for k in ACCOUNT:
+                    account[name][k] += y[k] - x[k]
+            before = after
             if not ok:
                 print(f"soak: FAIL {name} (run {i})", flush=True)
                 netns_util.print_pair_output(sout, cout)
@@ -171,19 +207,32 @@ def main():
                       f"load={loads[-1]:.1f}", flush=True)
                 next_sample = now + 30
         elapsed = time.monotonic() - start
+        alive = [d["proc"].poll() is None for d in (a, b)]
         ca, cb = counters(a), counters(b)
         qps = [len(netns_util.control(d["ctl"], {"cmd": "qps"}, timeout=10)
                    ["ports"][0]["qps"]) for d in (a, b)]
         print(f"soak: {elapsed:.0f} s, {i} runs")
-        for name, (good, bad, secs) in runs.items():
+        for name, (good, bad, secs, longest) in runs.items():
             print(f"soak:   {name:16s} {good:6d} ok {bad:4d} failed, "
-                  f"{secs / max(1, good + bad):5.1f} s per run")
+                  f"{secs / max(1, good + bad):5.1f} s per run, longest "
+                  f"{longest:5.1f} s")
+        print("soak: work requests per program (both daemons): posted = "
+              "completed ok + completed in error + flushed + discarded "
+              "(left posted at destroy)")
+        for name, c in account.items():
+            posted = c["sq_wqes"] + c["rq_wqes"] + c["srq_wqes"]
+            print(f"soak:   {name:16s} {posted:10d} = "
+                  f"{c['wqes_completed']:10d} + "
+                  f"{c['wqes_completed_error']:d} + {c['wqes_flushed']:6d} + "
+                  f"{c['wqes_discarded']:6d}")
         if samples:
             for k, who in ((1, "a"), (2, "b")):
                 vals = [s[k] for s in samples]
                 print(f"soak: RSS {who}: first {vals[0]} KiB, last "
                       f"{vals[-1]} KiB, min {min(vals)} max {max(vals)} "
                       f"({len(vals)} samples after {warmup:.0f} s warm-up)")
+                print(f"soak: RSS {who} series (t s:KiB): " + " ".join(
+                    f"{s[0]:.0f}:{s[k]}" for s in samples))
             print(f"soak: host load average (1 min) {min(loads):.1f} - "
                   f"{max(loads):.1f}, median "
                   f"{sorted(loads)[len(loads) // 2]:.1f} on "
@@ -210,6 +259,16 @@ def main():
         failed = sum(v[1] for v in runs.values())
         r.check(failed == 0 and i > 0, f"every run succeeded ({i} runs, "
                 f"{failed} failed)")
+        r.check(all(alive), f"both daemons alive at the end ({alive})")
+        for name, c in account.items():
+            posted = c["sq_wqes"] + c["rq_wqes"] + c["srq_wqes"]
+            done = (c["wqes_completed"] + c["wqes_completed_error"] +
+                    c["wqes_flushed"] + c["wqes_discarded"])
+            r.check(posted > 0 and posted == done,
+                    f"{name}: every WQE accounted for ({posted} posted, "
+                    f"{done} ended)")
+            r.check(c["wqes_completed_error"] == 0,
+                    f"{name}: no WQE completed in error")
         for who, c, n in (("a", ca, qps[0]), ("b", cb, qps[1])):
             k, v = c["rnic"], c["verbs"]["counters"]
             r.check(k["req_cqe_error"] == 0 and k["resp_cqe_error"] == 0,
@@ -223,6 +282,12 @@ def main():
                 r.check(c["rx_fault_dropped"] > 0 and
                         k["out_of_sequence"] + k["local_ack_timeout_err"] > 0,
                         f"{who}: frames were lost and recovered from")
+            for kind, key in (("drop", "dropped"), ("reorder", "reordered"),
+                              ("duplicate", "duplicated"),
+                              ("corrupt", "corrupted")):
+                if faults.get(kind, 0) > 0:
+                    r.check(c[f"rx_fault_{key}"] > 0,
+                            f"{who}: the injector {key} frames")
             if faults.get("corrupt", 0) > 0:
                 r.check(k["rx_icrc_encapsulated"] + c["rx_bad_checksum"] > 0,
                         f"{who}: corrupted frames were caught")

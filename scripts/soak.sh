@@ -3,13 +3,16 @@
 # what it receives (loss, reorder, duplication, corruption), and Debian's
 # stock RDMA programs (ibv_rc_pingpong -c, ib_{write,read,send,atomic}_bw,
 # ib_send_lat, rping -V) over the drop-in libraries in a loop for a bounded
-# time (scripts/soak.py says what is checked). Reports every program's runs,
-# both daemons' RSS sampled every 30 s after the warm-up, the fault,
-# recovery and error counters. Fails (exit 1) on any failed run, a daemon
-# exit, a completion in error, a client or QP left behind, or RSS growth
-# above --max-growth-kib. Needs root (namespaces).
+# time (scripts/soak.py says what is checked). Reports every program's runs
+# (and its longest), every program's work requests (posted = completed +
+# in error + flushed + discarded at destroy), both daemons' RSS sampled every
+# 30 s after the warm-up, the fault, recovery and error counters and the
+# host's load. Fails (exit 1) on any failed or hung run, a daemon exit, a
+# WQE unaccounted for or completed in error, a fault kind never injected, a
+# client or QP left behind, or RSS growth above --max-growth-kib. Needs
+# root (namespaces). Run it under `nice -n 10` on a shared machine.
 #
-#   sudo scripts/soak.sh [--minutes N] [--build DIR] [--max-growth-kib K]
+#   sudo nice -n 10 scripts/soak.sh [--minutes N] [--build DIR] [--max-growth-kib K]
 #                        [--drop P] [--reorder P] [--duplicate P]
 #                        [--corrupt P] [--no-faults]
 # Defaults: 10 minutes, faults 0.01 0.01 0.01 0.001. --build: relative to

@@ -7,10 +7,15 @@
    a blocked ibv_get_cq_event and a busy ibv_poll_cq wake;
    IBV_EVENT_DEVICE_FATAL; releases succeed; after the restart the device
    is listed and opened again and moves data.
-2. Debian's ib_write_bw and ib_send_bw (-D 60) killed mid-run: every
-   program exits with an error, none hangs.
+2. Debian's ib_write_bw (-D 60) with the daemon SIGKILLed, and ib_send_bw
+   with it stopped (SIGTERM, a restart: it must exit 0) mid-run: every
+   program sees its outstanding work come back flushed (perftest's
+   "Failed status 5", IBV_WC_WR_FLUSH_ERR) and exits with an error, none
+   hangs; on the restarted daemon the same program opens the device again
+   and completes a run.
 3. Debian's rping: the kernel's rdma_cm answer to a removed device,
-   RDMA_CM_EVENT_DEVICE_REMOVAL, ends both sides.
+   RDMA_CM_EVENT_DEVICE_REMOVAL, ends both sides; after the restart rping
+   -V connects and pings again.
 After each kill the daemon is restarted on the same socket (its stale
 socket replaced) and the next step runs on it.
 
@@ -19,6 +24,7 @@ Traffic is known to run by the daemon's session counters, not by time.
 Usage: daemon_restart_test.py ROCEMUD DROPIN_DIR RDMACM_DIR DAEMON_DEATH
 """
 import os
+import re
 import subprocess
 import sys
 import time
@@ -27,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "emulator"))
 import netns_util  # noqa: E402
+import stock_tools_test as stock  # noqa: E402
 from solo_daemon import SoloDaemon  # noqa: E402
 
 failures = []
@@ -123,22 +130,57 @@ def our_program(d, env, prog):
         d.start()
 
 
-def perftest_killed(d, env, tool, port):
+# What perftest prints for the first completion in error it polls: its
+# status (5: IBV_WC_WR_FLUSH_ERR), then its posted and completed counts.
+PERFTEST_FAILED_WC = re.compile(r"Failed status (\d+):")
+
+
+def perftest_killed(d, env, tool, port, stop=False):
+    """`tool` mid-run when the daemon dies (SIGKILL) or, with `stop`,
+    stops cleanly (SIGTERM) as a restart does."""
+    how = "stopped" if stop else "killed"
     argv = [tool, "-d", d.device, "-x", "0", "-s", "4096", "-D", "60",
             "-p", str(port)]
     srv = spawn(argv, env)
     netns_util.wait_tcp_listener(srv, port)
     cli = spawn(argv + ["127.0.0.1"], env)
     running = wait_traffic(d, 2000)
-    check(running, f"{tool}: traffic runs before the kill")
-    d.kill()
+    check(running, f"{tool}: traffic runs before the daemon is {how}")
+    if stop:
+        rc = d.stop()
+        check(rc == 0, f"rocemud stops cleanly under {tool} (exit {rc})")
+    else:
+        d.kill()
     (crc, cout), (src, sout) = finish([cli, srv])
     for who, rc, out in (("client", crc, cout), ("server", src, sout)):
         tail = " | ".join(out.strip().splitlines()[-3:])
         check(rc is not None and rc != 0,
               f"{tool} {who} exits with an error, no hang (exit {rc}): "
               f"{tail}")
+    # The client posts the data: its work outstanding at the kill must
+    # come back flushed, not vanish (the library flushes what the dead
+    # daemon left, docs/verbs.md "Faults").
+    m = PERFTEST_FAILED_WC.search(cout)
+    check(m is not None and m.group(1) == "5",
+          f"{tool} client: its outstanding work came back flushed "
+          f"(IBV_WC_WR_FLUSH_ERR; perftest: "
+          f"{m.group(0) if m else 'no failed completion'})")
     d.start()
+
+
+def perftest_runs(d, env, tool, port):
+    """The restarted daemon: `tool` opens the device again and completes
+    a run with a measurement."""
+    argv = [tool, "-d", d.device, "-x", "0", "-s", "4096", "-n", "500",
+            "-p", str(port)]
+    srv = spawn(argv, env)
+    netns_util.wait_tcp_listener(srv, port)
+    cli = spawn(argv + ["127.0.0.1"], env)
+    (crc, cout), (src, sout) = finish([cli, srv])
+    tail = " | ".join(cout.strip().splitlines()[-2:])
+    check(crc == 0 and src == 0 and bool(stock.perftest_rows(cout)),
+          f"{tool} after the restart: device opened, run completed "
+          f"(exit {src}/{crc}): {tail}")
 
 
 def rping_killed(d, env, port):
@@ -167,6 +209,15 @@ def rping_killed(d, env, port):
               ("device removal" in out or "poll error" in out),
               f"rping {who} exits with an error, no hang (exit {rc}): {tail}")
     d.start()
+    # The restarted daemon: rping connects and verifies its pings again.
+    argv = ["-a", ip, "-p", str(port + 1), "-C", "50", "-S", "64", "-V"]
+    srv = spawn(["rping", "-s"] + argv, env)
+    check(wait_listener(d, port + 1), "rping server listens after restart")
+    cli = spawn(["rping", "-c"] + argv, env)
+    outs = finish([cli, srv])
+    check(all(rc == 0 for rc, _ in outs),
+          f"rping -V after the restart: both sides exit 0 "
+          f"({[rc for rc, _ in outs]})")
 
 
 def main():
@@ -178,8 +229,10 @@ def main():
         env = d.env(rdmacm + ":" + dropin)
         our_program(d, env, prog)
         perftest_killed(d, env, "ib_write_bw", port)
-        perftest_killed(d, env, "ib_send_bw", port + 1)
-        rping_killed(d, env, port + 2)
+        perftest_runs(d, env, "ib_write_bw", port + 1)
+        perftest_killed(d, env, "ib_send_bw", port + 2, stop=True)
+        perftest_runs(d, env, "ib_send_bw", port + 3)
+        rping_killed(d, env, port + 4)
         # The restarted daemon serves a stock program from scratch.
         r = subprocess.run(["ibv_devinfo", "-d", d.device], env=env,
                            capture_output=True, text=True, timeout=HANG)

@@ -514,6 +514,114 @@ TEST_F(VerbsSessionTest, ResizeCqCountsSignaledWorkNotYetCompleted) {
   EXPECT_EQ(server_->counters().failed_requests, 1u);  // the refused shrink
 }
 
+// Every WQE the daemon takes ends in exactly one of wqes_completed,
+// _completed_error, _flushed, _discarded (scripts/soak.sh sums them per
+// program). Unsignaled WRITEs complete with the signaled one after them;
+// a WRITE the peer refuses fails and its QP's receives flush.
+TEST_F(VerbsSessionTest, TakenWqesEndCompletedFailedOrFlushed) {
+  StartServer();
+  Endpoint eb = MakePeer();
+  const Peer peer = PeerOf(eb);
+  const std::string path = path_;
+  enum { kBadKeyWc = 50, kFlushWc };
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs o = OpenConnectedClient(path, 4096, peer, up, down);
+        auto* base = static_cast<uint8_t*>(o.buf->addr);
+        rocemu_sge sge{reinterpret_cast<uint64_t>(base), 64, o.mr->lkey};
+        for (uint64_t id = 1; id <= 3; ++id) {
+          rocemu_send_wr wr = RdmaWriteWr(id, &sge, 1, peer, id * 64);
+          if (id < 3) wr.send_flags = 0;
+          rocemu_send_wr* bad = nullptr;
+          if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
+        }
+        const rocemu_wc w = PollCompletion(o);
+        if (w.wr_id != 3 || w.status != ROCEMU_WC_SUCCESS) _exit(kWriteWc);
+        rocemu_sge rsge{reinterpret_cast<uint64_t>(base + 1024), 256,
+                        o.mr->lkey};
+        for (uint64_t id : {20u, 21u}) {
+          rocemu_recv_wr rwr{id, nullptr, &rsge, 1};
+          rocemu_recv_wr* bad_r = nullptr;
+          if (rocemu_post_recv(o.qp, &rwr, &bad_r) != 0) _exit(kPostRecv);
+        }
+        rocemu_send_wr wr = RdmaWriteWr(4, &sge, 1, peer);
+        wr.wr.rdma.rkey = peer.rkey + 0x100;  // no such key at the peer
+        rocemu_send_wr* bad = nullptr;
+        if (rocemu_post_send(o.qp, &wr, &bad) != 0) _exit(kPostSend);
+        int failed = 0, flushed = 0;
+        for (int i = 0; i < 3; ++i) {
+          const rocemu_wc c = PollCompletion(o);
+          if (c.wr_id == 4 && c.status != ROCEMU_WC_SUCCESS &&
+              c.status != ROCEMU_WC_WR_FLUSH_ERR) {
+            ++failed;
+          } else if ((c.wr_id == 20 || c.wr_id == 21) &&
+                     c.status == ROCEMU_WC_WR_FLUSH_ERR) {
+            ++flushed;
+          }
+        }
+        if (failed != 1) _exit(kBadKeyWc);
+        if (flushed != 2) _exit(kFlushWc);
+      },
+      &from_child, &to_child);
+  ClientInfo info;
+  ASSERT_NO_FATAL_FAILURE(
+      AcceptConnectedClient(pid, from_child, to_child, eb, &info));
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  const SessionCounters& c = server_->counters();
+  EXPECT_EQ(c.sq_wqes, 4u);
+  EXPECT_EQ(c.rq_wqes, 2u);
+  EXPECT_EQ(c.wqes_completed, 3u);
+  EXPECT_EQ(c.wqes_completed_error, 1u);
+  EXPECT_EQ(c.wqes_flushed, 2u);
+  EXPECT_EQ(c.wqes_discarded, 0u);
+  close(from_child);
+  close(to_child);
+}
+
+// Receives still posted when their client goes (perftest leaves its
+// receive ring posted at exit) end as wqes_discarded: no completion is
+// owed to a process that is gone.
+TEST_F(VerbsSessionTest, ReceivesLeftPostedAtExitAreDiscarded) {
+  StartServer();
+  Endpoint eb = MakePeer();
+  const Peer peer = PeerOf(eb);
+  const std::string path = path_;
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs o = OpenConnectedClient(path, 4096, peer, up, down);
+        rocemu_sge rsge{reinterpret_cast<uint64_t>(o.buf->addr), 256,
+                        o.mr->lkey};
+        for (uint64_t id : {30u, 31u, 32u}) {
+          rocemu_recv_wr rwr{id, nullptr, &rsge, 1};
+          rocemu_recv_wr* bad_r = nullptr;
+          if (rocemu_post_recv(o.qp, &rwr, &bad_r) != 0) _exit(kPostRecv);
+        }
+        WriteAll(up, "p", 1);
+        char go;
+        ReadAll(down, &go, 1);  // the daemon took them: exit
+      },
+      &from_child, &to_child);
+  ClientInfo info;
+  ASSERT_NO_FATAL_FAILURE(
+      AcceptConnectedClient(pid, from_child, to_child, eb, &info));
+  char posted = 0;
+  ASSERT_TRUE(PumpRead(from_child, &posted, 1))
+      << "client exited with " << PumpUntilExit(pid);
+  const time_t give_up = time(nullptr) + 30;
+  while (server_->counters().rq_wqes < 3 && time(nullptr) < give_up) Pump();
+  ASSERT_EQ(server_->counters().rq_wqes, 3u);
+  ASSERT_EQ(write(to_child, "g", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  const SessionCounters& c = server_->counters();
+  EXPECT_EQ(c.qps_flushed, 1u);
+  EXPECT_EQ(c.wqes_discarded, 3u);
+  EXPECT_EQ(c.wqes_completed + c.wqes_completed_error + c.wqes_flushed, 0u);
+  close(from_child);
+  close(to_child);
+}
+
 // perftest's pattern: post receives, tell the peer over TCP, the peer
 // sends at once. The receive is still in the ring (the daemon's loop has not
 // run) when the SEND arrives; the RNIC must find it there, as a hardware

@@ -429,14 +429,27 @@ void SessionServer::Retire(const nic::WorkCompletion& wc, Qp** last) {
     *last = qp_ptr = it->second.get();
   }
   Qp& qp = *qp_ptr;
+  uint32_t n = 1;
   if (static_cast<uint32_t>(wc.opcode) < kFirstRecvOpcode) {
     // What the library flushes itself if the daemon dies starts after
     // this request (verbs/client/client_flush.cc).
-    qp.sq.RetireThrough(wc.wqe_index);
+    n = qp.sq.RetireThrough(wc.wqe_index);
   } else if (qp.srq != nullptr) {
     qp.srq->ring.Retire(1);
   } else {
     qp.rq.Retire(1);
+  }
+  if (n == 0) return;  // its WQE went with a reset
+  // The unsignaled sends before this one completed successfully.
+  if (wc.status == nic::WcStatus::kSuccess) {
+    counters_.wqes_completed += n;
+    return;
+  }
+  counters_.wqes_completed += n - 1;
+  if (wc.status == nic::WcStatus::kWrFlushErr) {
+    ++counters_.wqes_flushed;
+  } else {
+    ++counters_.wqes_completed_error;
   }
 }
 

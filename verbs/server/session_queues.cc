@@ -231,8 +231,12 @@ absl::Status SessionServer::OnModifyQp(Client& c, const wire::ModifyQpReq& r) {
   if (st.ok() && (r.attr_mask & nic::qp_attr::kState) != 0 &&
       attr.qp_state == nic::QpState::kReset) {
     Qp& qp = *it->second;
+    counters_.wqes_discarded += qp.sq.Unretired();
     qp.sq.DiscardAll();
-    if (qp.srq == nullptr) qp.rq.DiscardAll();
+    if (qp.srq == nullptr) {
+      counters_.wqes_discarded += qp.rq.Unretired();
+      qp.rq.DiscardAll();
+    }
     // Everything the RNIC completed for the QP goes to the rings now, so
     // the library can withdraw it (it does on a reply to RESET).
     DrainCq(*qp.send_cq);
@@ -266,6 +270,9 @@ absl::Status SessionServer::OnMcast(Client& c, const wire::McastReq& r,
 }
 
 void SessionServer::ReleaseQp(Qp& qp) {
+  // Completions the RNIC still holds for it are dropped with the QP.
+  counters_.wqes_discarded += qp.sq.Unretired();
+  if (qp.srq == nullptr) counters_.wqes_discarded += qp.rq.Unretired();
   --qp.send_cq->users;
   --qp.recv_cq->users;
   if (qp.srq != nullptr) --qp.srq->users;
@@ -408,7 +415,10 @@ absl::Status SessionServer::OnQuerySrq(Client& c, uint32_t h,
   return absl::OkStatus();
 }
 
-void SessionServer::ReleaseSrq(Srq& srq) { (void)rnic_.DestroySrq(srq.handle); }
+void SessionServer::ReleaseSrq(Srq& srq) {
+  counters_.wqes_discarded += srq.ring.Unretired();
+  (void)rnic_.DestroySrq(srq.handle);
+}
 
 absl::Status SessionServer::OnDestroySrq(Client& c, uint32_t h) {
   auto it = srqs_.find(h);

@@ -104,9 +104,18 @@ struct SessionCounters {
   // Times a message found its receive queue empty in the RNIC and the
   // ring held WQEs the loop had not drained yet (RecvWqeFetcher).
   uint64_t rq_fetches = 0;
-  uint64_t lkey_violations = 0;       // SGE named a key the poster does not own
-  uint64_t bad_wqes = 0;              // invalid slot contents or post errors
-  uint64_t cqes = 0;                  // written to CQ rings
+  uint64_t lkey_violations = 0;  // SGE named a key the poster does not own
+  uint64_t bad_wqes = 0;         // invalid slot contents or post errors
+  uint64_t cqes = 0;             // written to CQ rings
+  // What became of the WQEs taken (sq_wqes + rq_wqes + srq_wqes): each
+  // ends in exactly one of these four. A send WQE without a completion
+  // of its own retires, successful, with the next one that has one.
+  uint64_t wqes_completed = 0;        // successful completion
+  uint64_t wqes_completed_error = 0;  // completion in error (not a flush)
+  uint64_t wqes_flushed = 0;          // IBV_WC_WR_FLUSH_ERR
+  // Still outstanding when the QP (or SRQ) was destroyed or reset: the
+  // receives an application leaves posted at exit, no completion due.
+  uint64_t wqes_discarded = 0;
   uint64_t cq_events = 0;             // eventfd wake-ups
   uint64_t async_events = 0;          // delivered to clients
   uint64_t async_events_dropped = 0;  // a client's event ring was full
@@ -142,6 +151,10 @@ void ForEachSessionCounter(const SessionCounters& k, F f) {
   f("lkey_violations", k.lkey_violations);
   f("bad_wqes", k.bad_wqes);
   f("cqes", k.cqes);
+  f("wqes_completed", k.wqes_completed);
+  f("wqes_completed_error", k.wqes_completed_error);
+  f("wqes_flushed", k.wqes_flushed);
+  f("wqes_discarded", k.wqes_discarded);
   f("cq_events", k.cq_events);
   f("async_events", k.async_events);
   f("async_events_dropped", k.async_events_dropped);

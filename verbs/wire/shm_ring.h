@@ -261,13 +261,19 @@ class ShmRing {
   // Consumer: every entry up to and including the one it took as
   // `index` (the low 32 bits of consumed() then) is done; never moves
   // back (an older entry's completion may come later, e.g. after a reset
-  // discarded the ring).
-  void RetireThrough(uint32_t index) {
+  // discarded the ring). Returns how many entries it retired.
+  uint32_t RetireThrough(uint32_t index) {
     const uint64_t r = hdr_->retired.load(std::memory_order_relaxed);
     const uint32_t ahead = index + 1 - static_cast<uint32_t>(r);
-    if (static_cast<int32_t>(ahead) > 0) {
-      hdr_->retired.store(r + ahead, std::memory_order_release);
-    }
+    if (static_cast<int32_t>(ahead) <= 0) return 0;
+    hdr_->retired.store(r + ahead, std::memory_order_release);
+    return ahead;
+  }
+  // Consumer: entries taken and not retired yet (0 if the shared count
+  // was scribbled past what was taken).
+  uint64_t Unretired() const {
+    const uint64_t r = hdr_->retired.load(std::memory_order_acquire);
+    return tail_ >= r ? tail_ - r : 0;
   }
   // Consumer: entries taken so far (the index the next one is taken at).
   uint64_t consumed() const { return tail_; }
