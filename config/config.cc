@@ -12,18 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "config/status_macros.h"
 #include "config/yaml_reader.h"
 #include "yaml-cpp/yaml.h"
 
 namespace rocemu::config {
 namespace {
-
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (0)
 
 bool ValidName(absl::string_view s, size_t max_len) {
   if (s.empty() || s.size() > max_len) return false;
@@ -405,6 +399,21 @@ absl::Status LoadControl(MapReader& m, ControlConfig* c) {
   return m.Finish();
 }
 
+absl::Status LoadVerbsLimits(MapReader& m, VerbsLimitsConfig* l) {
+  RETURN_IF_ERROR(m.Bool("memlock", &l->memlock));
+  MapReader u(m.errors(), m.Get("per_uid"), m.Key("per_uid"));
+  RETURN_IF_ERROR(u.Open());
+  constexpr uint64_t kMax = uint64_t{1} << 32;
+  RETURN_IF_ERROR(u.Uint("max_pds", 0, kMax, &l->per_uid.max_pds));
+  RETURN_IF_ERROR(u.Uint("max_cqs", 0, kMax, &l->per_uid.max_cqs));
+  RETURN_IF_ERROR(u.Uint("max_qps", 0, kMax, &l->per_uid.max_qps));
+  RETURN_IF_ERROR(u.Uint("max_mrs", 0, kMax, &l->per_uid.max_mrs));
+  RETURN_IF_ERROR(u.Uint("max_queue_bytes", 0, uint64_t{1} << 48,
+                         &l->per_uid.max_queue_bytes));
+  RETURN_IF_ERROR(u.Finish());
+  return m.Finish();
+}
+
 absl::Status LoadVerbs(MapReader& m, VerbsConfig* v) {
   RETURN_IF_ERROR(m.Bool("enabled", &v->enabled));
   RETURN_IF_ERROR(m.String("socket", &v->socket_path));
@@ -429,6 +438,9 @@ absl::Status LoadVerbs(MapReader& m, VerbsConfig* v) {
     v->allowed_uids.push_back(static_cast<uint32_t>(uid));
   }
   RETURN_IF_ERROR(m.Uint("post_budget", 1, 4096, &v->post_budget));
+  MapReader limits(m.errors(), m.Get("limits"), m.Key("limits"));
+  RETURN_IF_ERROR(limits.Open());
+  RETURN_IF_ERROR(LoadVerbsLimits(limits, &v->limits));
   return m.Finish();
 }
 

@@ -217,6 +217,26 @@ struct ControlConfig {
   bool test_hooks = false;
 };
 
+// What each user (uid) may hold across the daemon's ports; 0: no cap.
+// Beyond a cap the request fails with ENOMEM (verbs/server/resource_limits.h).
+struct VerbsUserCaps {
+  uint64_t max_pds = 0;
+  uint64_t max_cqs = 0;
+  uint64_t max_qps = 0;
+  uint64_t max_mrs = 0;
+  // The shared rings of the user's send, receive, shared receive and
+  // completion queues.
+  uint64_t max_queue_bytes = 0;
+};
+
+struct VerbsLimitsConfig {
+  // Registered memory counts against the registering process's
+  // RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK, as rxe and mlx5 count
+  // pinned pages (on-demand paging and device memory pin nothing).
+  bool memlock = true;
+  VerbsUserCaps per_uid;
+};
+
 // The application library's attach point (verbs/server/session_server.h): one
 // Unix socket per port that has one.
 struct VerbsConfig {
@@ -228,6 +248,7 @@ struct VerbsConfig {
   std::vector<uint32_t> allowed_uids;
   // Work requests taken from one QP's rings per poll (fairness between QPs).
   uint32_t post_budget = 64;
+  VerbsLimitsConfig limits;
 };
 
 enum class LogLevel : uint8_t { kDebug, kInfo, kWarning, kError };

@@ -21,6 +21,7 @@
 #include "emulator/control/socket_path.h"
 #include "emulator/logging.h"
 #include "emulator/port/eal_args.h"
+#include "emulator/port/intr_thread.h"
 #include "nic/cm/cm_agent.h"
 #include "protocol/pfc.h"
 
@@ -169,6 +170,16 @@ absl::Status Daemon::AttachRnics() {
 
 absl::Status Daemon::StartSessions() {
   sessions_.resize(ports_.size());
+  // One account per daemon: a user's caps and a process's pinned pages
+  // span every port and shard.
+  const config::VerbsLimitsConfig& lim = config_.verbs.limits;
+  auto limits = std::make_shared<verbs::ResourceLimits>(
+      verbs::ResourceUse{.pds = lim.per_uid.max_pds,
+                         .cqs = lim.per_uid.max_cqs,
+                         .qps = lim.per_uid.max_qps,
+                         .mrs = lim.per_uid.max_mrs,
+                         .queue_bytes = lim.per_uid.max_queue_bytes},
+      lim.memlock);
   for (unsigned i = 0; i < ports_.size() && i < rnics_.size(); ++i) {
     const std::string path = config_.VerbsSocketPath(i);
     if (path.empty()) continue;
@@ -183,6 +194,7 @@ absl::Status Daemon::StartSessions() {
     o.allowed_uids.assign(config_.verbs.allowed_uids.begin(),
                           config_.verbs.allowed_uids.end());
     o.post_budget = config_.verbs.post_budget;
+    o.limits = limits;
     o.device_name = "rocemu_" + ports_[i]->config.name;
     // GIDs are IPv4-mapped or IPv6 addresses, the form the neighbour cache
     // keys on: a destination GID is its own next-hop IP on the link.
@@ -512,6 +524,15 @@ void Daemon::Slow(nic::TimeNs now) {
       p->counters.tx_errors = st.oerrors;
       p->counters.rx_nombuf = st.rx_nombuf;
     }
+    const uint64_t faults = p->dev->memif_faults();
+    if (faults != p->counters.memif_faults) {
+      ROCEMU_LOG_WARNING(
+          "port %s: %" PRIu64
+          " queue burst(s) caught by net_memif's teardown of a departing "
+          "peer; contained (emulator/port/memif_guard.h)",
+          p->config.name.c_str(), faults - p->counters.memif_faults);
+      p->counters.memif_faults = faults;
+    }
   }
 }
 
@@ -803,6 +824,7 @@ void Daemon::Shutdown() {
     // leaves it behind; remove it when empty so weeks of restarts and test
     // runs do not pile them up.
     std::string runtime_dir = rte_eal_get_runtime_dir();
+    ParkInterruptThread();  // cleanup frees what it would touch
     rte_eal_cleanup();
     eal_ready_ = false;
     rmdir(runtime_dir.c_str());

@@ -67,6 +67,9 @@ struct PortCounters {
   uint64_t rx_errors = 0;
   uint64_t tx_errors = 0;
   uint64_t rx_nombuf = 0;
+  // net_memif bursts caught by the PMD's teardown of a departing peer and
+  // contained (emulator/port/memif_guard.h); refreshed once a second.
+  uint64_t memif_faults = 0;
 };
 
 class Daemon {

@@ -409,10 +409,11 @@ uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
   if (paused != 0) ready = HoldPaused(port, paused);
   port.tx_paused_count = static_cast<uint16_t>(port.tx_backlog_count - ready);
   // A stopped port holds its frames as a disconnected link does.
+  uint16_t consumed = 0;
   const uint16_t sent =
       ready == 0 || !port.dev->running()
           ? 0
-          : rte_eth_tx_burst(port.dev->port_id(), 0, port.tx_backlog, ready);
+          : port.dev->TxBurst(port.tx_backlog, ready, &consumed);
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < sent; ++i) {
     bytes += rte_pktmbuf_pkt_len(port.tx_backlog[i]);
@@ -420,11 +421,15 @@ uint16_t Daemon::FlushTx(Port& port, nic::TimeNs now) {
   port.counters.tx_packets += sent;
   port.counters.tx_bytes += bytes;
   if (sent < ready) ++port.counters.tx_ring_full;
-  if (sent < port.tx_backlog_count) {
-    std::memmove(port.tx_backlog, port.tx_backlog + sent,
-                 (port.tx_backlog_count - sent) * sizeof(rte_mbuf*));
+  // Frames a contained memif fault took (consumed beyond sent) are gone
+  // with the peer, as on a pulled cable.
+  port.counters.tx_dropped += consumed - sent;
+  if (consumed < port.tx_backlog_count) {
+    std::memmove(port.tx_backlog, port.tx_backlog + consumed,
+                 (port.tx_backlog_count - consumed) * sizeof(rte_mbuf*));
   }
-  port.tx_backlog_count = static_cast<uint16_t>(port.tx_backlog_count - sent);
+  port.tx_backlog_count =
+      static_cast<uint16_t>(port.tx_backlog_count - consumed);
   return sent;
 }
 
@@ -435,9 +440,7 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
   rte_mbuf* rx[kRxBurst];
   rte_mbuf* staged[kRxBurst * 3];
   uint32_t kicks = 0;
-  uint16_t n = port.dev->running()
-                   ? rte_eth_rx_burst(port.dev->port_id(), 0, rx, kRxBurst)
-                   : 0;
+  uint16_t n = port.dev->running() ? port.dev->RxBurst(rx, kRxBurst) : 0;
   bool busy = n > 0;
   for (uint16_t i = 0; i < n; ++i) {
     port.counters.rx_bytes += rte_pktmbuf_pkt_len(rx[i]);

@@ -115,6 +115,7 @@ void CompleteHead(Rnic& nic, Qp& qp) {
   if (w.wr.signaled() || qp.init_.sq_sig_all) {
     WorkCompletion wc;
     wc.wr_id = w.wr.wr_id;
+    wc.wqe_index = w.wr.wqe_index;
     wc.status = WcStatus::kSuccess;
     wc.opcode = SendWcOpcode(w.wr.opcode);
     wc.qp_num = qp.qpn();

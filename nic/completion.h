@@ -79,6 +79,10 @@ struct WorkCompletion {
   uint16_t slid = 0;  // RoCE has no LIDs: always 0
   uint8_t sl = 0;     // RoCE: the 802.1p priority the frame arrived on
   uint8_t dlid_path_bits = 0;
+  // Send completions: the request's SendWrHeader::wqe_index. Every request
+  // posted before it on the QP is done too (a send queue completes in
+  // order).
+  uint32_t wqe_index = 0;
   // A receive that consumed a SEND (or WRITE with immediate) whose last
   // packet had BTH.SE set. ibv_wc has no such flag (providers keep it in
   // their CQE); the verbs layer reads it to honour

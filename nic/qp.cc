@@ -21,7 +21,7 @@ Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge)
       pd_(pd),
       init_(init),
       udp_sport_(SourcePortFor(qpn)),
-      rq_(init.has_srq ? 1 : init.cap.max_recv_wr,
+      rq_(init.has_srq ? 0 : init.cap.max_recv_wr,
           init.has_srq ? 0 : init.cap.max_recv_sge),
       rwqe_sges_(recv_max_sge) {
   attr_.cap = init.cap;

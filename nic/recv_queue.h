@@ -25,14 +25,17 @@ enum class PostResult : uint8_t {
 
 class RecvQueue {
  public:
+  // max_wr 0 makes a queue that takes nothing (a send-only QP's); it keeps
+  // one slot of storage so that the slot arithmetic needs no special case.
   RecvQueue(uint32_t max_wr, uint32_t max_sge)
       : ring_(max_wr == 0 ? 1 : max_wr),
         sges_(static_cast<size_t>(ring_.size()) * max_sge),
+        max_wr_(max_wr),
         max_sge_(max_sge) {}
 
   PostResult Post(const RecvWr& wr) {
     if (wr.sg_list.size() > max_sge_) return PostResult::kTooManySge;
-    if (count_ == ring_.size()) return PostResult::kFull;
+    if (count_ >= max_wr_) return PostResult::kFull;
     Store(Slot(count_), wr.wr_id, wr.sg_list.span());
     ++count_;
     return PostResult::kOk;
@@ -61,7 +64,7 @@ class RecvQueue {
 
   uint32_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
-  uint32_t capacity() const { return static_cast<uint32_t>(ring_.size()); }
+  uint32_t capacity() const { return max_wr_; }
   uint32_t max_sge() const { return max_sge_; }
 
  private:
@@ -80,6 +83,7 @@ class RecvQueue {
   std::vector<Sge> sges_;  // max_sge_ entries per slot of ring_
   uint32_t head_ = 0;
   uint32_t count_ = 0;
+  uint32_t max_wr_;
   uint32_t max_sge_;
 };
 

@@ -147,6 +147,7 @@ void Requester::ExecuteLocal(Rnic& nic, Qp& qp, SendWqe& w) {
   if (w.wr.signaled() || qp.init_.sq_sig_all) {
     WorkCompletion wc;
     wc.wr_id = w.wr.wr_id;
+    wc.wqe_index = w.wr.wqe_index;
     wc.status = WcStatus::kSuccess;
     wc.opcode = w.wr.opcode == WrOpcode::kBindMw ? WcOpcode::kBindMw
                                                  : WcOpcode::kLocalInv;
@@ -170,6 +171,7 @@ void Requester::FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err,
   }
   WorkCompletion wc;
   wc.wr_id = w.wr.wr_id;
+  wc.wqe_index = w.wr.wqe_index;
   wc.status = err;
   wc.qp_num = qp.qpn_;
   ++qp.req_.req_idx;
@@ -272,6 +274,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
           .args[0] = w.wr.ud.ah;
       WorkCompletion wc;
       wc.wr_id = w.wr.wr_id;
+      wc.wqe_index = w.wr.wqe_index;
       wc.status = WcStatus::kLocQpOpErr;
       wc.qp_num = qp.qpn_;
       ++r.req_idx;

@@ -49,7 +49,7 @@ bool ServiceMatches(ServiceType s, QpType t) {
 
 Rnic::Rnic(const RnicConfig& config)
     : config_(config),
-      events_(1024),
+      events_(std::max<uint32_t>(1, config.async_event_queue_len)),
       pds_(config.device.max_pd),
       mrs_(pds_, config.device.max_mr, config.device.max_mr_size),
       cqs_(config.device.max_cq, config.device.max_cqe, &events_),
@@ -61,7 +61,8 @@ Rnic::Rnic(const RnicConfig& config)
       mcast_(config.device.max_mcast_grp, config.device.max_mcast_qp_attach,
              config.device.max_total_mcast_qp_attach),
       cc_(config.congestion),
-      gsi_(std::make_unique<Gsi>(config_.mac, pkeys_, gids_, counters_)),
+      gsi_(std::make_unique<Gsi>(config_.mac, pkeys_, gids_, counters_,
+                                 config.mad_queue_len)),
       cm_(std::make_unique<CmAgent>(*this, *gsi_, counters_, 0)),
       log_(FirstPacketId(config)) {
   if (config_.shards == 0 || config_.shard >= config_.shards) {
@@ -239,6 +240,7 @@ void Rnic::FlushSendQueue(Qp& qp) {
     SendWqe& w = qp.sq_.at(i);
     WorkCompletion wc;
     wc.wr_id = w.wr.wr_id;
+    wc.wqe_index = w.wr.wqe_index;
     wc.status =
         w.status != WcStatus::kSuccess ? w.status : WcStatus::kWrFlushErr;
     wc.qp_num = qp.qpn_;

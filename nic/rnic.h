@@ -76,6 +76,12 @@ struct RnicConfig {
   // which RNIC a frame is for.
   uint32_t shard = 0;
   uint32_t shards = 1;
+  // Preallocated slots for MADs waiting for the wire (QP1) and for
+  // asynchronous events. The defaults suit a daemon port serving many
+  // connections; a simulated datacenter host with a few QPs (ns3/) asks
+  // for fewer, since every slot is paid for by each of thousands of RNICs.
+  uint32_t mad_queue_len = 512;
+  uint32_t async_event_queue_len = 1024;
   // Events each connected QP's flight recorder keeps (nic/flight_recorder.h;
   // allocated at INIT->RTR); 0: no recorder.
   uint32_t flight_recorder_events = 64;
@@ -142,6 +148,10 @@ class Rnic final : public FrameEndpoint {
   absl::Status DestroySrq(SrqHandle srq);
 
   // --- queue pairs ---
+  // ibv_create_qp. Either work queue may have no entries (a send-only or
+  // receive-only QP). The capabilities granted (QueryQp's cap) may exceed
+  // those asked: inline data and SGEs each fill the send slot the other
+  // needs, as rxe sizes it.
   absl::StatusOr<uint32_t> CreateQp(PdHandle pd, const QpInitAttr& init);
   absl::Status ModifyQp(uint32_t qpn, const QpAttr& attr, QpAttrMask mask);
   absl::StatusOr<QpAttr> QueryQp(uint32_t qpn) const;

@@ -64,24 +64,46 @@ uint32_t Rnic::NextQpn(uint32_t qpn) const {
   return qpn;
 }
 
-absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& init) {
+namespace {
+
+// What a send queue slot holds, granted as rxe grants it: one WQE has room
+// for max_send_sge SGEs of 16 bytes (ib_sge) or for max_inline_data bytes,
+// whichever is larger, and both limits are raised to fill it. A QP asked
+// for no inline data can so still post as many bytes inline as its SGEs
+// would take (rdma_xclient posts 16 bytes inline on a QP of max_inline_data
+// 0 and one SGE), and the caps returned say so.
+QpCap GrantSendSlot(QpCap c, const DeviceAttr& d) {
+  constexpr uint32_t kSgeBytes = 16;
+  const uint32_t slot = std::max(c.max_send_sge * kSgeBytes, c.max_inline_data);
+  c.max_send_sge = std::min(slot / kSgeBytes, d.max_sge);
+  c.max_inline_data = std::min(slot, d.max_inline_data);
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& asked) {
   const DeviceAttr& d = config_.device;
   if (!pds_.Valid(pd)) return absl::NotFoundError("no such PD");
-  CompletionQueue* scq = cqs_.Get(init.send_cq);
-  CompletionQueue* rcq = cqs_.Get(init.recv_cq);
+  CompletionQueue* scq = cqs_.Get(asked.send_cq);
+  CompletionQueue* rcq = cqs_.Get(asked.recv_cq);
   if (scq == nullptr || rcq == nullptr) {
     return absl::NotFoundError("no such CQ");
   }
-  if (init.has_srq && srqs_.Get(init.srq) == nullptr) {
+  if (asked.has_srq && srqs_.Get(asked.srq) == nullptr) {
     return absl::NotFoundError("no such SRQ");
   }
-  const QpCap& c = init.cap;
-  if (c.max_send_wr == 0 || c.max_send_wr > d.max_qp_wr ||
-      c.max_recv_wr > d.max_qp_wr || c.max_send_sge > d.max_sge ||
-      c.max_recv_sge > d.max_sge || c.max_inline_data > d.max_inline_data ||
-      (!init.has_srq && c.max_recv_wr == 0)) {
+  // A send queue or receive queue of no entries is allowed (as mlx5 and
+  // rxe allow it): a receive-only or send-only QP, whose posts to the
+  // empty queue fail with ENOMEM.
+  const QpCap& c = asked.cap;
+  if (c.max_send_wr > d.max_qp_wr || c.max_recv_wr > d.max_qp_wr ||
+      c.max_send_sge > d.max_sge || c.max_recv_sge > d.max_sge ||
+      c.max_inline_data > d.max_inline_data) {
     return absl::InvalidArgumentError("QP capabilities outside the device's");
   }
+  QpInitAttr init = asked;
+  init.cap = GrantSendSlot(c, d);
   if (qps_.size() >= d.max_qp) {
     return absl::ResourceExhaustedError("QP limit reached");
   }

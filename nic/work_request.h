@@ -143,6 +143,11 @@ inline constexpr uint32_t kIpCsum = 1u << 4;
 // converts from the application's __be32.
 struct SendWrHeader {
   uint64_t wr_id = 0;
+  // The poster's own sequence number for this request, handed back in
+  // its completion (WorkCompletion::wqe_index), as a ConnectX CQE carries
+  // the WQE counter: the verbs layer learns from it which requests a
+  // completion retires, signaled or not.
+  uint32_t wqe_index = 0;
   WrOpcode opcode = WrOpcode::kSend;
   uint32_t send_flags = 0;
   uint32_t imm_data = 0;

@@ -57,6 +57,12 @@ class PfcTransmitter {
     occupancy_[priority] = bytes;
   }
   uint64_t occupancy(int priority) const { return occupancy_[priority]; }
+  // Moves `priority`'s XOFF/XON thresholds (xon below xoff): a switch
+  // whose lossless buffers share one pool recomputes them from the free
+  // pool before each Poll (dynamic thresholds, as Trident-class MMUs do).
+  void SetThresholds(int priority, const PfcThresholds& t) {
+    config_.thresholds[priority] = t;
+  }
 
   // The frame to send now, if any; counts it as sent.
   std::optional<PfcFrameRequest> Poll(TimeNs now);

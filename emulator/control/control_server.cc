@@ -31,7 +31,13 @@ absl::Status Errno(std::string_view what) {
 // A request is parsed again for each field it is asked for: control
 // requests are a few hundred bytes read for a handful of fields, far from
 // any packet path. Not JSON: a discarded value, which is not an object.
+// nlohmann's lexer ends the input at a NUL byte, so a line such as
+// {"cmd":"qps"}<NUL>anything would read as the object alone; a NUL is no
+// JSON whitespace (RFC 8259), so such a line is not JSON.
 nlohmann::json ParseRequest(std::string_view json) {
+  if (json.find('\0') != std::string_view::npos) {
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
   return nlohmann::json::parse(json.begin(), json.end(), nullptr,
                                /*allow_exceptions=*/false);
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "emulator/daemon.h"
+#include "emulator/port/memif_guard.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -34,6 +35,7 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
   f("rx_errors", c.rx_errors);
   f("tx_errors", c.tx_errors);
   f("rx_nombuf", c.rx_nombuf);
+  f("memif_faults", c.memif_faults);
   f("rx_arp_requests", n.rx_arp_requests);
   f("rx_arp_replies", n.rx_arp_replies);
   f("tx_arp_requests", n.tx_arp_requests);
@@ -408,6 +410,12 @@ std::string Daemon::HandleControl(std::string_view request) {
   if (cmd == "qp_why") return QpWhyJson(request);
   if (hooks_ != nullptr && TestHooks::Handles(cmd)) {
     return hooks_->Handle(cmd, request);
+  }
+  if (hooks_ != nullptr && cmd == "memif_fault") {
+    // The next memif burst faults as a departing peer's teardown makes it
+    // (emulator/port/memif_guard.h): the containment, on demand.
+    MemifGuard::InjectFault();
+    return "{\"ok\":true}";
   }
   if (cmd == "ping") return "{\"ok\":true}";
   if (cmd == "resolve") {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "emulator/logging.h"
 #include "emulator/port/eal_args.h"
+#include "emulator/port/intr_thread.h"
 #include "emulator/port/quiet_dpdk_log.h"
 
 namespace rocemu::emulator {
@@ -131,6 +132,7 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
     return PortError(c, "tx queue setup", rc);
   }
   port.memif_ = std::string_view(info.driver_name) == "net_memif";
+  if (port.memif_) MemifGuard::Install();
   port.memif_client_ =
       port.memif_ && c.devargs.find("role=client") != std::string::npos;
   if (int rc = rte_eth_dev_start(port.port_id_); rc != 0) {
@@ -204,16 +206,19 @@ bool DpdkPort::LinkUp() const {
 void DpdkPort::RejoinMemifServer() {
   if (!memif_client_ || !started_ || LinkUp()) return;
   // Stopping drops nothing of ours: memif copies frames into its rings,
-  // and no mbuf of this pool stays with the PMD.
+  // and no mbuf of this pool stays with the PMD. The link reads down as
+  // soon as the PMD starts a disconnect, so the interrupt thread may still
+  // be in it: stop and start there, after it.
   running_ = false;
-  rte_eth_dev_stop(port_id_);
-  // Said once per outage: the PMD's start fails, and logs it, for as long
-  // as no server listens; its log is quiet for the tries after the first.
-  bool asked;
-  {
+  bool asked = false;
+  RunOnInterruptThread([&] {
+    rte_eth_dev_stop(port_id_);
+    // Said once per outage: the PMD's start fails, and logs it, for as
+    // long as no server listens; its log is quiet for the tries after the
+    // first.
     QuietDpdkLog quiet("pmd.net.memif", rejoin_failing_);
     asked = rte_eth_dev_start(port_id_) == 0;
-  }
+  });
   running_ = asked;
   if (!asked && !rejoin_failing_) {
     ROCEMU_LOG_WARNING(
@@ -226,9 +231,14 @@ void DpdkPort::RejoinMemifServer() {
 
 void DpdkPort::Stop() {
   if (started_) {
-    rte_eth_dev_stop(port_id_);
-    rte_eth_dev_close(port_id_);
+    // On the interrupt thread: a memif peer's disconnect may be running
+    // there (intr_thread.h).
+    RunOnInterruptThread([this] {
+      rte_eth_dev_stop(port_id_);
+      rte_eth_dev_close(port_id_);
+    });
     started_ = false;
+    running_ = false;
   }
 }
 

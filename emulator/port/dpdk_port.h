@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "config/config.h"
 #include "emulator/net/net_types.h"
+#include "emulator/port/memif_guard.h"
 
 namespace rocemu::emulator {
 
@@ -62,6 +63,30 @@ class DpdkPort {
   void RejoinMemifServer();
   void Stop();
 
+  // The queue bursts. On a memif port each runs under MemifGuard: a burst
+  // caught by the PMD's teardown of a departing peer moves nothing, and
+  // counts in memif_faults(). TxBurst's *consumed is how many of `pkts`
+  // the PMD took (sent, or lost to such a fault: those the caller must
+  // neither send again nor free).
+  uint16_t RxBurst(rte_mbuf** pkts, uint16_t n) {
+    if (!memif_) return rte_eth_rx_burst(port_id_, 0, pkts, n);
+    bool faulted = false;
+    const uint16_t got = MemifGuard::Run(
+        [&] { return rte_eth_rx_burst(port_id_, 0, pkts, n); }, &faulted);
+    memif_faults_ += faulted;
+    return got;
+  }
+  uint16_t TxBurst(rte_mbuf** pkts, uint16_t n, uint16_t* consumed) {
+    if (!memif_) return *consumed = rte_eth_tx_burst(port_id_, 0, pkts, n);
+    bool faulted = false;
+    const uint16_t sent = MemifGuard::Run(
+        [&] { return rte_eth_tx_burst(port_id_, 0, pkts, n); }, &faulted);
+    memif_faults_ += faulted;
+    *consumed = faulted ? n : sent;
+    return sent;
+  }
+  uint64_t memif_faults() const { return memif_faults_; }
+
  private:
   DpdkPort() = default;
   uint16_t port_id_ = RTE_MAX_ETHPORTS;
@@ -75,6 +100,7 @@ class DpdkPort {
   bool rejoin_failing_ = false;
   bool running_ = false;
   bool shared_faulted_in_ = false;
+  uint64_t memif_faults_ = 0;
 };
 
 }  // namespace rocemu::emulator

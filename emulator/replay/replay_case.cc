@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "config/status_macros.h"
 
 namespace rocemu::replay {
 namespace {
@@ -250,12 +251,6 @@ class Map {
   std::string path_;
   std::set<std::string> known_;
 };
-
-#define RETURN_IF_ERROR(expr) \
-  do {                        \
-    absl::Status _s = (expr); \
-    if (!_s.ok()) return _s;  \
-  } while (0)
 
 // Applies `f(Map&, index)` to each element of the list at key `k`.
 template <typename F>

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "config/status_macros.h"
 #include "emulator/capture/frame_notes.h"
 #include "emulator/capture/pcapng_writer.h"
 #include "emulator/replay/pcap_io.h"
@@ -22,12 +23,6 @@ namespace rocemu::replay {
 namespace {
 
 using nic::TimeNs;
-
-#define RETURN_IF_ERROR(expr) \
-  do {                        \
-    absl::Status _s = (expr); \
-    if (!_s.ok()) return _s;  \
-  } while (0)
 
 // A frame the RNIC received or sent, kept for the summary's counts.
 struct InputFrame {

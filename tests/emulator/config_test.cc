@@ -162,6 +162,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "4:22", "verbs.post_budget", "out of range [1, 4096]"},
         BadCase{"verbs_enabled_type", WithPort("verbs: {enabled: yes}\n"),
                 "4:18", "verbs.enabled", "true or false"},
+        BadCase{"verbs_limits_typo",
+                WithPort("verbs:\n  limits:\n    per_uid: {max_qp: 4}\n"),
+                "6:15", "verbs.limits.per_uid.max_qp", "unknown key"},
+        BadCase{"verbs_limits_negative",
+                WithPort("verbs: {limits: {per_uid: {max_mrs: -1}}}\n"), "4:37",
+                "verbs.limits.per_uid.max_mrs", "an integer"},
+        BadCase{"verbs_limits_memlock_type",
+                WithPort("verbs: {limits: {memlock: sometimes}}\n"), "4:27",
+                "verbs.limits.memlock", "true or false"},
         BadCase{"verbs_socket_is_control_socket",
                 WithPort("control: {socket: /tmp/r.sock}\n"
                          "verbs: {socket: /tmp/r.sock}\n"),
@@ -283,6 +292,9 @@ TEST(ConfigTest, VerbsDefaultsGiveOnlyTheFirstPortASocket) {
   EXPECT_EQ(cfg->verbs.socket_mode, 0660u);
   EXPECT_TRUE(cfg->verbs.allowed_uids.empty());
   EXPECT_EQ(cfg->verbs.post_budget, 64u);
+  EXPECT_TRUE(cfg->verbs.limits.memlock);
+  EXPECT_EQ(cfg->verbs.limits.per_uid.max_qps, 0u);
+  EXPECT_EQ(cfg->verbs.limits.per_uid.max_queue_bytes, 0u);
   EXPECT_EQ(cfg->VerbsSocketPath(0), "/run/rocemu/verbs.sock");
   EXPECT_EQ(cfg->VerbsSocketPath(1), "");
   EXPECT_EQ(cfg->VerbsSocketPath(2), "");
@@ -301,9 +313,20 @@ verbs:
   socket_mode: "0600"
   allowed_uids: [0, 1000]
   post_budget: 16
+  limits:
+    memlock: false
+    per_uid: {max_pds: 1, max_cqs: 2, max_qps: 3, max_mrs: 4,
+              max_queue_bytes: 1048576}
 )",
                                                 "verbs.yaml");
   ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_FALSE(cfg->verbs.limits.memlock);
+  const config::VerbsUserCaps& caps = cfg->verbs.limits.per_uid;
+  EXPECT_EQ(caps.max_pds, 1u);
+  EXPECT_EQ(caps.max_cqs, 2u);
+  EXPECT_EQ(caps.max_qps, 3u);
+  EXPECT_EQ(caps.max_mrs, 4u);
+  EXPECT_EQ(caps.max_queue_bytes, 1048576u);
   EXPECT_EQ(cfg->verbs.socket_mode, 0600u);
   EXPECT_EQ(cfg->verbs.allowed_uids, (std::vector<uint32_t>{0, 1000}));
   EXPECT_EQ(cfg->verbs.post_budget, 16u);

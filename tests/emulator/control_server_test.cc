@@ -47,6 +47,15 @@ TEST(JsonFieldsTest, ALineThatIsNotAJsonObjectHasNoFields) {
     EXPECT_EQ(JsonStringField(bad, "cmd"), "") << bad;
     EXPECT_FALSE(JsonHasField(bad, "cmd")) << bad;
   }
+  // A NUL byte is no JSON whitespace: what follows it is not ignored (found
+  // by control_fuzzer against its independent reader).
+  using namespace std::string_view_literals;
+  for (std::string_view bad :
+       {"{\"cmd\":\"qps\"}\0"sv, "{\"cmd\":\"qps\"}\0{\"x\":1}"sv,
+        "{\"cmd\":\"q\0ps\"}"sv}) {
+    EXPECT_EQ(JsonStringField(bad, "cmd"), "");
+    EXPECT_FALSE(JsonHasField(bad, "cmd"));
+  }
 }
 
 class ControlServerTest : public ::testing::Test {

@@ -155,7 +155,7 @@ def main():
                 # 32 WRITEs of 64 KiB in flight per sender: 512 frames.
                 argv += ["-u", "18", "-t", "32"]
             srv = r.tool(ns, ds["r"], argv + port, 60)
-            time.sleep(0.3)
+            netns_util.wait_tcp_listener(srv, r.port)
             cli = r.tool(ns, ds[f"s{i}"], argv + port + ["127.0.0.1"], 60)
             flows.append((srv, cli))
         goodput = []

@@ -10,7 +10,6 @@ Bounded in time; always cleans up.  Usage: net_links_test.py ROCEMUD veth|memif
 """
 import os
 import sys
-import time
 
 import netns_util
 from netns_util import control, sh, wait_for
@@ -75,9 +74,10 @@ def veth(r):
 def memif(r):
     ns = r.netns("rocemu-mm")
     name = f"rocemu-memif-{r.pid}"
-    a, sock_a = r.start(ns, "memif-a", netns_util.port(
+    port_a = netns_util.port(
         "m0", f"net_memif0,role=server,socket={name},bsize=8192",
-        "02:00:00:77:02:01", ["10.77.2.1/24", "fd77:2::1/64"], 4200))
+        "02:00:00:77:02:01", ["10.77.2.1/24", "fd77:2::1/64"], 4200)
+    a, sock_a = r.start(ns, "memif-a", port_a)
     port_b = netns_util.port(
         "m0", f"net_memif0,role=client,socket={name},bsize=8192",
         "02:00:00:77:02:02", ["10.77.2.2/24", "fd77:2::2/64"], 4200)
@@ -121,11 +121,17 @@ def memif(r):
     got = a_link_leaves("IBV_PORT_DOWN")
     r.check(got == ("IBV_PORT_ACTIVE", 1), f"A's link up again: {got}")
     r.check(link(sock_b) == ("IBV_PORT_ACTIVE", 0), "B's port ACTIVE")
-    # The client goes first so the server never sends to a vanished peer.
+    # The server stops first and the client at once, while the client's
+    # interrupt thread handles the disconnect (emulator/port/intr_thread.h:
+    # the client's own stop waits for it), then the same the other way.
+    r.stop(a, "memif-a")
     r.stop(b, "memif-b")
-    # net_memif (22.11) handles the peer's disconnect on its interrupt
-    # thread; stopping the port while that runs can crash inside the PMD.
-    time.sleep(0.5)
+    a, sock_a = r.start(ns, "memif-a", port_a)
+    b, sock_b = r.start(ns, "memif-b", port_b)
+    wait_for("the pair's link up again",
+             lambda: link(sock_a)[0] == "IBV_PORT_ACTIVE" and
+             link(sock_b)[0] == "IBV_PORT_ACTIVE", timeout=15)
+    r.stop(b, "memif-b")
     r.stop(a, "memif-a")
 
 

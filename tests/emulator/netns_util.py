@@ -57,6 +57,63 @@ def wait_for(what, predicate, timeout=10.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def tcp_listening(pid, port):
+    """Whether a socket in the network namespace of process `pid` listens
+    on TCP `port` (IPv4 or IPv6), from /proc/<pid>/net/tcp{,6}."""
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            # local_address is ADDR:PORT in hex; state 0A is LISTEN.
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1],
+                                         16) == port:
+                return True
+    return False
+
+
+def wait_tcp_listener(proc, port, timeout=60.0):
+    """Waits until the server `proc` (a Popen; `ip netns exec` and valgrind
+    keep its pid) listens on TCP `port`: the moment a client that does
+    not retry may connect. Raises if it exits first or the deadline
+    passes."""
+    deadline = time.monotonic() + timeout
+    while not tcp_listening(proc.pid, port):
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited ({proc.returncode}) before "
+                                 f"listening on TCP port {port}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"server not listening on TCP port {port} "
+                                 f"after {timeout} s")
+        time.sleep(0.02)
+
+
+def wait_cm_listener(proc, ctl, port, timeout=60.0):
+    """Waits until the server `proc` (a Popen) listens through rdma_cm on
+    `port` of the daemon whose control socket is `ctl`: rdma_cm servers
+    listen in the RDMA port space, not on a TCP socket. Raises if the
+    server exits first or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            ids = control(ctl, {"cmd": "cm"}, timeout=10)["ports"][0]["cm_ids"]
+        except (OSError, ValueError, KeyError, IndexError):
+            ids = []
+        if any(e["listener"] and int(e["service_id"], 16) & 0xFFFF == port
+               for e in ids):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited ({proc.returncode}) before "
+                                 f"listening on rdma_cm port {port}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"server not listening on rdma_cm port "
+                                 f"{port} after {timeout} s")
+        time.sleep(0.02)
+
+
 def write_rocemud_config(path, prefix, ports, eal=None, **sections):
     """Writes a rocemud config for a test: `ports` the list of port
     mappings, `sections` the other top-level keys (control, verbs,

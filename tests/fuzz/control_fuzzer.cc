@@ -8,11 +8,11 @@
 // Each input starts from a fresh server, so it is replayable alone.
 //
 // Invariants (abort on violation):
-//  - the readers (nlohmann-json underneath) agree with a plain parse of
-//    the same line: a field is found only as a top-level member of a line
-//    that is one JSON object, a string reads back decoded, a number only
-//    if it is an integer in [0, 2^64), a boolean only as true/false; on a
-//    miss nothing is written;
+//  - the readers (nlohmann-json underneath) agree with an independent
+//    reader of the same line (reference_json.h, RFC 8259 written out): a field
+//    is found only as a top-level member of a line that is one JSON object, a
+//    string reads back decoded, a number only if it is an integer in [0, 2^64),
+//    a boolean only as true/false; on a miss nothing is written;
 //  - on a valid flat JSON object built from the input, each key reads back
 //    the value it was given (strings decoded, numbers past 64 bits not at
 //    all), wherever the same text appears as a value;
@@ -58,6 +58,7 @@
 #include "emulator/logging.h"
 #include "emulator/port/rnic_port.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/reference_json.h"
 
 namespace {
 
@@ -83,33 +84,24 @@ constexpr int kMaxRounds = 200;  // Poll() rounds an input may take to settle
 // Debian's Abseil has its own string_view; StrCat does not take std's.
 absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
-// The line as one plain parse sees it: the top-level member `key`, or
-// nullopt when the line is not a JSON object or has no such member.
-std::optional<nlohmann::json> Member(std::string_view s, std::string_view key) {
-  nlohmann::json doc = nlohmann::json::parse(s.begin(), s.end(), nullptr,
-                                             /*allow_exceptions=*/false);
-  if (!doc.is_object()) return std::nullopt;
-  auto it = doc.find(key);
-  if (it == doc.end()) return std::nullopt;
-  return *it;
-}
-
-// The readers on `s` for `key`, against the rules above.
+// The readers on `s` for `key`, against an independent reader of the
+// same line (reference_json.h: RFC 8259 written out, no nlohmann).
 void CheckReaders(std::string_view s, std::string_view key) {
-  const std::optional<nlohmann::json> m = Member(s, key);
+  using rocemu::fuzz::RefJson;
+  using Kind = rocemu::fuzz::RefValue::Kind;
+  const std::optional<rocemu::fuzz::RefValue> m = RefJson::Member(s, key);
   FUZZ_CHECK(JsonHasField(s, key) == m.has_value());
   const std::string str = JsonStringField(s, key);
-  FUZZ_CHECK(str == (m.has_value() && m->is_string() ? m->get<std::string>()
-                                                     : std::string()));
+  FUZZ_CHECK(str == (m.has_value() && m->kind == Kind::kString ? m->str : ""));
 
   constexpr uint64_t kUntouched = 0xDEADBEEFCAFEF00Dull;
   uint64_t num = kUntouched;
   const bool num_ok = JsonUintField(s, key, &num);
-  FUZZ_CHECK(num_ok == (m.has_value() && m->is_number_unsigned()));
-  FUZZ_CHECK(num == (num_ok ? m->get<uint64_t>() : kUntouched));
+  FUZZ_CHECK(num_ok == (m.has_value() && m->kind == Kind::kUnsigned));
+  FUZZ_CHECK(num == (num_ok ? m->num : kUntouched));
 
   std::optional<bool> want_bool;
-  if (m.has_value() && m->is_boolean()) want_bool = m->get<bool>();
+  if (m.has_value() && m->kind == Kind::kBool) want_bool = m->flag;
   // Starting from the value a hit would not write shows a stray write.
   const bool initial = !want_bool.value_or(false);
   bool b = initial;
@@ -332,9 +324,13 @@ std::string Handle(Hooks& hooks, std::string_view req) {
 // The request a reply line echoes.
 std::optional<std::string> Echoed(std::string_view reply) {
   if (!reply.starts_with("{\"echo\":\"")) return std::nullopt;
-  const std::optional<nlohmann::json> echo = Member(reply, "echo");
-  if (!echo.has_value() || !echo->is_string()) return std::nullopt;
-  return echo->get<std::string>();
+  const std::optional<rocemu::fuzz::RefValue> echo =
+      rocemu::fuzz::RefJson::Member(reply, "echo");
+  if (!echo.has_value() ||
+      echo->kind != rocemu::fuzz::RefValue::Kind::kString) {
+    return std::nullopt;
+  }
+  return echo->str;
 }
 
 // What an echo of `text` reads back as (bytes that are not UTF-8 become

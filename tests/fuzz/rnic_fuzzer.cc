@@ -11,7 +11,9 @@
 // Invariant ("never a crash or a lost completion"): after the input, every
 // QP is moved to ERR; then every work request a post accepted has exactly
 // one completion, send and receive alike, and no completion names a
-// request that was never posted.
+// request that was never posted. And the rights hold: each side's region
+// registered for local read only is never written (posts target it as a
+// receive or READ destination, crafted frames name its key).
 //
 // Input: a sequence of ops, each [op u8] followed by the bytes it reads
 // (missing bytes read as zero).
@@ -303,6 +305,17 @@ void EndQp(World& w, int side, int t) {
 
 void Check(World& w) {
   for (int side = 0; side < 2; ++side) {
+    // Registered with no access right beyond local read: no receive, READ
+    // response, atomic or remote write (crafted or not) may change a byte.
+    const Side& s = side == 0 ? w.sa : w.sb;
+    for (size_t i = 0; i < s.ro_buf.size(); ++i) {
+      if (s.ro_buf[i] != 0x5A) {
+        std::fprintf(stderr,
+                     "side %d: byte %zu of the read-only region is 0x%02x\n",
+                     side, i, s.ro_buf[i]);
+        std::abort();
+      }
+    }
     for (const auto& [id, n] : w.seen[side]) {
       if (w.posted[side].find(id) == w.posted[side].end()) {
         std::fprintf(stderr,

@@ -7,7 +7,7 @@
 // so what one client leaves behind meets the next one.
 //
 // Invariants checked on every input: the server answers every well-framed
-// request with exactly one reply of the same sequence number; the client's
+// request with exactly one reply, of its type and sequence number; the client's
 // departure releases everything it held (no client, no QP of it left).
 //
 // Input: records of [type u8][flags u8][len u16 le][len bytes of body].
@@ -133,9 +133,16 @@ void SubstituteHandles(uint8_t* body, size_t len) {
   }
 }
 
+// What a framed request's reply must carry: its type with the reply flag,
+// its sequence number.
+struct Expect {
+  uint16_t type;
+  uint32_t seq;
+};
+
 // Reads whatever replies wait; closes descriptors they carry. Returns the
-// number of replies read.
-int DrainReplies(int fd) {
+// number of replies read; each must answer `want` when it is given.
+int DrainReplies(int fd, const Expect* want) {
   int n = 0;
   for (;;) {
     uint8_t buf[wire::kMaxMessage + 64];
@@ -145,6 +152,16 @@ int DrainReplies(int fd) {
     if (r <= 0) return n;
     if (static_cast<size_t>(r) < sizeof(wire::MsgHeader)) continue;
     ++n;
+    if (want != nullptr) {
+      wire::MsgHeader h;
+      std::memcpy(&h, buf, sizeof(h));
+      if (h.seq != want->seq || h.type != (want->type | wire::kReplyFlag)) {
+        std::fprintf(stderr,
+                     "request type %u seq %u answered by type 0x%x seq %u\n",
+                     want->type, want->seq, h.type, h.seq);
+        std::abort();
+      }
+    }
     {
       const size_t at = sizeof(wire::MsgHeader) + sizeof(wire::ReplyStatus);
       wire::ReplyStatus st;
@@ -230,6 +247,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint8_t msg[wire::kMaxMessage];
     size_t mlen;
     bool framed = false;
+    Expect want{};
     if (flags & 4) {
       // Raw bytes: the decoder's framing checks.
       mlen = std::min(len, sizeof(msg));
@@ -242,6 +260,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       SubstituteHandles(b, body);
       mlen = wire::EncodeRequest(t, ++seq, b, body, {msg, sizeof(msg)});
       framed = mlen != 0;
+      want = {static_cast<uint16_t>(t), seq};
     }
     off += len;
     if (mlen == 0) continue;
@@ -251,7 +270,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     int replies = 0;
     for (int i = 0; i < 4 && replies == 0; ++i) {
       Step(w);
-      replies += DrainReplies(fd);
+      replies += DrainReplies(fd, framed ? &want : nullptr);
     }
     if (framed && replies != 1) {
       // A client the server dropped (its refusal, a ring it broke) gets no

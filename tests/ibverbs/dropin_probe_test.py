@@ -4,8 +4,9 @@ the drop-in library and one rocemud: completion-channel and async fds,
 several threads posting to one QP, refusals, parent domains, fork (a
 child's copy of registered memory), discovery with no daemon (an
 empty list and one stderr line naming the socket tried), and the daemon
-killed under the running program (DEVICE_FATAL, errors instead of hangs,
-releases that free everything).
+killed under the running program (DEVICE_FATAL, the posted receive
+flushed and its armed CQ fired, errors instead of hangs, releases that
+free everything; daemon_restart_test.py goes further).
 
 Usage: dropin_probe_test.py ROCEMUD DROPIN_DIR IBV_PROBE
 """

@@ -245,16 +245,28 @@ static int probe_fatal(void) {
   if (rc == 0) ibv_ack_async_event(&ev);
   rc = ibv_get_async_event(p.ctx, &ev);
   CHECK(rc == -1 && errno == EIO, "then ibv_get_async_event fails with EIO");
+  /* The posted receive is flushed, and the armed CQ fires for it once;
+   * then the channel fails instead of blocking. */
   struct ibv_cq* cq = NULL;
   void* cq_ctx = NULL;
   rc = ibv_get_cq_event(p.ch, &cq, &cq_ctx);
+  CHECK(rc == 0 && cq == p.cq,
+        "ibv_get_cq_event hands out the armed CQ, which got a flush");
+  if (rc == 0) ibv_ack_cq_events(cq, 1);
+  rc = ibv_get_cq_event(p.ch, &cq, &cq_ctx);
   CHECK(rc == -1 && errno == EIO,
-        "ibv_get_cq_event on a dead device fails (EIO), does not block");
+        "then ibv_get_cq_event on a dead device fails (EIO), does not block");
   struct ibv_wc wc;
-  int polled = 0, n = 0;
+  int polled = 0, flushed = 0, n = 0;
   while (now_s() - t0 < 30 && (n = ibv_poll_cq(p.cq, 1, &wc)) >= 0) {
-    if (n > 0) ++polled;
+    if (n > 0) {
+      ++polled;
+      flushed += wc.wr_id == 1 && wc.status == IBV_WC_WR_FLUSH_ERR;
+    }
   }
+  CHECK(polled == 1 && flushed == 1,
+        "the receive comes back flushed (%d polled, %d flushed)", polled,
+        flushed);
   CHECK(n < 0, "ibv_poll_cq ends in an error instead of spinning (%d)", n);
   errno = 0;
   rc = ibv_post_recv(p.b, &rwr, &bad);

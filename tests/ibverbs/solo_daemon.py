@@ -5,6 +5,7 @@ host. Needs no root and no network namespace."""
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,7 +17,9 @@ import netns_util  # noqa: E402
 
 
 class SoloDaemon:
-    def __init__(self, rocemud, name="r0", prefix="rocemu-solo-"):
+    def __init__(self, rocemud, name="r0", prefix="rocemu-solo-",
+                 verbs=None):
+        """`verbs`: keys added to the config's verbs section."""
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self.tmp, 0o755)
         self.name = name
@@ -33,13 +36,22 @@ class SoloDaemon:
                              4200)],
             eal={"memory_mb": 256, "hugepages": "no"},
             control={"socket": self.ctl},
-            verbs={"socket": self.verbs, "socket_mode": "0666"},
+            verbs={"socket": self.verbs, "socket_mode": "0666",
+                   **(verbs or {})},
             logging={"file": self.log})
-        self.proc = subprocess.Popen([rocemud, "--config", cfg],
+        self.rocemud = rocemud
+        self.cfg = cfg
+        self.start()
+
+    def start(self):
+        """Starts rocemud and returns once its verbs socket accepts (a
+        stale socket left by a killed daemon refuses until the new one
+        replaced it)."""
+        self.proc = subprocess.Popen([self.rocemud, "--config", self.cfg],
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 15
-        while not os.path.exists(self.verbs):
+        while not self._accepts():
             if self.proc.poll() is not None:
                 raise RuntimeError("rocemud exited: " +
                                    self.proc.stdout.read().decode())
@@ -47,6 +59,16 @@ class SoloDaemon:
                 self.stop()
                 raise RuntimeError("rocemud: no verbs socket")
             time.sleep(0.05)
+
+    def _accepts(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            s.connect(self.verbs)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
 
     def env(self, dropin_dir, **extra):
         e = dict(os.environ)

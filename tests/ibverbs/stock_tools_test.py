@@ -16,6 +16,7 @@ Usage: stock_tools_test.py ROCEMUD DROPIN_DIR memif|veth [--quick]
       land on different shards, and a pair within one daemon whose two
       processes talk across its shards (loopback).
 """
+import math
 import os
 import re
 import signal
@@ -42,6 +43,7 @@ class Run(netns_util.NetRun):
         self.extra_config = {}
         self.port_config = {}
         self.port = 18515 + self.pid % 1000
+        self.port_lock = threading.Lock()
         # The drop-in librdmacm too (perftest -R), when set.
         self.rdmacm = None
 
@@ -82,10 +84,18 @@ class Run(netns_util.NetRun):
     def pair(self, ns, a, b, argv, timeout=240, addr="127.0.0.1"):
         """Server on daemon A, then the client on daemon B (connecting to
         `addr`: A's RoCE address for rdma_cm); both outputs."""
-        self.port += 1
-        port = ["-p", str(self.port)]
+        # Two pairs may run at once (check_shards): each keeps its own port.
+        with self.port_lock:
+            self.port += 1
+            tcp_port = self.port
+        port = ["-p", str(tcp_port)]
         srv = self.tool(ns, a, argv + port, timeout)
-        time.sleep(0.5)
+        # The stock clients connect once: start them when the server listens
+        # (perftest's -R on rdma_cm, otherwise on its TCP socket).
+        if "-R" in argv:
+            netns_util.wait_cm_listener(srv, a["ctl"], tcp_port)
+        else:
+            netns_util.wait_tcp_listener(srv, tcp_port)
         cli = self.tool(ns, b, argv + port + [addr], timeout)
         outs = []
         deadline = time.monotonic() + timeout
@@ -108,15 +118,24 @@ CALIBRATION = "Correlation coefficient r^2"
 
 
 def perftest_rows(out):
-    """The result rows of a perftest table: {bytes: [numbers...]}."""
+    """The result rows of a perftest table that carry a measurement:
+    {bytes: [numbers...]}. A row counts when it ran iterations and every
+    figure is finite and not negative, one of its first two (peak and
+    average bandwidth, or the minimum and maximum latency) above zero: a
+    failed clock calibration prints inf, a run that measured nothing
+    prints zeros, and neither is a result. (-D runs print no peak: 0.)"""
     rows = {}
     for line in out.splitlines():
         f = line.split()
-        if len(f) >= 3 and f[0].isdigit() and f[1].isdigit():
+        if len(f) >= 4 and f[0].isdigit() and f[1].isdigit():
             try:
-                rows[int(f[0])] = [float(x) for x in f[1:]]
+                figures = [float(x) for x in f[2:]]
             except ValueError:
-                pass
+                continue
+            if (int(f[1]) > 0 and
+                    all(math.isfinite(x) and x >= 0 for x in figures) and
+                    max(figures[:2]) > 0):
+                rows[int(f[0])] = [float(f[1])] + figures
     return rows
 
 
@@ -236,7 +255,6 @@ def check_shards(r, ns, a, b, lcores):
                for i in range(len(cases))]
     for t in threads:
         t.start()
-        time.sleep(0.2)
     # rocemu-ctl lists the processes of every shard.
     ctl = os.environ.get("ROCEMU_CTL") or os.path.join(
         os.path.dirname(r.rocemud), "tools", "rocemu-ctl")
@@ -320,14 +338,21 @@ def check_dying_process(r, ns, a, b):
     its QPs go, the other pair finishes, both daemons keep serving."""
     argv = ["ib_write_bw", "-d", DEV, "-x", "0", "-s", "4096", "-n"]
     procs = []
-    for n in ("20000", "100000000"):
+    # The victim first (it would run for hours): once its QP is on daemon
+    # a it is mid-run; then the pair that must survive, killed while its
+    # QP is there too (or once it has finished, on a fast host).
+    for n in ("100000000", "20000"):
         r.port += 1
         port = ["-p", str(r.port)]
         srv = r.tool(ns, a, argv + [n] + port, 60)
-        time.sleep(0.5)
+        netns_util.wait_tcp_listener(srv, r.port)
         cli = r.tool(ns, b, argv + [n] + port + ["127.0.0.1"], 60)
-        procs.append((srv, cli))
-    time.sleep(1.5)
+        procs.insert(0, (srv, cli))
+        want = len(procs)
+        netns_util.wait_for(
+            f"{want} server QP(s) on daemon a",
+            lambda: sum(shard_qps(a).values()) >= want or
+            (want == 2 and cli.poll() is not None), timeout=60)
     victim_srv, victim_cli = procs[1]
     os.killpg(victim_srv.pid, signal.SIGKILL)
     victim_srv.communicate()

@@ -8,9 +8,11 @@ Usage: valgrind_test.py ROCEMUD DROPIN_DIR
 import os
 import subprocess
 import sys
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "emulator"))
+import netns_util  # noqa: E402
 from solo_daemon import SoloDaemon  # noqa: E402
 
 VALGRIND = ["valgrind", "--error-exitcode=99", "--leak-check=full",
@@ -29,7 +31,8 @@ def main():
         srv = subprocess.Popen(VALGRIND + args, env=env,
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
-        time.sleep(3)  # valgrind starts slowly; the client retries anyway
+        # ibv_rc_pingpong's client connects once; valgrind starts slowly.
+        netns_util.wait_tcp_listener(srv, int(port), timeout=120)
         cli = subprocess.run(VALGRIND + args + ["127.0.0.1"], env=env,
                              capture_output=True, text=True, timeout=300)
         try:

@@ -3,6 +3,7 @@
 // EBUSY ordering, and the solicited flag of receive completions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "tests/engine/back_to_back.h"
@@ -93,6 +94,116 @@ TEST(RnicDestroy, AhDestroyedIsStaleAndUdSendThroughItFails) {
   EXPECT_EQ(wc[0].wr_id, 5u);
   EXPECT_EQ(wc[0].status, WcStatus::kLocQpOpErr);
   EXPECT_TRUE(net.Frames(0).empty());
+}
+
+// A send-only QP (max_recv_wr 0) towards a receive-only one (max_send_wr
+// 0), as qperf's bandwidth tests make them: both are created, the empty
+// queue refuses every post (ENOMEM), and SEND, WRITE and READ still flow
+// (the receive-only side answers READs and acknowledges with no send
+// queue).
+TEST(RnicQp, SendOnlyTowardsReceiveOnly) {
+  BackToBack net;
+  ConnectOptions o;
+  o.max_recv_wr = 0;
+  Endpoint ea, eb;
+  ASSERT_TRUE(SetupEndpoint(net.a(), o, &ea).ok());
+  o.max_recv_wr = 64;
+  o.max_send_wr = 0;
+  ASSERT_TRUE(SetupEndpoint(net.b(), o, &eb).ok());
+  ASSERT_TRUE(ConnectQp(net.a(), ea, net.b().config(), eb.qpn, o.sq_psn_a,
+                        o.sq_psn_b, o)
+                  .ok());
+  ASSERT_TRUE(ConnectQp(net.b(), eb, net.a().config(), ea.qpn, o.sq_psn_b,
+                        o.sq_psn_a, o)
+                  .ok());
+  EXPECT_EQ(net.a().QueryQp(ea.qpn)->cap.max_recv_wr, 0u);
+  EXPECT_EQ(net.b().QueryQp(eb.qpn)->cap.max_send_wr, 0u);
+  EXPECT_EQ(net.a().PostRecv(ea.qpn, {1, {SgeOf(ea, 0, 64)}}).code(),
+            absl::StatusCode::kResourceExhausted);
+  SendWr send;
+  send.wr_id = 2;
+  send.opcode = WrOpcode::kSend;
+  send.send_flags = send_flags::kSignaled;
+  send.sg_list = {SgeOf(eb, 0, 64)};
+  EXPECT_EQ(net.b().PostSend(eb.qpn, send).code(),
+            absl::StatusCode::kResourceExhausted);
+
+  Fill(ea.buf, 0, 256, 3);
+  ASSERT_TRUE(net.b().PostRecv(eb.qpn, {7, {SgeOf(eb, 1024, 256)}}).ok());
+  send.sg_list = {SgeOf(ea, 0, 256)};
+  ASSERT_TRUE(net.a().PostSend(ea.qpn, send).ok());
+  SendWr write;
+  write.wr_id = 3;
+  write.opcode = WrOpcode::kRdmaWrite;
+  write.send_flags = send_flags::kSignaled;
+  write.sg_list = {SgeOf(ea, 256, 128)};
+  write.rdma.remote_addr = Va(eb, 256);
+  write.rdma.rkey = eb.key;
+  ASSERT_TRUE(net.a().PostSend(ea.qpn, write).ok());
+  Fill(eb.buf, 4096, 512, 9);
+  SendWr read;
+  read.wr_id = 4;
+  read.opcode = WrOpcode::kRdmaRead;
+  read.send_flags = send_flags::kSignaled;
+  read.sg_list = {SgeOf(ea, 8192, 512)};
+  read.rdma.remote_addr = Va(eb, 4096);
+  read.rdma.rkey = eb.key;
+  ASSERT_TRUE(net.a().PostSend(ea.qpn, read).ok());
+  net.Run();
+  auto wa = Poll(net.a(), ea.cq);
+  ASSERT_EQ(wa.size(), 3u);
+  for (const WorkCompletion& wc : wa) EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  auto wb = Poll(net.b(), eb.cq);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wb[0].wr_id, 7u);
+  EXPECT_EQ(wb[0].byte_len, 256u);
+  EXPECT_TRUE(
+      std::equal(ea.buf.begin(), ea.buf.begin() + 256, eb.buf.begin() + 1024));
+  EXPECT_TRUE(std::equal(ea.buf.begin() + 256, ea.buf.begin() + 384,
+                         eb.buf.begin() + 256));
+  EXPECT_TRUE(std::equal(eb.buf.begin() + 4096, eb.buf.begin() + 4608,
+                         ea.buf.begin() + 8192));
+}
+
+// Inline data and SGEs share the send slot, as rxe sizes it: a QP asked
+// for no inline data gets what its SGEs' room holds (16 bytes per SGE),
+// one asked for more inline data than its SGEs take gets the SGEs that
+// room holds; both within the device's limits. Inline posts are checked
+// against what was granted.
+TEST(RnicQp, InlineDataAndSgesFillTheSendSlot) {
+  Rnic nic(MakeConfig(1));
+  const PdHandle pd = *nic.AllocPd();
+  const CqHandle cq = *nic.CreateCq(16);
+  struct Case {
+    QpCap asked;
+    uint32_t sge, inline_data;
+  };
+  const uint32_t max_sge = nic.device_attr().max_sge;
+  const uint32_t max_inline = nic.device_attr().max_inline_data;
+  for (const Case& c :
+       {Case{{8, 8, 1, 1, 0}, 1, 16}, Case{{8, 8, 2, 1, 100}, 6, 100},
+        Case{{8, 8, 4, 1, 16}, 4, 64}, Case{{8, 8, 0, 1, 0}, 0, 0},
+        Case{{8, 8, max_sge, 1, 0}, max_sge, max_inline}}) {
+    QpInitAttr init = InitAttr(cq, cq);
+    init.cap = c.asked;
+    const uint32_t qpn = *nic.CreateQp(pd, init);
+    absl::StatusOr<QpAttr> a = nic.QueryQp(qpn);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->cap.max_send_sge, c.sge) << c.asked.max_send_sge;
+    EXPECT_EQ(a->cap.max_inline_data, c.inline_data) << c.asked.max_send_sge;
+    EXPECT_EQ(a->cap.max_recv_sge, c.asked.max_recv_sge);
+    ASSERT_TRUE(nic.DestroyQp(qpn).ok());
+  }
+  QpInitAttr init = InitAttr(cq, cq);
+  init.cap = {8, 8, 1, 1, max_inline + 1};
+  EXPECT_EQ(nic.CreateQp(pd, init).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  init.cap = {8, 8, max_sge + 1, 1, 0};
+  EXPECT_EQ(nic.CreateQp(pd, init).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  init.cap = {nic.device_attr().max_qp_wr + 1, 8, 1, 1, 0};
+  EXPECT_EQ(nic.CreateQp(pd, init).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(RnicSrq, DestroyIsBusyWhileAQpIsAttached) {

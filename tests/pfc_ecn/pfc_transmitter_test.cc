@@ -88,6 +88,26 @@ TEST(PfcTransmitter, XoffAtThresholdXonAfterHysteresis) {
   EXPECT_EQ(tx.NextEventTime(), kNever);
 }
 
+TEST(PfcTransmitter, MovedThresholdsTakeEffectAtTheNextPoll) {
+  // A shared-buffer switch lowers XOFF as its pool fills (dynamic
+  // thresholds): the same occupancy then pauses, and XON follows the new
+  // hysteresis band.
+  PfcTransmitter tx(Config());
+  tx.SetOccupancy(3, 60'000);
+  EXPECT_FALSE(tx.Poll(0).has_value());
+  tx.SetThresholds(3, {.xoff_bytes = 50'000, .xon_bytes = 40'000});
+  auto f = tx.Poll(10);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->quanta[3], 0xFFFF);
+  tx.SetOccupancy(3, 45'000);
+  EXPECT_FALSE(tx.Poll(20).has_value());  // inside the new band
+  tx.SetThresholds(3, {.xoff_bytes = 100'000, .xon_bytes = 90'000});
+  f = tx.Poll(30);  // the pool drained: 45 KB is now below XON
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->quanta[3], 0);
+  EXPECT_FALSE(tx.IsAsserted(3));
+}
+
 TEST(PfcTransmitter, RefreshesBeforeThePeerPauseExpires) {
   PfcTransmitter tx(Config());
   const TimeNs pause = PauseQuantaToNs(0xFFFF, k100G);

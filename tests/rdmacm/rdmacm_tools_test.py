@@ -6,8 +6,12 @@ and -q where rping drives it itself with rdma_init_qp_attr/rdma_establish),
 ucmatose with several connections, udaddy (UD through SIDR), mckey (UD
 multicast: one receiver across the link, one on the sender's daemon), a
 connection
-to a port nobody listens on (REJECTED, reason 8), and ib_{write,send,read}_bw
--R, and rstream over stream rsockets (default, blocking, rpoll-driven and
+to a port nobody listens on (REJECTED, reason 8), a server bound to
+127.0.0.1 (a loopback address binds as the wildcard, as in the kernel's
+rdma_cm) and a client to 127.0.0.1 (no route: ENODEV, as on rxe),
+rdma_server/rdma_client
+and rdma_xserver/rdma_xclient over RC (16 bytes inline on a QP that asked
+for none), and ib_{write,send,read}_bw -R, and rstream over stream rsockets (default, blocking, rpoll-driven and
 non-blocking, data verified, messages larger than the receive buffer; and a
 peer killed mid-stream) and riostream over riomap/riowrite. Each tool's own checks decide, then both daemons'
 CM counters must show the handshakes and nothing lost or malformed.
@@ -169,6 +173,32 @@ def main():
         if not ok:
             print(cout[-1500:])
 
+        # A loopback address binds as the wildcard does (the kernel's
+        # rdma_cm: cma_any_addr): rping's server bound to 127.0.0.1 on A
+        # takes B's connection to A's address. A client resolving
+        # 127.0.0.1 gets its device but no route (RoCE has none to a
+        # loopback address), as on rxe.
+        (crc, cout), (src, sout) = r.pair_cm(
+            ns, a, b,
+            ["rping", "-s", "-a", "127.0.0.1", "-p", "{port}", "-C", "10",
+             "-S", "64", "-V"],
+            ["rping", "-c", "-a", A_IP, "-p", "{port}", "-C", "10", "-S",
+             "64", "-v", "-V"])
+        seen = {int(x) for x in re.findall(r"rdma-ping-(\d+):", cout)}
+        ok = src == 0 and crc == 0 and len(seen & set(range(10))) == 10
+        r.check(ok, f"rping server bound to 127.0.0.1, client to {A_IP}: "
+                f"server {src}, client {crc}, {len(seen)}/10 pings")
+        if not ok:
+            netns_util.print_pair_output(sout, cout)
+        p = r.tool(ns, b, ["rping", "-c", "-a", "127.0.0.1", "-p",
+                           str(r.port), "-C", "1"], 30)
+        [(crc, cout)] = r.collect([p], 30)
+        says = "rdma_resolve_route: No such device"
+        r.check(crc != 0 and says in cout,
+                f"rping -c -a 127.0.0.1: '{says}' (exit {crc})")
+        if says not in cout:
+            print(cout[-1000:])
+
         def both_finish(what, server, client, server_says, client_says,
                         **kw):
             (crc, cout), (src, sout) = r.pair_cm(ns, a, b, server, client,
@@ -244,6 +274,14 @@ def main():
             ["rdma_server", "-s", A_IP, "-p", "{port}"],
             ["rdma_client", "-s", A_IP, "-p", "{port}"],
             "rdma_server: end", "rdma_client: end")
+        # rdma_xserver / rdma_xclient over RC: the client's QP asks for no
+        # inline data and posts its 16 bytes with IBV_SEND_INLINE, which
+        # the send slot's grant covers (as on rxe and mlx5).
+        both_finish(
+            "rdma_xserver / rdma_xclient -c r (16 bytes inline)",
+            ["rdma_xserver", "-c", "r", "-p", "{port}"],
+            ["rdma_xclient", "-s", A_IP, "-c", "r", "-p", "{port}"],
+            "rdma_xserver: end 0", "rdma_xclient: end 0")
 
         # A connection storm: cmtime opens 50 connections at once, then
         # closes them (its server runs until stopped).
@@ -365,9 +403,9 @@ def main():
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
-        # rping x2, ucmatose, rdma_client, cmtime, perftest, rstream,
-        # riostream, rsocket_probe
-        conns = 2 + 4 + 1 + 50 + 4 + len(rstream_cases) + 3 + 1
+        # rping x3, ucmatose, rdma_client, rdma_xclient, cmtime, perftest,
+        # rstream, riostream, rsocket_probe
+        conns = 3 + 4 + 1 + 1 + 50 + 4 + len(rstream_cases) + 3 + 1
         r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
                 ca.get("cm_rep_sent", 0) >= conns and
                 cb.get("cm_rtu_sent", 0) >= conns,

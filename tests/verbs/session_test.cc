@@ -571,5 +571,106 @@ TEST_F(VerbsSessionTest, ReceiveStillInTheRingIsFoundByTheSend) {
   close(to_child);
 }
 
+// A receive-only QP (max_send_wr 0) and a send-only one (max_recv_wr 0)
+// as qperf creates them: both are granted, their empty queues refuse posts
+// with ENOMEM, and a QP asked for no inline data gets what its one SGE's
+// room holds (16 bytes, written back and in query_qp), which a SEND with
+// ROCEMU_SEND_INLINE may then use (rdma_xclient's post); one byte more is
+// EINVAL.
+TEST_F(VerbsSessionTest, SendOnlyAndReceiveOnlyQpsAndTheInlineGrant) {
+  StartServer();
+  Endpoint eb = MakePeer();
+  const Peer peer = PeerOf(eb);
+  const std::string path = path_;
+  constexpr uint32_t kInline = 16;
+  enum { kRecvOnly = 40, kRecvOnlyPost, kSendOnly, kSendOnlyPost, kInlineWc };
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs o = OpenClient(path, 1 << 16);
+        auto* base = static_cast<uint8_t*>(o.buf->addr);
+        rocemu_qp_init_attr init{};
+        init.send_cq = o.cq;
+        init.recv_cq = o.cq;
+        init.qp_type = ROCEMU_QPT_RC;
+        init.cap = {0, 8, 1, 1, 0};
+        rocemu_qp* rq_only = rocemu_create_qp(o.pd, &init);
+        if (rq_only == nullptr || init.cap.max_send_wr != 0 ||
+            init.cap.max_recv_wr != 8 || init.cap.max_inline_data != kInline ||
+            init.cap.max_send_sge != 1) {
+          _exit(kRecvOnly);
+        }
+        rocemu_qp_attr q{};
+        if (rocemu_query_qp(rq_only, &q, 0) != 0 || q.cap.max_send_wr != 0 ||
+            q.cap.max_inline_data != kInline) {
+          _exit(kRecvOnly);
+        }
+        rocemu_sge sge{reinterpret_cast<uint64_t>(base), kInline, o.mr->lkey};
+        rocemu_send_wr swr{};
+        swr.wr_id = 1;
+        swr.sg_list = &sge;
+        swr.num_sge = 1;
+        swr.opcode = ROCEMU_WR_SEND;
+        swr.send_flags = ROCEMU_SEND_SIGNALED | ROCEMU_SEND_INLINE;
+        rocemu_send_wr* bad = nullptr;
+        ConnectClient(ClientObjs{o.ctx, o.pd, o.buf, o.mr, o.ch, o.cq, rq_only},
+                      peer);
+        if (rocemu_post_send(rq_only, &swr, &bad) != ENOMEM || bad != &swr) {
+          _exit(kRecvOnlyPost);
+        }
+        init.cap = {8, 0, 1, 1, 0};
+        rocemu_qp* sq_only = rocemu_create_qp(o.pd, &init);
+        if (sq_only == nullptr || init.cap.max_recv_wr != 0 ||
+            init.cap.max_send_wr != 8 || init.cap.max_inline_data != kInline) {
+          _exit(kSendOnly);
+        }
+        o.qp = sq_only;
+        ConnectClient(o, peer);
+        rocemu_recv_wr rwr{2, nullptr, &sge, 1};
+        rocemu_recv_wr* bad_r = nullptr;
+        if (rocemu_post_recv(sq_only, &rwr, &bad_r) != ENOMEM ||
+            bad_r != &rwr) {
+          _exit(kSendOnlyPost);
+        }
+        ClientInfo info{rocemu_qp_num(sq_only), o.mr->lkey, 0,
+                        rocemu_client_id(o.ctx)};
+        WriteAll(up, &info, sizeof(info));
+        char go;
+        ReadAll(down, &go, 1);  // B connected, its receive posted
+        for (uint32_t i = 0; i <= kInline; ++i) base[i] = Pattern(i, 5);
+        sge.length = kInline + 1;
+        if (rocemu_post_send(sq_only, &swr, &bad) != EINVAL) {
+          _exit(kSendOnlyPost);
+        }
+        sge.length = kInline;
+        if (rocemu_post_send(sq_only, &swr, &bad) != 0) _exit(kPostSend);
+        // The bytes were taken at the post: changing them now changes
+        // nothing.
+        std::memset(base, 0, kInline);
+        const rocemu_wc w = PollCompletion(o);
+        if (w.wr_id != 1 || w.status != ROCEMU_WC_SUCCESS) _exit(kInlineWc);
+      },
+      &from_child, &to_child);
+  ClientInfo info;
+  ASSERT_TRUE(PumpRead(from_child, &info, sizeof(info)))
+      << "client exited with " << PumpUntilExit(pid);
+  ASSERT_NO_FATAL_FAILURE(ConnectPeer(eb, info.qpn));
+  ASSERT_TRUE(net_.b()
+                  .PostRecv(eb.qpn, {9, {nic::testing::SgeOf(eb, 1024, 4096)}})
+                  .ok());
+  ASSERT_EQ(write(to_child, "g", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
+  const std::vector<nic::WorkCompletion> wcs =
+      nic::testing::Poll(net_.b(), eb.cq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 9u);
+  EXPECT_EQ(wcs[0].byte_len, kInline);
+  for (uint32_t i = 0; i < kInline; ++i) {
+    EXPECT_EQ(eb.buf[1024 + i], Pattern(i, 5)) << "byte " << i;
+  }
+  close(from_child);
+  close(to_child);
+}
+
 }  // namespace
 }  // namespace rocemu::verbs::testing

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "verbs/client/client_embedded.h"
+#include "verbs/client/client_flush.h"
 #include "verbs/wire/ring_slots.h"
 
 namespace rocemu::verbs::client {
@@ -42,7 +43,7 @@ int Transact(rocemu_context* ctx, wire::MsgType type, const void* body,
     std::memcpy(CMSG_DATA(cm), send_fds.data(), sizeof(int) * send_fds.size());
   }
   auto gone = [&] {
-    ctx->dead.store(true, std::memory_order_relaxed);
+    MarkDeadLocked(ctx);
     return EIO;
   };
   ssize_t n;
@@ -143,7 +144,7 @@ bool DaemonGone(rocemu_context* ctx) {
   if (ctx->dead.load(std::memory_order_relaxed)) return true;
   pollfd p{ctx->fd, POLLRDHUP, 0};
   if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-    ctx->dead.store(true, std::memory_order_relaxed);
+    MarkDead(ctx);
     return true;
   }
   return false;
@@ -194,7 +195,7 @@ std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
     return nullptr;
   }
   if (probe) {
-    const timeval tv{1, 0};
+    const timeval tv{kProbeTimeoutS, 0};
     setsockopt(ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(ctx->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   }

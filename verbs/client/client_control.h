@@ -15,10 +15,20 @@
 
 namespace rocemu::verbs::client {
 
-// Connects and says Hello. A probe (device listing) waits at most a second
-// for a daemon that does not answer and does not open async events.
+// Connects and says Hello. A probe (device listing) waits at most
+// kProbeTimeoutS for a daemon that does not answer and does not open async
+// events. A stale socket refuses at once; the wait only bounds a live
+// daemon that is slow to answer, and on a loaded host (the soak, two
+// shared cores under builds) one took more than a second: ibv_devices
+// must not lose a device a kernel would have listed.
+inline constexpr int kProbeTimeoutS = 10;
 std::unique_ptr<rocemu_context> Connect(const char* socket_path, bool probe,
                                         int* err);
+
+// Why the last socket rocemu_get_device_list probed (in this thread) gave
+// no device: an errno value (ECONNREFUSED: a stale socket; EAGAIN: no
+// Hello within kProbeTimeoutS), 0 when it answered.
+int LastProbeError();
 
 // $ROCEMU_VERBS_SOCKET, else /run/rocemu/verbs.sock.
 const char* DefaultSocket();
@@ -52,7 +62,9 @@ int RetryWhileResolving(F&& f) {
 }
 
 // True once the daemon's end of the socket is closed (one poll(2) with no
-// timeout; callers on the data path ask only after many empty polls).
+// timeout; callers on the data path ask only after many empty polls). The
+// first to see it marks the context dead, which flushes its outstanding
+// work (client_flush.h).
 bool DaemonGone(rocemu_context* ctx);
 
 int64_t MonotonicMs();

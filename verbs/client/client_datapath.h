@@ -22,6 +22,7 @@
 #include "nic/work_request.h"
 #include "verbs/client/client_control.h"
 #include "verbs/client/client_embedded.h"
+#include "verbs/client/client_flush.h"
 #include "verbs/client/client_objects.h"
 #include "verbs/wire/doorbell.h"
 #include "verbs/wire/ring_slots.h"
@@ -111,6 +112,8 @@ bool GatherInline(const rocemu_qp* qp, const Sge* sges, int num_sge,
 //   static uint32_t AhHandle(const WR&);   // 0: none
 // Returns 0 or EINVAL/ENOMEM with *bad_wr at the first WR not posted; WRs
 // before it are posted (visible to the daemon with one release store).
+// EIO once the daemon has gone (checked under the lock, which
+// client_flush.cc takes before it reads what is outstanding).
 template <typename Traits, typename WR>
 int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
   if (!PostSendStateOk(qp)) {
@@ -118,6 +121,10 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
     return EINVAL;
   }
   std::lock_guard<SpinLock> lock(qp->sq_lock);
+  if (qp->ctx->dead.load(std::memory_order_relaxed)) {
+    *bad_wr = wr;
+    return EIO;
+  }
   uint32_t n = 0;
   int err = 0;
   for (; wr != nullptr; wr = wr->next, ++n) {
@@ -127,12 +134,17 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
       err = EINVAL;
       break;
     }
-    auto* s = static_cast<SqSlot*>(qp->sq.ProducerSlotAhead(n));
+    // A send queue of no entries (max_send_wr 0) has a ring slot it never
+    // fills.
+    auto* s = qp->cap.max_send_wr == 0
+                  ? nullptr
+                  : static_cast<SqSlot*>(qp->sq.ProducerSlotAhead(n));
     if (s == nullptr) {
       err = ENOMEM;
       break;
     }
     s->wr_id = wr->wr_id;
+    qp->sq_wr_ids[(qp->sq.produced() + n) & qp->sq_wr_mask] = wr->wr_id;
     s->opcode = static_cast<uint8_t>(op);
     s->send_flags = wr->send_flags;
     s->imm_data = ntohl(wr->imm_data);
@@ -183,12 +195,16 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
 // for a full ring, *bad_wr naming the first WR not posted.
 // At most `depth` WQEs are outstanding (posted and not completed), the
 // queue's granted max_recv_wr / SRQ max_wr: one more is ENOMEM, as a
-// hardware queue of that depth refuses it.
+// hardware queue of that depth refuses it. EIO once the daemon has gone.
 template <typename WR>
 int PostRecvChain(rocemu_context* ctx, DoorbellKind kind, uint32_t handle,
                   ShmRing& ring, SpinLock& lock_, uint32_t max_sge,
                   uint32_t depth, WR* wr, WR** bad_wr) {
   std::lock_guard<SpinLock> lock(lock_);
+  if (ctx->dead.load(std::memory_order_relaxed)) {
+    *bad_wr = wr;
+    return EIO;
+  }
   uint32_t n = 0;
   int err = 0;
   const uint64_t outstanding = ring.produced() - ring.retired();
@@ -273,29 +289,61 @@ inline bool EmptyPoll(rocemu_cq* cq) {
   return true;
 }
 
+// The next completion the library made when the daemon died
+// (client_flush.h), or nullptr; cq->lock held.
+inline const CqeSlot* NextFlush(rocemu_cq* cq) {
+  if (!cq->flush_ready.load(std::memory_order_acquire) ||
+      cq->flushes_taken == cq->flushes.size()) {
+    return nullptr;
+  }
+  return &cq->flushes[cq->flushes_taken++];
+}
+
+// After EmptyPoll() said no: if that is because the daemon died, its
+// outstanding work is flushed (once per context, by whichever thread
+// noticed first: this waits for it) and true returned while this CQ has
+// flushed completions not taken yet; cq->lock held.
+inline bool FlushedOnDeath(rocemu_cq* cq) {
+  if (!cq->ctx->dead.load(std::memory_order_relaxed)) return false;
+  if (!cq->flush_ready.load(std::memory_order_acquire)) MarkDead(cq->ctx);
+  return cq->flushes_taken < cq->flushes.size();
+}
+
 // Moves up to `num` completions from the CQ ring into wc[] with
-// fill(const CqeSlot&, WC*). Returns the count, or -1 (errno EIO) when the
-// ring is corrupt or the daemon is gone and nothing is left.
+// fill(const CqeSlot&, WC*), then, once the daemon has died, the flushed
+// ones. Returns the count, or -1 (errno EIO) when the ring is corrupt or
+// the daemon is gone and nothing is left.
 template <typename WC, typename Fill>
 int PollCqInto(rocemu_cq* cq, int num, WC* wc, Fill&& fill) {
   std::lock_guard<SpinLock> lock(cq->lock);
-  int n = 0;
-  uint32_t taken = 0;
-  while (n < num) {
-    const void* s = cq->ring.ConsumerSlotAhead(taken);
-    if (s == nullptr) break;
-    ++taken;
-    CqeSlot e;
-    std::memcpy(&e, s, sizeof(e));
-    if ((e.flags & kCqeSkip) != 0) continue;
-    fill(e, &wc[n++]);
+  for (;;) {
+    int n = 0;
+    uint32_t taken = 0;
+    while (n < num) {
+      const void* s = cq->ring.ConsumerSlotAhead(taken);
+      if (s == nullptr) break;
+      ++taken;
+      CqeSlot e;
+      std::memcpy(&e, s, sizeof(e));
+      if ((e.flags & kCqeSkip) != 0) continue;
+      fill(e, &wc[n++]);
+    }
+    cq->ring.ReleaseN(taken);
+    while (n < num) {
+      const CqeSlot* f = NextFlush(cq);
+      if (f == nullptr) break;
+      fill(*f, &wc[n++]);
+    }
+    if (n > 0) {
+      cq->empty_polls = 0;
+      return n;
+    }
+    if (EmptyPoll(cq)) return 0;
+    if (!FlushedOnDeath(cq)) {
+      errno = EIO;
+      return -1;
+    }
   }
-  cq->ring.ReleaseN(taken);
-  if (n > 0) {
-    cq->empty_polls = 0;
-    return n;
-  }
-  return EmptyPoll(cq) ? 0 : -1;
 }
 
 // After a QP's RESET: its completions still in `cq`'s ring are withdrawn

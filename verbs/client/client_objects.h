@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "verbs/client/spin_lock.h"
 #include "verbs/rocemu_verbs.h"
 #include "verbs/wire/doorbell.h"
+#include "verbs/wire/ring_slots.h"
 #include "verbs/wire/shm_ring.h"
 #include "verbs/wire/wire_protocol.h"
 
@@ -39,6 +41,8 @@ struct rocemu_context {
   // Set once the daemon is gone (its socket hung up): every call fails
   // with EIO from then on and polls report an error instead of spinning.
   std::atomic<bool> dead{false};
+  // The outstanding work requests were flushed (client_flush.h; under mu).
+  bool flushed = false;
   // Doorbells (verbs/wire/doorbell.h): the ring this client rings (any thread,
   // under doorbell_lock), the daemon's wake page, this client's wake fd.
   rocemu::verbs::ShmRing doorbells;
@@ -77,6 +81,12 @@ struct rocemu_cq {
   // Consecutive empty polls; every few thousand the daemon's liveness is
   // checked (no syscall on the common path).
   uint32_t empty_polls = 0;
+  // The daemon died: completions the library made for the work requests
+  // it left outstanding (client_flush.h), polled after the ring's. Filled
+  // once, before flush_ready; then read under `lock`.
+  std::vector<rocemu::verbs::CqeSlot> flushes;
+  size_t flushes_taken = 0;
+  std::atomic<bool> flush_ready{false};
 };
 
 struct rocemu_qp {
@@ -93,6 +103,12 @@ struct rocemu_qp {
   rocemu_cq* recv_cq;
   rocemu::verbs::SpinLock sq_lock;
   rocemu::verbs::SpinLock rq_lock;
+  // The wr_id of every send request by ring index, for twice the ring's
+  // capacity: a request may still be in the RNIC after its slot was
+  // reused, and one the daemon never completed is flushed by the library
+  // if the daemon dies (client_flush.h). One store per post.
+  std::unique_ptr<uint64_t[]> sq_wr_ids;
+  uint64_t sq_wr_mask = 0;
   void* owner = nullptr;  // the drop-in libibverbs' record, if any
 };
 

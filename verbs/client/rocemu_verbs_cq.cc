@@ -132,6 +132,7 @@ int rocemu_req_notify_cq(rocemu_cq* cq, int solicited_only) {
 
 int rocemu_get_cq_event(rocemu_comp_channel* ch, rocemu_cq** out,
                         void** cq_context, int timeout_ms) {
+  bool flush_seen = false;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(ch->ctx->mu);
@@ -146,8 +147,17 @@ int rocemu_get_cq_event(rocemu_comp_channel* ch, rocemu_cq** out,
         }
       }
     }
-    pollfd p{ch->fd, POLLIN, 0};
-    const int n = poll(&p, 1, timeout_ms);
+    if (DaemonGone(ch->ctx)) {
+      // Its death flushed the outstanding work and may have fired an
+      // armed CQ: that event first, then EIO.
+      if (flush_seen) return EIO;
+      MarkDead(ch->ctx);
+      flush_seen = true;
+      continue;
+    }
+    // The daemon's hang-up wakes the wait too.
+    pollfd p[2] = {{ch->fd, POLLIN, 0}, {ch->ctx->fd, POLLRDHUP, 0}};
+    const int n = poll(p, 2, timeout_ms);
     if (n == 0) return ETIMEDOUT;
     if (n < 0) return errno;
     uint64_t v;

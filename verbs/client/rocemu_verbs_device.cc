@@ -24,6 +24,13 @@
 namespace wire = rocemu::verbs::wire;
 using namespace rocemu::verbs::client;  // NOLINT: the library's own internals
 
+namespace rocemu::verbs::client {
+namespace {
+thread_local int last_probe_error = 0;
+}  // namespace
+int LastProbeError() { return last_probe_error; }
+}  // namespace rocemu::verbs::client
+
 extern "C" {
 
 rocemu_context* rocemu_open_device(const char* socket_path) {
@@ -63,6 +70,7 @@ rocemu_device** rocemu_get_device_list(int* num_devices) {
     int err = 0;
     // Stale sockets (no daemon behind them) are not devices.
     std::unique_ptr<rocemu_context> ctx = Connect(p.c_str(), true, &err);
+    rocemu::verbs::client::last_probe_error = ctx == nullptr ? err : 0;
     if (ctx == nullptr) continue;
     auto* dev = new rocemu_device{p, {}};
     std::memcpy(dev->name, ctx->device_name, sizeof(dev->name));

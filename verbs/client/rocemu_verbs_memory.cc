@@ -10,6 +10,7 @@
 #include <span>
 
 #include "verbs/client/client_control.h"
+#include "verbs/client/client_memory.h"
 #include "verbs/client/client_objects.h"
 #include "verbs/client/client_remap.h"
 #include "verbs/rocemu_verbs.h"
@@ -89,8 +90,12 @@ rocemu_mr* rocemu_reg_mr(rocemu_pd* pd, void* addr, size_t length, int access) {
                             access);
 }
 
-rocemu_mr* rocemu_reg_mr_iova(rocemu_pd* pd, void* addr, size_t length,
-                              uint64_t iova, int access) {
+}  // extern "C"
+
+namespace rocemu::verbs::client {
+
+rocemu_mr* RegMr(rocemu_pd* pd, void* addr, size_t length, uint64_t iova,
+                 int access, bool device_memory) {
   rocemu_context* ctx = pd->ctx;
   const auto a = reinterpret_cast<uintptr_t>(addr);
   BufImpl* found = nullptr;
@@ -109,7 +114,8 @@ rocemu_mr* rocemu_reg_mr_iova(rocemu_pd* pd, void* addr, size_t length,
   if (length == 0 && found == nullptr) return Fail<rocemu_mr>(EINVAL);
   wire::RegMrReq req{};
   req.pd = pd->handle;
-  req.access = static_cast<uint32_t>(access);
+  req.access = static_cast<uint32_t>(access) |
+               (device_memory ? wire::kRegMrDeviceMemory : 0u);
   req.iova = iova;
   req.length = length;
   // Inside a library buffer: the daemon maps its memfd. Ordinary private
@@ -135,6 +141,19 @@ rocemu_mr* rocemu_reg_mr_iova(rocemu_pd* pd, void* addr, size_t length,
                        std::span<const int>(&fd, fd >= 0 ? 1u : 0u));
   if (err != 0) return Fail<rocemu_mr>(err);
   return new rocemu_mr{pd, addr, length, resp.lkey, resp.rkey, access};
+}
+
+}  // namespace rocemu::verbs::client
+
+extern "C" {
+
+rocemu_mr* rocemu_reg_mr_iova(rocemu_pd* pd, void* addr, size_t length,
+                              uint64_t iova, int access) {
+  // kRegMrDeviceMemory is the library's own word, never the caller's.
+  if ((static_cast<uint32_t>(access) & wire::kRegMrDeviceMemory) != 0) {
+    return Fail<rocemu_mr>(EINVAL);
+  }
+  return RegMr(pd, addr, length, iova, access, /*device_memory=*/false);
 }
 
 int rocemu_rereg_mr(rocemu_mr* mr, int flags, rocemu_pd* pd, int access) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <span>
 
@@ -45,8 +46,9 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   if (err != 0) return Fail<rocemu_qp>(err);
   // The capabilities granted (ibv_create_qp writes them back).
   rocemu::verbs::CopyQpCap(resp.cap, &attr->cap);
-  absl::StatusOr<ShmRing> sq = ShmRing::Attach(
-      fds[0], sizeof(SqSlot), std::bit_ceil(attr->cap.max_send_wr));
+  absl::StatusOr<ShmRing> sq =
+      ShmRing::Attach(fds[0], sizeof(SqSlot),
+                      std::bit_ceil(std::max(attr->cap.max_send_wr, 1u)));
   absl::StatusOr<ShmRing> rq =
       ShmRing::Attach(fds[1], sizeof(RqSlot),
                       std::bit_ceil(std::max(attr->cap.max_recv_wr, 1u)));
@@ -65,6 +67,10 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   qp->cap = attr->cap;
   qp->sq = *std::move(sq);
   qp->rq = *std::move(rq);
+  // The ring plus the RNIC's own queue (max_send_wr, at most the ring's
+  // capacity) bound what may be outstanding (client_flush.h).
+  qp->sq_wr_mask = 2 * uint64_t{qp->sq.capacity()} - 1;
+  qp->sq_wr_ids = std::make_unique<uint64_t[]>(qp->sq_wr_mask + 1);
   qp->srq = attr->srq;
   qp->send_cq = attr->send_cq;
   qp->recv_cq = attr->recv_cq;

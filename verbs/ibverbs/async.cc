@@ -5,6 +5,7 @@
 
 #include "nic/async_event.h"
 #include "verbs/client/client_control.h"
+#include "verbs/client/client_flush.h"
 #include "verbs/ibverbs/dropin.h"
 
 using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
@@ -83,6 +84,8 @@ int rocemu_ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
       }
     }
     if (Dead(ctx) || rocemu::verbs::client::DaemonGone(ctx->rc)) {
+      // The outstanding work is flushed before the program hears of it.
+      rocemu::verbs::client::MarkDead(ctx->rc);
       if (!ctx->fatal_reported.exchange(true)) {
         event->event_type = IBV_EVENT_DEVICE_FATAL;
         event->element.port_num = 0;

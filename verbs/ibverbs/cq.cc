@@ -45,7 +45,14 @@ int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
 bool Take(CqImpl* c) {
   do {
     const void* s = c->rc->ring.ConsumerSlotAhead(c->taken);
-    if (s == nullptr) return false;
+    if (s == nullptr) {
+      // The daemon died: the completions the library made for what it
+      // left outstanding come after the ring's.
+      const CqeSlot* f = verbs::client::NextFlush(c->rc);
+      if (f == nullptr) return false;
+      c->cur = *f;
+      break;
+    }
     std::memcpy(&c->cur, s, sizeof(c->cur));
     ++c->taken;
   } while ((c->cur.flags & verbs::kCqeSkip) != 0);
@@ -70,6 +77,10 @@ int StartPoll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   // daemon): a program spinning on start_poll must not starve what would
   // complete its work.
   const bool alive = verbs::client::EmptyPoll(c->rc);
+  if (!alive && verbs::client::FlushedOnDeath(c->rc) && Take(c)) {
+    c->rc->empty_polls = 0;
+    return 0;
+  }
   c->rc->lock.unlock();  // the caller must not call end_poll after ENOENT
   return alive ? ENOENT : EIO;
 }
@@ -286,6 +297,7 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
   ChanImpl* ch = Chan(channel);
   rocemu_comp_channel* rch = ch->rch;
   CtxImpl* ctx = Ctx(channel->context);
+  bool flush_seen = false;
   for (;;) {
     // Clear the eventfd, then look: a signal published after the look
     // writes it again, so the wait below cannot miss it.
@@ -321,6 +333,13 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
       return 0;
     }
     if (Dead(ctx) || rocemu::verbs::client::DaemonGone(ctx->rc)) {
+      // The daemon's death flushed the outstanding work requests, and an
+      // armed CQ that got some fired: that event first, then EIO.
+      if (!flush_seen) {
+        rocemu::verbs::client::MarkDead(ctx->rc);  // waits for the flush
+        flush_seen = true;
+        continue;
+      }
       errno = EIO;
       return -1;
     }

@@ -257,9 +257,11 @@ ibv_device** rocemu_ibv_get_device_list(int* num_devices) {
   }
   rocemu_free_device_list(found);
   if (out.empty()) {
+    const int why = rocemu::verbs::client::LastProbeError();
     WarnOnce("no-device",
-             "no rocemud answered on the %s; is the daemon running?",
-             Searched().c_str());
+             "no rocemud answered on the %s; is the daemon running?%s%s%s",
+             Searched().c_str(), why != 0 ? " (" : "",
+             why != 0 ? std::strerror(why) : "", why != 0 ? ")" : "");
   }
   auto** list = static_cast<ibv_device**>(
       std::calloc(out.size() + 1, sizeof(ibv_device*)));

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "verbs/client/client_memory.h"
 #include "verbs/client/client_objects.h"
 #include "verbs/ibverbs/dropin.h"
 
@@ -109,9 +110,9 @@ ibv_mr* RegDmMr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
   // The daemon checks the rest as for any region (remote write or atomic
   // access needs local write).
   const unsigned plain = access & ~kZeroBasedAndHints;
-  rocemu_mr* rm = rocemu_reg_mr_iova(
+  rocemu_mr* rm = verbs::client::RegMr(
       Pd(pd)->rp, static_cast<uint8_t*>(d->buf->addr) + dm_offset, length,
-      /*iova=*/0, static_cast<int>(plain));
+      /*iova=*/0, static_cast<int>(plain), /*device_memory=*/true);
   if (rm == nullptr) return nullptr;
   auto* m = new MrImpl{};
   SetMr(m, pd, rm, /*addr=*/nullptr, length);  // as ibv_cmd_reg_dm_mr

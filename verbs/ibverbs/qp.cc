@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/ip.h>
 
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -141,6 +142,35 @@ void FromRocemuAh(const rocemu_ah_attr& r, ibv_ah_attr* a) {
   a->is_global = 1;
 }
 
+int ModifyQp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
+  QpImpl* q = Qp(qp);
+  if (Dead(q->ctx)) return EIO;
+  constexpr int kKnown =
+      IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |
+      IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY |
+      IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+      IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
+      IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+      IBV_QP_CAP | IBV_QP_DEST_QPN;
+  if ((attr_mask &
+       (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_RATE_LIMIT)) != 0) {
+    return EOPNOTSUPP;  // no APM on RoCE, no per-QP rate limit
+  }
+  if ((attr_mask & ~kKnown) != 0) return EINVAL;
+  rocemu_qp_attr r{};
+  rocemu::verbs::CopyQpAttrScalars(*attr, &r);
+  r.path_mtu = attr->path_mtu;
+  rocemu::verbs::CopyQpCap(attr->cap, &r.cap);
+  if ((attr_mask & IBV_QP_AV) != 0) {
+    if (const int err = ToRocemuAh(attr->ah_attr, &r.ah_attr); err != 0) {
+      return err;
+    }
+  }
+  const int err = rocemu_modify_qp(q->rq, &r, attr_mask);
+  if (err == 0 && (attr_mask & IBV_QP_STATE) != 0) qp->state = attr->qp_state;
+  return err;
+}
+
 }  // namespace
 
 void FillQpOps(CtxImpl* ctx) {
@@ -170,32 +200,12 @@ ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
   return q->extended ? &q->qpx : nullptr;
 }
 
+// A failure is also in errno, where libibverbs has it from the kernel
+// command that failed: programs print it (qperf's "failed to modify QP to
+// RTR: Invalid argument").
 int rocemu_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
-  QpImpl* q = Qp(qp);
-  if (Dead(q->ctx)) return EIO;
-  constexpr int kKnown =
-      IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |
-      IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY |
-      IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-      IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
-      IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-      IBV_QP_CAP | IBV_QP_DEST_QPN;
-  if ((attr_mask &
-       (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE | IBV_QP_RATE_LIMIT)) != 0) {
-    return EOPNOTSUPP;  // no APM on RoCE, no per-QP rate limit
-  }
-  if ((attr_mask & ~kKnown) != 0) return EINVAL;
-  rocemu_qp_attr r{};
-  rocemu::verbs::CopyQpAttrScalars(*attr, &r);
-  r.path_mtu = attr->path_mtu;
-  rocemu::verbs::CopyQpCap(attr->cap, &r.cap);
-  if ((attr_mask & IBV_QP_AV) != 0) {
-    if (const int err = ToRocemuAh(attr->ah_attr, &r.ah_attr); err != 0) {
-      return err;
-    }
-  }
-  const int err = rocemu_modify_qp(q->rq, &r, attr_mask);
-  if (err == 0 && (attr_mask & IBV_QP_STATE) != 0) qp->state = attr->qp_state;
+  const int err = rocemu::ibverbs::ModifyQp(qp, attr, attr_mask);
+  if (err != 0) errno = err;
   return err;
 }
 

@@ -23,11 +23,18 @@ SqSlot* Begin(ibv_qp_ex* qpx, int opcode) {
     q->wr_err = EINVAL;
     return nullptr;
   }
-  auto* s = static_cast<SqSlot*>(q->rq->sq.ProducerSlotAhead(q->wr_count));
+  // A send queue of no entries (max_send_wr 0) has a ring slot it never
+  // fills.
+  auto* s =
+      q->rq->cap.max_send_wr == 0
+          ? nullptr
+          : static_cast<SqSlot*>(q->rq->sq.ProducerSlotAhead(q->wr_count));
   if (s == nullptr) {
     q->wr_err = ENOMEM;
     return nullptr;
   }
+  rocemu_qp* r = q->rq;
+  r->sq_wr_ids[(r->sq.produced() + q->wr_count) & r->sq_wr_mask] = qpx->wr_id;
   ++q->wr_count;
   s->wr_id = qpx->wr_id;
   s->opcode = static_cast<uint8_t>(opcode);

@@ -87,6 +87,31 @@ bool IsWildcard(const sockaddr* sa) {
   return false;
 }
 
+bool IsLoopback(const sockaddr* sa) {
+  if (sa == nullptr) return false;
+  if (sa->sa_family == AF_INET) {
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr) >>
+            24) == IN_LOOPBACKNET;
+  }
+  if (sa->sa_family == AF_INET6) {
+    return IN6_IS_ADDR_LOOPBACK(
+        &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+  }
+  return false;
+}
+
+bool IsAnyAddr(const sockaddr* sa) { return IsWildcard(sa) || IsLoopback(sa); }
+
+void SetLoopback(sockaddr_storage* ss) {
+  if (ss->ss_family == AF_INET6) {
+    reinterpret_cast<sockaddr_in6*>(ss)->sin6_addr = in6addr_loopback;
+  } else {
+    ss->ss_family = AF_INET;
+    reinterpret_cast<sockaddr_in*>(ss)->sin_addr.s_addr =
+        htonl(INADDR_LOOPBACK);
+  }
+}
+
 uint16_t PortOf(const sockaddr* sa) {
   if (sa == nullptr) return 0;
   if (sa->sa_family == AF_INET) {

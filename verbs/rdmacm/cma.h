@@ -138,6 +138,10 @@ CmDevice* DeviceOfContext(ibv_context* verbs);
 // else the one the kernel's route picks, else the GID sharing the longest
 // prefix with dst.
 CmDevice* PickDevice(const sockaddr* dst, uint8_t* gid_index);
+// Where a loopback destination goes, as the kernel's rdma_cm picks it: the
+// first device whose port is active (else the first device); nullptr
+// without devices.
+CmDevice* LoopbackDevice();
 
 // --- addresses (addr.cc) ----------------------------------------------------
 bool SockaddrToGid(const sockaddr* sa, ibv_gid* gid);
@@ -147,6 +151,16 @@ bool IsIpv4Mapped(const uint8_t gid[16]);
 void GidToSockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage* out);
 socklen_t SockaddrLen(const sockaddr* sa);
 bool IsWildcard(const sockaddr* sa);
+// 127.0.0.0/8 or ::1.
+bool IsLoopback(const sockaddr* sa);
+// What the kernel's rdma_cm treats as no address in particular (its
+// cma_any_addr): the wildcard or a loopback address. Bound to one, an id
+// has no device and listens on all; resolved as a destination, one is the
+// first active device itself.
+bool IsAnyAddr(const sockaddr* sa);
+// The family's loopback address into `ss` (port kept; AF_INET unless
+// `ss` is AF_INET6).
+void SetLoopback(sockaddr_storage* ss);
 uint16_t PortOf(const sockaddr* sa);  // host order
 void SetPort(sockaddr* sa, uint16_t port);
 uint64_t ServiceId(rdma_port_space ps, uint16_t port);

@@ -141,6 +141,20 @@ CmDevice* DeviceOfAddr(const sockaddr* addr, uint8_t* gid_index) {
   return FindGid(g, gid_index);
 }
 
+CmDevice* LoopbackDevice() {
+  CmDevice* first = nullptr;
+  for (CmDevice* d : DeviceVector()) {
+    if (d->dead) continue;
+    if (first == nullptr) first = d;
+    ibv_port_attr pa{};
+    if (___ibv_query_port(d->verbs, 1, &pa) == 0 &&
+        pa.state == IBV_PORT_ACTIVE) {
+      return d;
+    }
+  }
+  return first;
+}
+
 CmDevice* DeviceOfContext(ibv_context* verbs) {
   for (CmDevice* d : DeviceVector()) {
     if (d->verbs == verbs) return d;

@@ -279,11 +279,30 @@ void Pump() {
 
 namespace {
 
+// Adds `dev`'s fds to a channel's set: its CM eventfd, and its session
+// socket's hang-up (the daemon died), so that a waiter hears of a removed
+// device at once, as from the kernel's rdma_cm.
+void AddDevice(Channel* ch, CmDevice* dev) {
+  epoll_event de{};
+  de.events = EPOLLIN;
+  de.data.fd = dev->event_fd;
+  epoll_ctl(ch->channel.fd, EPOLL_CTL_ADD, dev->event_fd, &de);
+  if (dev->dead) return;
+  epoll_event hup{};
+  hup.events = EPOLLRDHUP;
+  hup.data.fd = dev->rc->fd;
+  epoll_ctl(ch->channel.fd, EPOLL_CTL_ADD, dev->rc->fd, &hup);
+}
+
 // A daemon that went takes its ids with it: DEVICE_REMOVAL to each, once.
 void CheckDevices() {
   for (CmDevice* dev : Devices()) {
     if (dev->dead || !verbs::client::DaemonGone(dev->rc)) continue;
     dev->dead = true;
+    // Its hang-up stays readable: out of every set, or waits would spin.
+    for (Channel* ch : Channels()) {
+      epoll_ctl(ch->channel.fd, EPOLL_CTL_DEL, dev->rc->fd, nullptr);
+    }
     absl::flat_hash_set<IdPriv*> seen;
     for (const auto& [key, id] : Ids()) {
       if (key.first != dev || !seen.insert(id).second) continue;
@@ -320,12 +339,7 @@ Channel* NewChannelLocked() {
   ev.events = EPOLLIN;
   ev.data.fd = ch->own_fd;
   epoll_ctl(ch->channel.fd, EPOLL_CTL_ADD, ch->own_fd, &ev);
-  for (CmDevice* dev : Devices()) {
-    epoll_event de{};
-    de.events = EPOLLIN;
-    de.data.fd = dev->event_fd;
-    epoll_ctl(ch->channel.fd, EPOLL_CTL_ADD, dev->event_fd, &de);
-  }
+  for (CmDevice* dev : Devices()) AddDevice(ch, dev);
   Channels().insert(ch);
   return ch;
 }
@@ -345,12 +359,7 @@ void DeleteChannel(Channel* ch) {
 Channel* Chan(rdma_event_channel* c) { return reinterpret_cast<Channel*>(c); }
 
 void WatchDevice(CmDevice* dev) {
-  for (Channel* ch : Channels()) {
-    epoll_event de{};
-    de.events = EPOLLIN;
-    de.data.fd = dev->event_fd;
-    epoll_ctl(ch->channel.fd, EPOLL_CTL_ADD, dev->event_fd, &de);
-  }
+  for (Channel* ch : Channels()) AddDevice(ch, dev);
 }
 
 Event* NewEvent(IdPriv* id, rdma_cm_event_type type, int status) {
@@ -457,7 +466,7 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     epoll_event ev;
     const int n = epoll_wait(channel->fd, &ev, 1, 1000);
     if (n < 0 && errno != EINTR) return -1;
-    if (n == 0) {
+    if (n == 0 || (n == 1 && (ev.events & (EPOLLRDHUP | EPOLLHUP)) != 0)) {
       std::lock_guard<std::mutex> lock(Mu());
       CheckDevices();
     }

@@ -92,7 +92,10 @@ int BindTo(IdPriv* p, const sockaddr* addr) {
   if (p->id.route.addr.src_addr.sa_family != 0) return EINVAL;  // bound
   CmDevice* dev = nullptr;
   uint8_t gid_index = 0;
-  if (!IsWildcard(addr)) {
+  // A loopback address binds as the wildcard does (the kernel's rdma_cm:
+  // no device until a connection picks one; rdma_listen on all devices),
+  // and the id keeps reporting the address it was given.
+  if (!IsAnyAddr(addr)) {
     dev = DeviceOfAddr(addr, &gid_index);
     if (dev == nullptr) return ENODEV;
   }
@@ -269,29 +272,52 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr,
         return Err(err);
       }
     }
-    if (p->dev == nullptr) {
-      // Bound to any address: the device towards dst gives ours.
-      uint8_t gid_index = 0;
-      CmDevice* dev = PickDevice(dst_addr, &gid_index);
-      if (dev == nullptr) return Err(ENODEV);
-      AttachDevice(p, dev, gid_index);
-      GidToSockaddr(dev->gids[gid_index].raw, p->reserved_port,
-                    &p->id.route.addr.src_storage);
-    }
-    std::memcpy(&p->id.route.addr.dst_storage, dst_addr, SockaddrLen(dst_addr));
-    ibv_gid dgid;
-    SockaddrToGid(dst_addr, &dgid);
-    std::memcpy(&p->id.route.addr.addr.ibaddr.dgid, &dgid, sizeof(dgid));
-    p->addr_resolved = false;
-    p->route_resolved = false;
-    const int err = TryResolve(p);
-    if (err == EAGAIN) {
-      const int wait = timeout_ms > 0 ? timeout_ms : 2000;
-      Pending().push_back({p, verbs::client::MonotonicMs() + wait});
-      StartResolver();
-      PendingCv().notify_one();
+    if (IsAnyAddr(dst_addr)) {
+      // This host itself, as the kernel's rdma_cm resolves it (its
+      // cma_resolve_loopback): the id's device, else the first active
+      // one, no neighbour to ask; the addresses, and the GIDs reported
+      // from them, are the loopback ones. A RoCE port has no route to
+      // them: rdma_resolve_route then fails with ENODEV, as there.
+      if (p->dev == nullptr) {
+        CmDevice* dev = LoopbackDevice();
+        if (dev == nullptr) return Err(ENODEV);
+        AttachDevice(p, dev, 0);
+        SetLoopback(&p->id.route.addr.src_storage);
+      }
+      std::memcpy(&p->id.route.addr.dst_storage, dst_addr,
+                  SockaddrLen(dst_addr));
+      rdma_ib_addr& ib = p->id.route.addr.addr.ibaddr;
+      SockaddrToGid(&p->id.route.addr.src_addr, &ib.sgid);
+      SockaddrToGid(dst_addr, &ib.dgid);
+      p->addr_resolved = true;
+      p->route_resolved = false;
+      ResolveDone(p, 0);
     } else {
-      ResolveDone(p, err);
+      if (p->dev == nullptr) {
+        // Bound to any address: the device towards dst gives ours.
+        uint8_t gid_index = 0;
+        CmDevice* dev = PickDevice(dst_addr, &gid_index);
+        if (dev == nullptr) return Err(ENODEV);
+        AttachDevice(p, dev, gid_index);
+        GidToSockaddr(dev->gids[gid_index].raw, p->reserved_port,
+                      &p->id.route.addr.src_storage);
+      }
+      std::memcpy(&p->id.route.addr.dst_storage, dst_addr,
+                  SockaddrLen(dst_addr));
+      ibv_gid dgid;
+      SockaddrToGid(dst_addr, &dgid);
+      std::memcpy(&p->id.route.addr.addr.ibaddr.dgid, &dgid, sizeof(dgid));
+      p->addr_resolved = false;
+      p->route_resolved = false;
+      const int err = TryResolve(p);
+      if (err == EAGAIN) {
+        const int wait = timeout_ms > 0 ? timeout_ms : 2000;
+        Pending().push_back({p, verbs::client::MonotonicMs() + wait});
+        StartResolver();
+        PendingCv().notify_one();
+      } else {
+        ResolveDone(p, err);
+      }
     }
   }
   return Complete(p);
@@ -304,6 +330,7 @@ int rdma_resolve_route(rdma_cm_id* id, int timeout_ms) {
   {
     std::lock_guard<std::mutex> lock(Mu());
     if (!p->addr_resolved || p->dev == nullptr) return Err(EINVAL);
+    if (IsAnyAddr(&p->id.route.addr.dst_addr)) return Err(ENODEV);
     BuildPath(p);
     p->route_resolved = true;
     Event* e = NewEvent(p, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);

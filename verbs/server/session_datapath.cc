@@ -52,12 +52,16 @@ bool SessionServer::DrainSq(Qp& qp) {
       return false;
     }
     CopySqSlot(s, &sq_slot_);
+    // The ring index goes with the request and comes back in its
+    // completion, which retires every request up to it (Retire).
+    const auto index = static_cast<uint32_t>(qp.sq.consumed());
     if (!SqSlotToSendWr(sq_slot_, &send_wr_)) {
       qp.sq.Release();
       ++counters_.bad_wqes;
-      FailWqe(qp, true, sq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
+      FailWqe(qp, true, sq_slot_.wr_id, index, nic::WcStatus::kLocQpOpErr);
       continue;
     }
+    send_wr_.wqe_index = index;
     if (send_wr_.local()) {
       RefuseForeignWindowKeys(qp.owner, &send_wr_);
     } else if (!send_wr_.is_inline()) {
@@ -70,7 +74,7 @@ bool SessionServer::DrainSq(Qp& qp) {
     ++counters_.sq_wqes;
     if (!st.ok()) {
       ++counters_.bad_wqes;
-      FailWqe(qp, true, send_wr_.wr_id, nic::WcStatus::kLocQpOpErr);
+      FailWqe(qp, true, send_wr_.wr_id, index, nic::WcStatus::kLocQpOpErr);
     }
   }
   return true;  // budget spent: more may wait
@@ -108,7 +112,7 @@ bool SessionServer::DrainRq(Qp& qp, bool on_miss) {
       if (on_miss) return true;
       qp.rq.Release();
       ++counters_.bad_wqes;
-      FailWqe(qp, false, rq_slot_.wr_id, nic::WcStatus::kLocQpOpErr);
+      FailWqe(qp, false, rq_slot_.wr_id, 0, nic::WcStatus::kLocQpOpErr);
       continue;
     }
     RefuseForeignKeys(qp.owner, &recv_wr_.sg_list, &qp.owned_key);
@@ -120,7 +124,7 @@ bool SessionServer::DrainRq(Qp& qp, bool on_miss) {
     ++counters_.rq_wqes;
     if (!st.ok()) {
       ++counters_.bad_wqes;
-      FailWqe(qp, false, recv_wr_.wr_id, nic::WcStatus::kLocQpOpErr);
+      FailWqe(qp, false, recv_wr_.wr_id, 0, nic::WcStatus::kLocQpOpErr);
     }
   }
   return true;  // budget spent: more may wait
@@ -256,6 +260,8 @@ void SessionServer::DrainCq(Cq& cq) {
   std::span<nic::WorkCompletion> wc(wc_);
   bool pushed = false;
   bool wake_solicited = false;
+  // The QP of the last completion: a batch is mostly one QP's.
+  Qp* last = nullptr;
   for (;;) {
     const uint32_t free = cq.ring.FreeSlots();
     if (free == 0) break;
@@ -271,9 +277,7 @@ void SessionServer::DrainCq(Cq& cq) {
       CqeFromCompletion(wc[i], now, static_cast<CqeSlot*>(slot));
       // Retired before the CQE is visible: an application that reposts the
       // receive as soon as it polls it must find the slot free.
-      if (static_cast<uint32_t>(wc[i].opcode) >= kFirstRecvOpcode) {
-        RetireRecv(wc[i].qp_num);
-      }
+      Retire(wc[i], &last);
       cq.ring.Publish();
       // A solicited-only arm fires on a solicited receive or an error
       // completion (IBTA 11.4.2.2).
@@ -417,11 +421,19 @@ void SessionServer::DrainUnrung() {
   }
 }
 
-void SessionServer::RetireRecv(uint32_t qpn) {
-  auto it = qps_.find(qpn);
-  if (it == qps_.end()) return;  // destroyed meanwhile: its ring is gone
-  Qp& qp = *it->second;
-  if (qp.srq != nullptr) {
+void SessionServer::Retire(const nic::WorkCompletion& wc, Qp** last) {
+  Qp* qp_ptr = *last;
+  if (qp_ptr == nullptr || qp_ptr->qpn != wc.qp_num) {
+    auto it = qps_.find(wc.qp_num);
+    if (it == qps_.end()) return;  // destroyed meanwhile: its ring is gone
+    *last = qp_ptr = it->second.get();
+  }
+  Qp& qp = *qp_ptr;
+  if (static_cast<uint32_t>(wc.opcode) < kFirstRecvOpcode) {
+    // What the library flushes itself if the daemon dies starts after
+    // this request (verbs/client/client_flush.cc).
+    qp.sq.RetireThrough(wc.wqe_index);
+  } else if (qp.srq != nullptr) {
     qp.srq->ring.Retire(1);
   } else {
     qp.rq.Retire(1);
@@ -429,7 +441,7 @@ void SessionServer::RetireRecv(uint32_t qpn) {
 }
 
 void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
-                            nic::WcStatus status) {
+                            uint32_t wqe_index, nic::WcStatus status) {
   Cq& cq = send ? *qp.send_cq : *qp.recv_cq;
   DrainCq(cq);  // what the RNIC completed before comes first
   nic::WorkCompletion wc;
@@ -437,11 +449,13 @@ void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
   wc.status = status;
   wc.opcode = send ? nic::WcOpcode::kSend : nic::WcOpcode::kRecv;
   wc.qp_num = qp.qpn;
+  wc.wqe_index = wqe_index;
   void* slot = cq.ring.ProducerSlot();
   if (slot != nullptr) {
     CqeFromCompletion(wc, cq.timestamps ? CompletionClockNs() : 0,
                       static_cast<CqeSlot*>(slot));
-    if (!send) RetireRecv(qp.qpn);
+    Qp* self = &qp;
+    Retire(wc, &self);
     cq.ring.Publish();
     ++counters_.cqes;
     if (cq.channel.valid() && cq.ring.TakeArm(true)) {

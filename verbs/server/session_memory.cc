@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "nic/access.h"
 #include "nic/qp_attr.h"
+#include "verbs/server/memlock.h"
 #include "verbs/server/session_convert.h"
 #include "verbs/server/session_objects.h"
 #include "verbs/server/session_server.h"
@@ -20,8 +21,12 @@
 namespace rocemu::verbs {
 
 absl::Status SessionServer::OnAllocPd(Client& c, wire::HandleResp* out) {
+  if (absl::Status st = Charge(c, {.pds = 1}); !st.ok()) return st;
   absl::StatusOr<nic::PdHandle> pd = rnic_.AllocPd();
-  if (!pd.ok()) return pd.status();
+  if (!pd.ok()) {
+    Uncharge(c, {.pds = 1});
+    return pd.status();
+  }
   pds_[*pd] = c.id;
   out->handle = *pd;
   return absl::OkStatus();
@@ -49,6 +54,7 @@ absl::Status SessionServer::OnDeallocPd(Client& c, uint32_t pd) {
   }
   pds_.erase(it);
   ReleaseNicPd(pd);
+  Uncharge(c, {.pds = 1});
   return absl::OkStatus();
 }
 
@@ -58,9 +64,39 @@ absl::Status SessionServer::OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
   if (pd == pds_.end() || pd->second != c.id) {
     return absl::NotFoundError("no such PD");
   }
-  if (!nic::AccessFlagsConsistent(r.access)) {
+  const bool device_memory = (r.access & wire::kRegMrDeviceMemory) != 0;
+  const uint32_t access = r.access & ~wire::kRegMrDeviceMemory;
+  if (!nic::AccessFlagsConsistent(access)) {
     return absl::InvalidArgumentError("inconsistent access flags");
   }
+  if (device_memory && fd < 0) {
+    return absl::InvalidArgumentError("device memory is a library buffer");
+  }
+  // Pages pinned as rxe and mlx5 pin them (ib_umem_get): what the range
+  // touches, unless the region pages on demand or is device memory.
+  const uint64_t pages =
+      (access & nic::access::kOnDemand) != 0 || device_memory
+          ? 0
+          : PagesSpanned(fd < 0 ? r.iova : r.offset, r.length, PageSize());
+  if (absl::Status st = Charge(c, {.mrs = 1}); !st.ok()) return st;
+  if (absl::Status st = PinPages(c, pages); !st.ok()) {
+    Uncharge(c, {.mrs = 1});
+    return st;
+  }
+  absl::StatusOr<uint32_t> key = RegisterMr(c, r, access, fd);
+  if (!key.ok()) {
+    UnpinPages(c, pages);
+    Uncharge(c, {.mrs = 1});
+    return key.status();
+  }
+  mrs_.at(*key)->pinned_pages = pages;
+  out->lkey = out->rkey = *key;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> SessionServer::RegisterMr(Client& c,
+                                                   const wire::RegMrReq& r,
+                                                   uint32_t access, int fd) {
   if (fd < 0) {
     // Arbitrary memory of the client process itself: the pid is the one
     // the kernel vouched for at accept (SO_PEERCRED), never one the client
@@ -69,18 +105,17 @@ absl::Status SessionServer::OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
       return absl::InvalidArgumentError("process region: offset 0, length > 0");
     }
     absl::StatusOr<uint32_t> key = rnic_.mr_table().RegisterProcess(
-        nic::kKernelClient, r.pd, c.cred.pid, r.iova, r.length, r.access);
+        nic::kKernelClient, r.pd, c.cred.pid, r.iova, r.length, access);
     if (!key.ok()) return key.status();
     auto mr = std::make_unique<Mr>();
     mr->owner = c.id;
     mr->pd = r.pd;
     mr->iova = r.iova;
     mr->length = r.length;
-    mr->access = r.access;
+    mr->access = access;
     mr->process = true;
     mrs_[*key] = std::move(mr);
-    out->lkey = out->rkey = *key;
-    return absl::OkStatus();
+    return *key;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -114,7 +149,7 @@ absl::Status SessionServer::OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
     chunk = {static_cast<uint8_t*>(map) + (r.offset - start), r.length};
   }
   absl::StatusOr<uint32_t> key = rnic_.mr_table().Register(
-      nic::kKernelClient, r.pd, r.iova, r.length, r.access, {&chunk, 1});
+      nic::kKernelClient, r.pd, r.iova, r.length, access, {&chunk, 1});
   if (!key.ok()) {
     if (map != nullptr) munmap(map, map_len);
     return key.status();
@@ -126,10 +161,9 @@ absl::Status SessionServer::OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
   mr->map_len = map_len;
   mr->iova = r.iova;
   mr->length = r.length;
-  mr->access = r.access;
+  mr->access = access;
   mrs_[*key] = std::move(mr);
-  out->lkey = out->rkey = *key;
-  return absl::OkStatus();
+  return *key;
 }
 
 absl::Status SessionServer::OnDeregMr(Client& c, uint32_t key) {
@@ -142,6 +176,8 @@ absl::Status SessionServer::OnDeregMr(Client& c, uint32_t key) {
       m != nullptr && m->windows_bound() > 0) {
     return absl::UnavailableError("memory windows are bound to the region");
   }
+  UnpinPages(c, it->second->pinned_pages);
+  Uncharge(c, {.mrs = 1});
   ReleaseMr(key, *it->second);
   mrs_.erase(it);
   return absl::OkStatus();

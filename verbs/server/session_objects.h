@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "nic/handles.h"
+#include "verbs/server/resource_limits.h"
 #include "verbs/server/session_server.h"
 #include "verbs/wire/shm_ring.h"
 
@@ -65,6 +66,11 @@ struct SessionServer::Client {
   // eventfd it signals.
   ShmRing cm_ring;
   EventFd cm_fd;
+  // What it holds against its uid's caps, and the pages its regions pin
+  // against its process's RLIMIT_MEMLOCK (resource_limits.h): given back
+  // object by object, and the rest when it goes.
+  ResourceUse use;
+  uint64_t pinned_pages = 0;
 };
 
 struct SessionServer::Cq {
@@ -75,9 +81,10 @@ struct SessionServer::Cq {
   const nic::CompletionQueue* nic_cq = nullptr;
   uint32_t cqe = 0;
   ShmRing ring;
-  EventFd channel;          // the client's eventfd, when it asked for one
-  uint32_t users = 0;       // QPs bound to it
-  bool timestamps = false;  // kCreateCqWithTimestamps
+  EventFd channel;           // the client's eventfd, when it asked for one
+  uint32_t users = 0;        // QPs bound to it
+  bool timestamps = false;   // kCreateCqWithTimestamps
+  uint64_t queue_bytes = 0;  // its ring, charged to the owner's uid
 };
 
 // The last L_Key a queue's owner was found to own, valid while no region
@@ -96,6 +103,7 @@ struct SessionServer::Srq {
   uint32_t users = 0;   // QPs bound to it
   bool active = false;  // in active_ (its doorbell was taken)
   OwnedKey owned_key;
+  uint64_t queue_bytes = 0;  // its ring, charged to the owner's uid
 };
 
 struct SessionServer::Qp {
@@ -109,7 +117,8 @@ struct SessionServer::Qp {
   Srq* srq = nullptr;
   bool sq_active = false;  // in active_
   bool rq_active = false;
-  OwnedKey owned_key;  // of both queues (one owner)
+  OwnedKey owned_key;        // of both queues (one owner)
+  uint64_t queue_bytes = 0;  // its two rings, charged to the owner's uid
 };
 
 struct SessionServer::Mr {
@@ -124,6 +133,9 @@ struct SessionServer::Mr {
   void* map = nullptr;
   size_t map_len = 0;
   bool process = false;
+  // Counted against the owner's RLIMIT_MEMLOCK (0: on-demand paging or
+  // device memory, which pin nothing).
+  uint64_t pinned_pages = 0;
 };
 
 }  // namespace rocemu::verbs

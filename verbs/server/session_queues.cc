@@ -39,9 +39,15 @@ absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
   absl::StatusOr<ShmRing> ring =
       ShmRing::Create("rocemu-cq", sizeof(CqeSlot), r.cqe);
   if (!ring.ok()) return ring.status();
+  const ResourceUse use{.cqs = 1, .queue_bytes = ring->map_bytes()};
+  if (absl::Status st = Charge(c, use); !st.ok()) return st;
   absl::StatusOr<nic::CqHandle> h = rnic_.CreateCq(r.cqe);
-  if (!h.ok()) return h.status();
+  if (!h.ok()) {
+    Uncharge(c, use);
+    return h.status();
+  }
   auto cq = std::make_unique<Cq>();
+  cq->queue_bytes = use.queue_bytes;
   cq->owner = c.id;
   cq->handle = *h;
   cq->nic_cq = rnic_.cq_table().Get(*h);
@@ -87,10 +93,22 @@ absl::Status SessionServer::OnResizeCq(Client& c, const wire::ResizeCqReq& r,
   absl::StatusOr<ShmRing> ring =
       ShmRing::Create("rocemu-cq", sizeof(CqeSlot), r.cqe);
   if (!ring.ok()) return ring.status();
-  if (!cq.ring.MoveUnconsumedTo(*ring)) {
-    return absl::InvalidArgumentError("resize_cq: the CQ ring is corrupt");
+  // A larger ring is charged before anything moves; a smaller one gives
+  // back once it replaced the old.
+  const uint64_t bytes = ring->map_bytes();
+  const ResourceUse grow{
+      .queue_bytes = bytes > cq.queue_bytes ? bytes - cq.queue_bytes : 0};
+  if (absl::Status st = Charge(c, grow); !st.ok()) return st;
+  absl::Status st =
+      cq.ring.MoveUnconsumedTo(*ring)
+          ? rnic_.ResizeCq(cq.handle, r.cqe)
+          : absl::InvalidArgumentError("resize_cq: the CQ ring is corrupt");
+  if (!st.ok()) {
+    Uncharge(c, grow);
+    return st;
   }
-  if (absl::Status s = rnic_.ResizeCq(cq.handle, r.cqe); !s.ok()) return s;
+  Uncharge(c, {.queue_bytes = cq.queue_bytes + grow.queue_bytes - bytes});
+  cq.queue_bytes = bytes;
   cq.ring = *std::move(ring);
   cq.cqe = r.cqe;
   *ring_fd = cq.ring.fd();
@@ -105,6 +123,7 @@ absl::Status SessionServer::OnDestroyCq(Client& c, uint32_t h) {
     return absl::NotFoundError("no such CQ");
   }
   if (it->second->users != 0) return absl::UnavailableError("CQ in use");
+  Uncharge(c, {.cqs = 1, .queue_bytes = it->second->queue_bytes});
   ReleaseNicCq(h);
   cqs_.erase(it);
   return absl::OkStatus();
@@ -148,22 +167,29 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   if (srq != nullptr) init.cap.max_recv_wr = init.cap.max_recv_sge = 0;
   init.sq_sig_all = r.sq_sig_all != 0;
   // The rings are made first: the RNIC checks the capabilities, and a ring
-  // failure must not leave a QP behind.
+  // failure must not leave a QP behind. A queue of no entries (a send-only
+  // or receive-only QP) still gets a ring of one slot, which the library
+  // never fills (its posts fail with ENOMEM).
   const uint32_t max_wr = rnic_.device_attr().max_qp_wr;
-  if (init.cap.max_send_wr == 0 || init.cap.max_send_wr > max_wr ||
-      (srq == nullptr &&
-       (init.cap.max_recv_wr == 0 || init.cap.max_recv_wr > max_wr))) {
+  if (init.cap.max_send_wr > max_wr || init.cap.max_recv_wr > max_wr) {
     return absl::InvalidArgumentError("QP capabilities outside the device's");
   }
-  absl::StatusOr<ShmRing> sq =
-      ShmRing::Create("rocemu-sq", sizeof(SqSlot), init.cap.max_send_wr);
+  absl::StatusOr<ShmRing> sq = ShmRing::Create(
+      "rocemu-sq", sizeof(SqSlot), std::max(init.cap.max_send_wr, 1u));
   if (!sq.ok()) return sq.status();
   absl::StatusOr<ShmRing> rq = ShmRing::Create(
       "rocemu-rq", sizeof(RqSlot), std::max(init.cap.max_recv_wr, 1u));
   if (!rq.ok()) return rq.status();
+  const ResourceUse use{.qps = 1,
+                        .queue_bytes = sq->map_bytes() + rq->map_bytes()};
+  if (absl::Status st = Charge(c, use); !st.ok()) return st;
   absl::StatusOr<uint32_t> qpn = rnic_.CreateQp(r.pd, init);
-  if (!qpn.ok()) return qpn.status();
+  if (!qpn.ok()) {
+    Uncharge(c, use);
+    return qpn.status();
+  }
   auto qp = std::make_unique<Qp>();
+  qp->queue_bytes = use.queue_bytes;
   qp->owner = c.id;
   qp->qpn = *qpn;
   qp->pd = r.pd;
@@ -178,7 +204,9 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   ring_fds[0] = qp->sq.fd();
   ring_fds[1] = qp->rq.fd();
   out->qpn = *qpn;
-  out->cap = CapToWire(init.cap);
+  // What the RNIC granted (inline data and SGEs fill the send slot).
+  absl::StatusOr<nic::QpAttr> granted = rnic_.QueryQp(*qpn);
+  out->cap = CapToWire(granted.ok() ? granted->cap : init.cap);
   qps_[*qpn] = std::move(qp);
   return absl::OkStatus();
 }
@@ -249,6 +277,7 @@ absl::Status SessionServer::OnDestroyQp(Client& c, uint32_t qpn) {
   if (it == qps_.end() || it->second->owner != c.id) {
     return absl::NotFoundError("no such QP");
   }
+  Uncharge(c, {.qps = 1, .queue_bytes = it->second->queue_bytes});
   ReleaseQp(*it->second);
   qps_.erase(it);
   return absl::OkStatus();
@@ -325,10 +354,16 @@ absl::Status SessionServer::OnCreateSrq(Client& c, const wire::CreateSrqReq& r,
   absl::StatusOr<ShmRing> ring =
       ShmRing::Create("rocemu-srq", sizeof(RqSlot), r.attr.max_wr);
   if (!ring.ok()) return ring.status();
+  const ResourceUse use{.queue_bytes = ring->map_bytes()};
+  if (absl::Status st = Charge(c, use); !st.ok()) return st;
   const nic::SrqAttr attr{r.attr.max_wr, r.attr.max_sge, r.attr.srq_limit};
   absl::StatusOr<nic::SrqHandle> h = rnic_.CreateSrq(r.pd, attr);
-  if (!h.ok()) return h.status();
+  if (!h.ok()) {
+    Uncharge(c, use);
+    return h.status();
+  }
   auto srq = std::make_unique<Srq>();
+  srq->queue_bytes = use.queue_bytes;
   srq->owner = c.id;
   srq->handle = *h;
   srq->pd = r.pd;
@@ -381,6 +416,7 @@ absl::Status SessionServer::OnDestroySrq(Client& c, uint32_t h) {
     return absl::NotFoundError("no such SRQ");
   }
   if (it->second->users != 0) return absl::UnavailableError("SRQ in use");
+  Uncharge(c, {.queue_bytes = it->second->queue_bytes});
   ReleaseSrq(*it->second);
   srqs_.erase(it);
   return absl::OkStatus();

@@ -451,6 +451,11 @@ void SessionServer::Disconnect(nic::ClientId id) {
     ReleaseNicPd(cur->first);
     pds_.erase(cur);
   }
+  // What it held goes back to its uid and its process's memlock count.
+  if (options_.limits != nullptr) {
+    options_.limits->Give(gone.cred.uid, gone.use);
+    options_.limits->Unpin(gone.cred.pid, gone.pinned_pages);
+  }
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, cit->second->fd, nullptr);
   close(cit->second->fd);
   if (cit->second->refusal.ok()) {

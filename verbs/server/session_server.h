@@ -46,6 +46,7 @@
 #include "nic/recv_wqe_fetcher.h"
 #include "nic/rnic.h"
 #include "protocol/ethernet.h"
+#include "verbs/server/resource_limits.h"
 #include "verbs/wire/doorbell.h"
 #include "verbs/wire/ring_slots.h"
 #include "verbs/wire/shm_ring.h"
@@ -83,6 +84,9 @@ struct SessionServerOptions {
   // it took the fd (to hand it to another server's AdoptClient), false to
   // serve it here. Unset: served here.
   std::function<bool(int fd, const PeerCredentials& peer)> route_client;
+  // Per-uid caps and RLIMIT_MEMLOCK accounting, shared by every server of
+  // the daemon (resource_limits.h). Unset: no limits.
+  std::shared_ptr<ResourceLimits> limits;
 };
 
 // Named as an operator would look for them (rdma statistic style).
@@ -117,6 +121,8 @@ struct SessionCounters {
   uint64_t bad_doorbells = 0;         // naming no queue of the client
   uint64_t doorbell_overflows = 0;    // a full doorbell ring: full scan
   uint64_t sleeps = 0;                // PrepareToSleep() said yes
+  uint64_t limit_refusals = 0;        // a per-uid cap (ENOMEM)
+  uint64_t memlock_refusals = 0;      // RLIMIT_MEMLOCK (ENOMEM)
 };
 
 // Every session counter with its exported name, in one place for the
@@ -149,6 +155,8 @@ void ForEachSessionCounter(const SessionCounters& k, F f) {
   f("bad_doorbells", k.bad_doorbells);
   f("doorbell_overflows", k.doorbell_overflows);
   f("sleeps", k.sleeps);
+  f("limit_refusals", k.limit_refusals);
+  f("memlock_refusals", k.memlock_refusals);
 }
 
 class SessionServer final : private nic::RecvWqeFetcher {
@@ -237,14 +245,30 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status ResolveDmac(const nic::Gid& dgid, protocol::MacAddr* dmac,
                            uint8_t* hop_limit);
   void ReleaseQp(Qp& qp);
+  // Charges `more` to the client's uid (ENOMEM past a cap, counted) and
+  // records it on the client; Uncharge gives it back.
+  absl::Status Charge(Client& c, const ResourceUse& more);
+  void Uncharge(Client& c, const ResourceUse& less);
+  // Pages a new region pins against its process's RLIMIT_MEMLOCK.
+  absl::Status PinPages(Client& c, uint64_t pages);
+  void UnpinPages(Client& c, uint64_t pages);
 
   absl::Status OnHello(Client& c, const wire::HelloReq& r,
                        wire::HelloResp* out);
   absl::Status OnRegMr(Client& c, const wire::RegMrReq& r, int fd,
                        wire::RegMrResp* out);
-  // A receive WQE of `qpn` (or of its SRQ) completed: the client may post
-  // one more.
-  void RetireRecv(uint32_t qpn);
+  // The registration itself, once charged: a process region (fd < 0) or
+  // the client's memfd mapped; the key.
+  absl::StatusOr<uint32_t> RegisterMr(Client& c, const wire::RegMrReq& r,
+                                      uint32_t access, int fd);
+  // `wc` is about to reach its CQ ring: a receive WQE of its QP (or of
+  // its SRQ) is done, and the client may post one more; a send completion
+  // retires its request and every one before it (the send ring's
+  // `retired`, which the library reads if the daemon dies).
+  // `*last`: the QP looked up for the previous completion (nullptr: none),
+  // kept so that a batch of one QP's completions costs one lookup; no QP is
+  // destroyed while a batch is moved.
+  void Retire(const nic::WorkCompletion& wc, Qp** last);
   absl::Status OnReregMr(Client& c, const wire::ReregMrReq& r);
   absl::Status OnDeregMr(Client& c, uint32_t key);
   absl::Status OnResizeCq(Client& c, const wire::ResizeCqReq& r,
@@ -358,7 +382,9 @@ class SessionServer final : private nic::RecvWqeFetcher {
                          OwnedKey* last);
   // Ends `qp` with an error completion for `wr_id` (after what the RNIC
   // already completed on that CQ) and moves it to ERR.
-  void FailWqe(Qp& qp, bool send, uint64_t wr_id, nic::WcStatus status);
+  // `wqe_index`: the send ring index the request was taken at.
+  void FailWqe(Qp& qp, bool send, uint64_t wr_id, uint32_t wqe_index,
+               nic::WcStatus status);
   bool OwnsKeys(nic::ClientId client, const nic::SgList& sgl,
                 OwnedKey* last) const;
   void ReleaseNicCq(nic::CqHandle cq);

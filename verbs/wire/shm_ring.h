@@ -106,6 +106,8 @@ class ShmRing {
   void CloseFd();
   uint32_t capacity() const { return capacity_; }
   uint32_t slot_size() const { return slot_size_; }
+  // The bytes of the mapping (header and slots, whole pages).
+  size_t map_bytes() const { return map_len_; }
 
   // --- producer ---
   // A free slot to fill, or nullptr (full or corrupt: see last result).
@@ -256,6 +258,22 @@ class ShmRing {
     hdr_->retired.store(hdr_->retired.load(std::memory_order_relaxed) + n,
                         std::memory_order_release);
   }
+  // Consumer: every entry up to and including the one it took as
+  // `index` (the low 32 bits of consumed() then) is done; never moves
+  // back (an older entry's completion may come later, e.g. after a reset
+  // discarded the ring).
+  void RetireThrough(uint32_t index) {
+    const uint64_t r = hdr_->retired.load(std::memory_order_relaxed);
+    const uint32_t ahead = index + 1 - static_cast<uint32_t>(r);
+    if (static_cast<int32_t>(ahead) > 0) {
+      hdr_->retired.store(r + ahead, std::memory_order_release);
+    }
+  }
+  // Consumer: entries taken so far (the index the next one is taken at).
+  uint64_t consumed() const { return tail_; }
+  // Either side: the slot of entry `index`, whatever it holds now (the
+  // caller knows from the indices that it was not reused).
+  const void* SlotAt(uint64_t index) const { return Slot(index); }
 
   // Why the last ProducerSlot/ConsumerSlot returned nullptr.
   RingResult last_result() const { return result_; }

@@ -231,11 +231,15 @@ struct HandleResp {  // alloc_pd, create_ah, alloc_mw
 // process_vm_readv/writev; offset must be 0.
 struct RegMrReq {
   uint32_t pd;
-  uint32_t access;
+  uint32_t access;  // IBV_ACCESS_* bits, and kRegMrDeviceMemory
   uint64_t iova;
   uint64_t length;
   uint64_t offset;
 };
+// In RegMrReq::access (no IBV_ACCESS_* bit): the region is device memory
+// (ibv_reg_dm_mr over a library buffer), which pins no host page and so
+// does not count against RLIMIT_MEMLOCK.
+inline constexpr uint32_t kRegMrDeviceMemory = 1u << 31;
 // ibv_rereg_mr with IBV_REREG_MR_CHANGE_PD and/or _CHANGE_ACCESS (a new
 // translation is a new registration, made by the library): the key stays.
 struct ReregMrReq {

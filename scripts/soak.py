@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""The soak (scripts/soak.sh): two rocemud daemons joined by memif, both
+injecting faults into what they receive (loss, reorder, duplication,
+corruption; emulator/capture/fault_injector.h), and Debian's stock RDMA
+programs over the drop-in libraries in a loop, server on one daemon and
+client on the other, for a bounded time.
+
+Each run must succeed by the program's own criteria (exit 0 on both sides,
+a result row with a measurement for perftest, "iters in" for the
+pingpong, whose -c checks every received buffer, rping -V checking every
+ping). Both daemons' RSS is sampled every 30 s; after the warm-up it must
+stay within --max-growth-kib. At the end the daemons' counters must agree
+with a clean run: every client gone, no QP left, no completion in error
+(req_cqe_error, resp_cqe_error), no malformed request or broken ring, and
+the faults must have happened and been recovered from (fault counters,
+retransmissions, corrupted frames caught).
+
+Usage: soak.py ROCEMUD DROPIN_DIR RDMACM_DIR MINUTES MAX_GROWTH_KIB
+               DROP REORDER DUPLICATE CORRUPT
+"""
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "ibverbs"))
+import netns_util  # noqa: E402
+import stock_tools_test as stock  # noqa: E402
+
+DEV = stock.DEV
+PERF = ["-d", DEV, "-x", "0", "--report_gbits"]
+# (name, argv, kind): RC only, the transport that recovers from loss.
+PROGRAMS = [
+    ("ibv_rc_pingpong", ["ibv_rc_pingpong", "-g", "0", "-n", "500", "-s",
+                         "4096", "-m", "1024", "-c"], "pingpong"),
+    ("ib_write_bw", ["ib_write_bw", "-s", "65536", "-n", "2000"] + PERF,
+     "perftest"),
+    ("ib_read_bw", ["ib_read_bw", "-s", "4096", "-n", "2000"] + PERF,
+     "perftest"),
+    ("ib_send_bw", ["ib_send_bw", "-s", "16384", "-n", "2000"] + PERF,
+     "perftest"),
+    ("ib_atomic_bw", ["ib_atomic_bw", "-n", "2000"] + PERF, "perftest"),
+    ("ib_send_lat", ["ib_send_lat", "-d", DEV, "-x", "0", "-s", "64", "-n",
+                     "2000"], "perftest"),
+    ("rping", ["rping", "-V", "-C", "500", "-S", "1024"], "rping"),
+]
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def counters(d):
+    return netns_util.control(d["ctl"], {"cmd": "counters"},
+                              timeout=10)["ports"]["p0"]
+
+
+def measured(out):
+    """perftest printed a result row whose every figure is finite and the
+    bandwidth or latency positive."""
+    rows = stock.perftest_rows(out)
+    return bool(rows) and all(
+        all(math.isfinite(x) for x in v) and v[1] > 0 for v in rows.values())
+
+
+def wait_listener(d, port, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        c = netns_util.control(d["ctl"], {"cmd": "cm"}, timeout=10)
+        for e in c["ports"][0]["cm_ids"]:
+            if e["listener"] and int(e["service_id"], 16) & 0xFFFF == port:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def run_one(r, ns, a, b, name, argv, kind):
+    """(ok, server output, client output) of one server/client run."""
+    r.port += 1
+    if kind == "rping":
+        port = ["-p", str(r.port)]
+        srv = r.tool(ns, a, argv + ["-s", "-a", a["ip"]] + port, 300)
+        if not wait_listener(a, r.port):
+            os.killpg(srv.pid, signal.SIGKILL)
+            return False, srv.communicate()[0] + "\n(no listener)", ""
+        cli = r.tool(ns, b, argv + ["-c", "-a", a["ip"]] + port, 300)
+        procs = [cli, srv]
+        outs = []
+        deadline = time.monotonic() + 300
+        for p in procs:
+            try:
+                out, _ = p.communicate(
+                    timeout=max(1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out, _ = p.communicate()
+                out += "\n(timed out)"
+            outs.append((p.returncode, out))
+        (crc, cout), (src, sout) = outs
+    else:
+        src, sout, crc, cout = r.pair(ns, a, b, argv, timeout=300)
+    ok = src == 0 and crc == 0
+    if kind == "pingpong":
+        ok = ok and " iters in " in cout and " iters in " in sout
+    elif kind == "perftest":
+        ok = ok and measured(cout)
+    return ok, sout, cout
+
+
+def main():
+    rocemud, dropin, rdmacm = (os.path.abspath(p) for p in sys.argv[1:4])
+    minutes, growth_kib = float(sys.argv[4]), int(sys.argv[5])
+    drop, reorder, duplicate, corrupt = (float(x) for x in sys.argv[6:10])
+    if os.geteuid() != 0:
+        print("soak: FAIL: needs root (network namespaces)")
+        return 1
+    r = stock.Run(rocemud, dropin)
+    r.rdmacm = rdmacm
+    faults = {"drop": drop, "reorder": reorder, "duplicate": duplicate,
+              "corrupt": corrupt, "seed": 1 + os.getpid(), "rx": True}
+    if any(faults[k] > 0 for k in ("drop", "reorder", "duplicate",
+                                   "corrupt")):
+        r.port_config = {n: {"faults": faults} for n in "ab"}
+    total = minutes * 60
+    warmup = min(120.0, total / 4)
+    runs = {name: [0, 0, 0.0] for name, _, _ in PROGRAMS}  # ok, failed, s
+    samples = []
+    loads = []  # the host's 1-minute load average at each sample
+    rc = 1
+    with netns_util.failures_reported(r):
+        ns, a, b = stock.setup(r, "memif")
+        print(f"soak: {minutes:g} min, faults on both daemons' receive: "
+              f"drop {drop} reorder {reorder} duplicate {duplicate} "
+              f"corrupt {corrupt}", flush=True)
+        start = time.monotonic()
+        next_sample = start + warmup
+        rss0 = None
+        i = 0
+        while time.monotonic() - start < total:
+            name, argv, kind = PROGRAMS[i % len(PROGRAMS)]
+            i += 1
+            for d in (a, b):
+                if d["proc"].poll() is not None:
+                    raise AssertionError(f"daemon {d['name']} exited")
+            t0 = time.monotonic()
+            ok, sout, cout = run_one(r, ns, a, b, name, argv, kind)
+            runs[name][0 if ok else 1] += 1
+            runs[name][2] += time.monotonic() - t0
+            if not ok:
+                print(f"soak: FAIL {name} (run {i})", flush=True)
+                netns_util.print_pair_output(sout, cout)
+            now = time.monotonic()
+            if now >= next_sample:
+                s = (now - start, rss_kib(a["proc"].pid),
+                     rss_kib(b["proc"].pid))
+                samples.append(s)
+                if rss0 is None:
+                    rss0 = s
+                loads.append(os.getloadavg()[0])
+                print(f"soak: t={s[0]:5.0f} s runs={i} "
+                      f"failed={sum(v[1] for v in runs.values())} "
+                      f"RSS a={s[1]} KiB b={s[2]} KiB "
+                      f"load={loads[-1]:.1f}", flush=True)
+                next_sample = now + 30
+        elapsed = time.monotonic() - start
+        ca, cb = counters(a), counters(b)
+        qps = [len(netns_util.control(d["ctl"], {"cmd": "qps"}, timeout=10)
+                   ["ports"][0]["qps"]) for d in (a, b)]
+        print(f"soak: {elapsed:.0f} s, {i} runs")
+        for name, (good, bad, secs) in runs.items():
+            print(f"soak:   {name:16s} {good:6d} ok {bad:4d} failed, "
+                  f"{secs / max(1, good + bad):5.1f} s per run")
+        if samples:
+            for k, who in ((1, "a"), (2, "b")):
+                vals = [s[k] for s in samples]
+                print(f"soak: RSS {who}: first {vals[0]} KiB, last "
+                      f"{vals[-1]} KiB, min {min(vals)} max {max(vals)} "
+                      f"({len(vals)} samples after {warmup:.0f} s warm-up)")
+            print(f"soak: host load average (1 min) {min(loads):.1f} - "
+                  f"{max(loads):.1f}, median "
+                  f"{sorted(loads)[len(loads) // 2]:.1f} on "
+                  f"{os.cpu_count()} CPUs")
+        for who, c in (("a", ca), ("b", cb)):
+            k, v = c["rnic"], c["verbs"]["counters"]
+            print(f"soak: {who}: rx_fault dropped={c['rx_fault_dropped']} "
+                  f"reordered={c['rx_fault_reordered']} "
+                  f"duplicated={c['rx_fault_duplicated']} "
+                  f"corrupted={c['rx_fault_corrupted']}; caught: "
+                  f"rx_icrc={k['rx_icrc_encapsulated']} "
+                  f"bad_checksum={c['rx_bad_checksum']} "
+                  f"malformed={c['rx_malformed']}")
+            print(f"soak: {who}: sent_pkts={k['sent_pkts']} "
+                  f"rcvd_pkts={k['rcvd_pkts']} "
+                  f"out_of_sequence={k['out_of_sequence']} "
+                  f"duplicate_request={k['duplicate_request']} "
+                  f"packet_seq_err={k['packet_seq_err']} "
+                  f"local_ack_timeout_err={k['local_ack_timeout_err']} "
+                  f"req_cqe_error={k['req_cqe_error']} "
+                  f"resp_cqe_error={k['resp_cqe_error']}; "
+                  f"clients {v['clients_accepted']} accepted "
+                  f"{v['clients_closed']} closed, cqes={v['cqes']}")
+        failed = sum(v[1] for v in runs.values())
+        r.check(failed == 0 and i > 0, f"every run succeeded ({i} runs, "
+                f"{failed} failed)")
+        for who, c, n in (("a", ca, qps[0]), ("b", cb, qps[1])):
+            k, v = c["rnic"], c["verbs"]["counters"]
+            r.check(k["req_cqe_error"] == 0 and k["resp_cqe_error"] == 0,
+                    f"{who}: no completion in error")
+            r.check(v["clients_accepted"] == v["clients_closed"] and n == 0,
+                    f"{who}: every client gone, no QP left ({n})")
+            r.check(v["bad_requests"] == 0 and v["ring_corruptions"] == 0 and
+                    v["bad_wqes"] == 0,
+                    f"{who}: no malformed request, ring or WQE")
+            if faults.get("drop", 0) > 0:
+                r.check(c["rx_fault_dropped"] > 0 and
+                        k["out_of_sequence"] + k["local_ack_timeout_err"] > 0,
+                        f"{who}: frames were lost and recovered from")
+            if faults.get("corrupt", 0) > 0:
+                r.check(k["rx_icrc_encapsulated"] + c["rx_bad_checksum"] > 0,
+                        f"{who}: corrupted frames were caught")
+        if samples:
+            grew = max(samples[-1][1] - rss0[1], samples[-1][2] - rss0[2])
+            r.check(grew <= growth_kib,
+                    f"RSS grew by {grew} KiB after the warm-up "
+                    f"(limit {growth_kib})")
+        else:
+            r.check(False, "no RSS sample (run longer than the warm-up)")
+        print("soak: PASS" if not r.failures else "soak: FAIL", flush=True)
+        rc = 0 if not r.failures else 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
