@@ -230,6 +230,23 @@ def show(label, text):
         print("     | " + line)
 
 
+def show_tshark(label, path, display_filter):
+    """The frames an operator would pick out with tshark, as docs/debugging.md
+    quotes them."""
+    out = subprocess.run(
+        ["tshark", "-r", path, "-n", "-Y", display_filter, "-T", "fields",
+         "-e", "frame.packet_id", "-e", "frame.verdict.hw",
+         "-e", "infiniband.bth.psn", "-e", "frame.comment"],
+        capture_output=True, text=True, timeout=120).stdout
+    show(f"{label}: tshark -Y '{display_filter}' -T fields -e frame.packet_id "
+         "-e frame.verdict.hw -e infiniband.bth.psn -e frame.comment", out)
+
+
+def show_log(label, path):
+    show(label, "\n".join(l for l in open(path).read().splitlines()
+                          if "IBV_WC" in l or "-> ERR" in l))
+
+
 def delta(after, before):
     return {k: v - before.get(k, 0) for k, v in after.items()
             if v != before.get(k, 0)}
@@ -272,6 +289,9 @@ def short_receive_buffer(r, ns, a, b):
         r.check(len(naks) == 1 and int(naks[0]["aeth"] or "0", 0) == 0x61,
                 f"short buffer: the NAK (invalid request) names packet "
                 f"{hit[0]['id']}: {naks}")
+        show_tshark("server", a["cap"], "frame.verdict.hw")
+        show_log("server's log", a["log"])
+        show_log("client's log", b["log"])
 
 
 def wrong_rkey(r, ns, a, b):
@@ -307,6 +327,9 @@ def wrong_rkey(r, ns, a, b):
         r.check(len(naks) == 1 and int(naks[0]["aeth"] or "0", 0) == 0x62,
                 f"wrong R_Key: the NAK (remote access) names packet "
                 f"{hit[0]['id']}: {naks}")
+        show_tshark("server", a["cap"],
+                    f"frame.packet_id == {hit[0]['id']} || "
+                    f"frame.comment contains \"answers packet {hit[0]['id']}:\"")
         cfr = r.frames_with(
             b["cap"], lambda rows: any(f["reason"] == "nak_remote_access"
                                        for f in rows),
@@ -421,6 +444,9 @@ def pkey_mismatch(r, ns, a, b):
         "the QP's (index 0: 0x8001)" for f in hit),
         f"P_Key: the SEND's 4 packets, 8 times, dropped with both keys in "
         f"words: {len(hit)} {hit[:2]}")
+    show_tshark("server", a["cap"], "frame.verdict.hw && infiniband.bth.psn")
+    rc, text = r.ctl_text(b, "why")
+    show("client: rocemu-ctl why", text)
     r.check(da.get("bad_pkey") == len(hit) == r.rnic(a)["bad_pkey_cntr"],
             f"P_Key: bad_pkey ({da}) counts exactly those frames and agrees "
             "with bad_pkey_cntr")
