@@ -383,7 +383,6 @@ void Completer::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     Stale(nic, qp, DropReason::kGhostResponse, psn);
     return;
   }
-  ++qp.counters_.rcvd_pkts;
   if (pkt.op->operation != Operation::kAcknowledge) {
     ProcessResponse(nic, qp, pkt, now);
     return;

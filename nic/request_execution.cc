@@ -444,7 +444,6 @@ void ExecuteRequest(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case Step::kDone:
       break;
   }
-  ++qp.counters_.rcvd_pkts;
   qp.counters_.rcvd_bytes += pkt.payload.size();
   // mlx5 counts requests (messages), not packets.
   if (op.operation == Operation::kWrite && op.IsFirst()) {

@@ -227,7 +227,6 @@ void ReceiveUd(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       nic.SgArgs(v.args, sges, access::kLocalWrite, qp.pd());
     }
   }
-  ++qp.counters_.rcvd_pkts;
   qp.counters_.rcvd_bytes += pkt.payload.size();
   nic.CompleteRecv(qp, wc, pkt.hdr.bth.se, why, nic.rx_packet_id());
 }

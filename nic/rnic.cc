@@ -511,7 +511,10 @@ void Rnic::Deliver(Qp* qp, const RxFrame& frame, TimeNs now) {
   }
   if (parsed_.net.ecn == 0b11) cc_.OnCeMarked(*qp, parsed_, now, counters_);
   const QpState s = qp->attr_.qp_state;
+  // The QP counts what the device counts, here and nowhere else: requests
+  // that complete no WQE (READ, atomic), duplicates and responses alike.
   ++counters_.rcvd_pkts;
+  ++qp->counters_.rcvd_pkts;
   if (op.engine == Engine::kResponder) {
     if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd &&
         s != QpState::kSqe) {
