@@ -78,7 +78,8 @@ class Run(netns_util.NetRun):
             capture={"enabled": True, "format": "pcapng", "rx_path": cap,
                      "tx_path": cap, "rotate_mb": 0},
             recorder={"dump_dir": f"{d}/why", "log_per_second": 1000})
-        p = netns_util.start_rocemud(ns, self.rocemud, cfg, (ctl, verbs), name)
+        p = netns_util.start_rocemud(ns, self.rocemud, cfg, (ctl, verbs), name,
+                                     timeout=60)
         self.procs.append(p)
         return {"name": name, "ns": ns, "ctl": ctl, "verbs": verbs, "proc": p,
                 "ip": ip, "cap": cap, "log": f"{d}/rocemud.log",
