@@ -407,6 +407,21 @@ absl::Status LoadCapture(MapReader& m, CaptureConfig* c) {
   RETURN_IF_ERROR(m.Uint("rotate_mb", 0, 1u << 20, &rotate_mb));
   c->rotate_bytes = rotate_mb << 20;
   RETURN_IF_ERROR(m.Uint("snaplen", 64, 262144, &c->snaplen));
+  int format = static_cast<int>(c->format);
+  RETURN_IF_ERROR(m.Enum("format", {"pcapng", "pcap"}, &format));
+  c->format = static_cast<CaptureFormat>(format);
+  if (c->format == CaptureFormat::kPcap && c->rx_path == c->tx_path) {
+    YAML::Node n = m.Get("tx_path");
+    return m.errors().At(n.IsDefined() ? n.Mark() : m.Mark(), m.Key("tx_path"),
+                         "one file for both directions needs format: pcapng");
+  }
+  return m.Finish();
+}
+
+absl::Status LoadRecorder(MapReader& m, RecorderConfig* c) {
+  RETURN_IF_ERROR(m.Uint("events", 0, 4096, &c->events));
+  RETURN_IF_ERROR(m.String("dump_dir", &c->dump_dir));
+  RETURN_IF_ERROR(m.Uint("log_per_second", 0, 100000, &c->log_per_second));
   return m.Finish();
 }
 
@@ -567,6 +582,7 @@ absl::StatusOr<Config> LoadNode(const YAML::Node& root, const Errors& errors) {
   RETURN_IF_ERROR(LoadSection(top, "ecn", &LoadEcn, &cfg.ecn));
   RETURN_IF_ERROR(LoadSection(top, "dcqcn", &LoadDcqcn, &cfg.dcqcn));
   RETURN_IF_ERROR(LoadSection(top, "capture", &LoadCapture, &cfg.capture));
+  RETURN_IF_ERROR(LoadSection(top, "recorder", &LoadRecorder, &cfg.recorder));
   RETURN_IF_ERROR(LoadSection(top, "control", &LoadControl, &cfg.control));
   RETURN_IF_ERROR(LoadSection(top, "verbs", &LoadVerbs, &cfg.verbs));
   RETURN_IF_ERROR(LoadSection(top, "logging", &LoadLogging, &cfg.logging));

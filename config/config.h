@@ -194,13 +194,31 @@ struct DcqcnConfig {
   bool rp_clamp_tgt_rate_ati = true;
 };
 
+enum class CaptureFormat : uint8_t { kPcapng, kPcap };
+
 struct CaptureConfig {
   bool enabled = false;
-  // "{port}" is replaced by the port name.
-  std::string rx_path = "/var/lib/rocemu/{port}-rx.pcap";
-  std::string tx_path = "/var/lib/rocemu/{port}-tx.pcap";
+  // "{port}" is replaced by the port name. The same path for both: one
+  // file, each frame marked inbound or outbound (pcapng only).
+  std::string rx_path = "/var/lib/rocemu/{port}-rx.pcapng";
+  std::string tx_path = "/var/lib/rocemu/{port}-tx.pcapng";
   uint64_t rotate_bytes = 64ull << 20;  // 0: never rotate
   uint32_t snaplen = 65535;
+  // pcapng carries each frame's direction, packet id, verdict and comment
+  // (emulator/capture/pcapng_writer.h); pcap is the classic format.
+  CaptureFormat format = CaptureFormat::kPcapng;
+};
+
+// Why QPs fail (nic/flight_recorder.h, docs/debugging.md).
+struct RecorderConfig {
+  // Events each connected QP's flight recorder keeps; 0: none.
+  uint32_t events = 64;
+  // Where a QP's dump goes when it enters ERR or SQE (<port>-qp<N>-<time>.txt
+  // and .pcapng); "": the log only.
+  std::string dump_dir = "/var/lib/rocemu/why";
+  // Error completions (and QP errors) logged per second at most; the rest
+  // are counted and summarised.
+  uint32_t log_per_second = 20;
 };
 
 struct ControlConfig {
@@ -262,6 +280,7 @@ struct Config {
   EcnConfig ecn;
   DcqcnConfig dcqcn;
   CaptureConfig capture;
+  RecorderConfig recorder;
   ControlConfig control;
   VerbsConfig verbs;
   LoggingConfig logging;

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "emulator/capture/mbuf_tag.h"
 #include "emulator/control/socket_path.h"
 #include "emulator/logging.h"
 #include "emulator/port/eal_args.h"
@@ -60,6 +61,10 @@ absl::Status Daemon::Init() {
         absl::StrCat("DPDK EAL init failed: ", rte_strerror(rte_errno)));
   }
   eal_ready_ = true;
+  if (!RegisterMbufTag()) {
+    return absl::InternalError(absl::StrCat(
+        "cannot register the mbuf capture tag: ", rte_strerror(rte_errno)));
+  }
   clock_ = std::make_unique<TscClock>();
   wall_base_ns_ = WallNs();
   int socket_id = static_cast<int>(rte_socket_id());
@@ -439,6 +444,13 @@ std::optional<MacAddr> Daemon::ResolveNeighbour(unsigned index,
 }
 
 void Daemon::Slow(nic::TimeNs now) {
+  // The other shards' error notes, with the shards paused (once a second:
+  // their logs and dumps come up to a second late).
+  if (std::any_of(ports_.begin(), ports_.end(),
+                  [](const auto& p) { return !p->shards.empty(); })) {
+    PausedShards paused(*this);
+    ReportErrors(now, /*shards=*/true);
+  }
   for (auto& p : ports_) {
     p->neighbours.Expire(now);
     if (!p->dev->memif()) UpdateLink(*p);
@@ -543,6 +555,8 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
     control_.Poll();
     metrics_.Poll();
     PollNetdevs();
+    ReportErrors(now);
+    FlushCaptures(now);
     for (auto& p : ports_) {
       p->dev->FaultInSharedMemory();
       if (!p->dev->memif()) continue;
@@ -581,7 +595,7 @@ void Daemon::Reopen() {
     ROCEMU_LOG_ERROR("SIGHUP: %s", s.ToString());
   }
   for (auto& p : ports_) {
-    for (PcapWriter* w : {&p->rx_capture, &p->tx_capture}) {
+    for (CaptureWriter* w : {&p->rx_capture, &p->tx_capture}) {
       if (absl::Status s = w->Reopen(); !s.ok()) {
         ROCEMU_LOG_ERROR("SIGHUP: %s", s.ToString());
       }

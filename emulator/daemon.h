@@ -21,8 +21,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "config/config.h"
+#include "emulator/capture/capture_writer.h"
 #include "emulator/capture/fault_injector.h"
-#include "emulator/capture/pcap_writer.h"
+#include "emulator/capture/frame_notes.h"
 #include "emulator/control/control_server.h"
 #include "emulator/control/test_hooks.h"
 #include "emulator/idle_wait.h"
@@ -130,6 +131,8 @@ class Daemon {
   // rx_nic_no_endpoint.
   void AttachEndpoint(unsigned port, nic::FrameEndpoint* endpoint) {
     ports_.at(port)->endpoint = endpoint;
+    ports_.at(port)->verdicts =
+        endpoint != nullptr ? endpoint->verdict_log() : nullptr;
   }
   // After Init: one RNIC per port, configured from the port's settings and
   // resolving next hops through the port's neighbour cache; with
@@ -170,6 +173,13 @@ class Daemon {
   std::string PfcJson() const;
   std::string DcqcnJson() const;
   std::string PrometheusText() const;
+  // Every QP in ERR or SQE with one line of cause (rocemu-ctl why), and one
+  // QP's flight recorder as text and base64 pcapng (rocemu-ctl qp N --why;
+  // request fields "qpn", optional "port"). emulator/daemon_why.cc.
+  std::string WhyJson() const;
+  // The port's per-reason counters: the daemon's and its RNICs'.
+  nic::DropReasonCounters PortReasons(size_t port) const;
+  std::string QpWhyJson(std::string_view request) const;
   std::string HandleControl(std::string_view request);
   absl::Status SetCapture(bool enabled);
   const nic::Clock& clock() const { return *clock_; }
@@ -178,6 +188,11 @@ class Daemon {
   struct Held {
     rte_mbuf* m;
     nic::TimeNs release;
+  };
+  // Where a fault injector's drops are captured (and counted).
+  struct FaultSite {
+    CaptureWriter* capture;  // nullptr: not captured
+    capture::Direction dir;
   };
   // Frames a fault injector holds back in one direction.
   struct FaultState {
@@ -194,7 +209,18 @@ class Daemon {
     std::unique_ptr<NetStack> stack;
     std::unique_ptr<FaultInjector> rx_faults, tx_faults;
     FaultState rx_held, tx_held;
-    PcapWriter rx_capture, tx_capture;
+    CaptureWriter rx_capture, tx_capture;
+    // Where each direction's frames are written: rx_capture for both when
+    // capture.rx_path and tx_path name one file.
+    CaptureWriter* tx_out = &tx_capture;
+    // The port's packet ids: the first RNIC's VerdictLog (its verdicts go
+    // into the capture), or the port's own when no RNIC is attached.
+    nic::VerdictLog* verdicts = nullptr;
+    nic::VerdictLog own_ids{1, 1};
+    // Frames the daemon dropped, held or altered, by reason (the RNIC's
+    // own reasons are its reason_counters()).
+    nic::DropReasonCounters reasons;
+    std::string note_scratch;  // a capture comment being built
     PortCounters counters;
     // ports[].congestion_point: RoCE frames wait here before the RNIC.
     std::unique_ptr<IngressCongestion> ingress;
@@ -297,13 +323,14 @@ class Daemon {
   // touched an endpoint, and after control requests, which may post work).
   nic::TimeNs RefreshNextEvents();
   bool any_endpoint() const;
-  uint16_t ApplyFaults(FaultInjector& faults, FaultState& held,
-                       rte_mempool* pool, rte_mbuf** in, uint16_t n,
+  uint16_t ApplyFaults(Port& port, FaultInjector& faults, FaultState& held,
+                       const FaultSite& site, rte_mbuf** in, uint16_t n,
                        rte_mbuf** out, size_t out_cap, nic::TimeNs now);
   // `priority`: the 802.1p priority the frame waits on while paused;
   // kUnpausable for MAC control frames, which a pause never holds.
   static constexpr uint8_t kUnpausable = 8;
-  void QueueTx(Port& port, rte_mbuf* m, uint8_t priority = 0);
+  void QueueTx(Port& port, rte_mbuf* m, uint8_t priority = 0,
+               uint64_t packet_id = 0);
   // Moves the backlog frames of `paused` priorities behind the others
   // (both in order); returns how many may go to the wire.
   static uint16_t HoldPaused(Port& port, uint8_t paused);
@@ -357,11 +384,37 @@ class Daemon {
   void LaunchWorkers();
   void StopWorkers();
   static int WorkerMain(void* arg);
-  void Capture(PcapWriter& writer, rte_mbuf* const* m, uint16_t n,
-               nic::TimeNs now);
+  // Writes one frame to `writer` with its packet id (the tag's, or a new
+  // one), what the RNIC's verdict log says of it and `daemon`'s verdict
+  // (counted in port.reasons by the caller). No-op when not capturing.
+  void CaptureFrame(Port& port, CaptureWriter& writer, rte_mbuf* m,
+                    capture::Direction dir, nic::TimeNs now,
+                    const capture::DaemonVerdict* daemon = nullptr);
+  // A daemon verdict on `m` (counted), captured if `writer` is open.
+  void DaemonDrop(Port& port, CaptureWriter* writer, rte_mbuf* m,
+                  capture::Direction dir, nic::TimeNs now, nic::DropReason r,
+                  nic::VerdictAction action, uint64_t arg0 = 0,
+                  uint64_t arg1 = 0);
+  uint64_t NextPacketId(Port& port) {
+    return port.verdicts != nullptr ? port.verdicts->NextId()
+                                    : port.own_ids.NextId();
+  }
   absl::Status OpenCaptures();
+  // The captures' buffers to their files, every 100 ms.
+  void FlushCaptures(nic::TimeNs now);
   // SIGHUP: the log file and captures are reopened (log rotation).
   void Reopen();
+  // The RNICs' error notes: each error completion's cause logged, each QP
+  // the RNIC moved to ERR/SQE logged and dumped (daemon_why.cc). The first
+  // RNIC of each port's, or (`shards`, with them paused) the other shards'.
+  void ReportErrors(nic::TimeNs now, bool shards = false);
+  void ReportRnicErrors(size_t port, nic::Rnic& rnic, nic::TimeNs now);
+  // Writes `qp`'s dump into recorder.dump_dir; returns the text file's
+  // path, "" if none was written.
+  std::string DumpQp(size_t port, const nic::Rnic& rnic, const nic::QpStory& qp,
+                     nic::TimeNs now);
+  // recorder.log_per_second as a token bucket; false: suppressed (counted).
+  bool TakeLogToken(nic::TimeNs now);
 
   config::Config config_;
   bool eal_ready_ = false;
@@ -383,9 +436,14 @@ class Daemon {
   // Work moved by the session servers at the last look (cheap busy test).
   uint64_t session_work_ = 0;
   bool capture_on_ = false;
+  double log_tokens_ = 0;
+  nic::TimeNs log_refill_at_ = 0;
+  uint64_t log_suppressed_ = 0;
+  bool dump_dir_failed_ = false;  // warned once
   ControlServer control_;
   MetricsServer metrics_;
   nic::TimeNs next_fast_ = 0, next_slow_ = 0, next_session_control_ = 0;
+  nic::TimeNs next_capture_flush_ = 0;
   uint64_t loops_ = 0;
   nic::TimeNs next_event_ = 0;  // RefreshNextEvents after the last pass
   // An endpoint was handed frames or asked for some (or something else

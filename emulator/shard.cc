@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "emulator/capture/mbuf_tag.h"
 #include "emulator/logging.h"
 
 namespace rocemu::emulator {
@@ -174,8 +175,9 @@ bool Shard::Pass(nic::TimeNs now) {
   if (n > 0) {
     nic::RxFrame frames[kBurst];
     for (unsigned i = 0; i < n; ++i) {
+      // The port's lcore numbered it if it captures (mbuf_tag.h).
       frames[i] = {rte_pktmbuf_mtod(rx[i], const uint8_t*),
-                   rte_pktmbuf_data_len(rx[i])};
+                   rte_pktmbuf_data_len(rx[i]), false, Tag(rx[i]).packet_id};
     }
     rnic_->rnic().Receive(options_.port, {frames, n}, now);
     rte_pktmbuf_free_bulk(rx, n);
@@ -201,10 +203,15 @@ bool Shard::Pass(nic::TimeNs now) {
       if (filled > 0) {
         rte_mbuf* bufs[kBurst];
         uint8_t priorities[kBurst];
-        tx_stash_.Take(filled, bufs, priorities);
+        uint64_t ids[kBurst];
+        tx_stash_.Take(filled, bufs, priorities, ids);
         // The priority rides in the user tag, as the daemon's own TX
-        // queue carries it (Daemon::QueueTx).
-        for (size_t i = 0; i < filled; ++i) bufs[i]->hash.usr = priorities[i];
+        // queue carries it (Daemon::QueueTx), the packet id in the mbuf's
+        // capture tag.
+        for (size_t i = 0; i < filled; ++i) {
+          bufs[i]->hash.usr = priorities[i];
+          Tag(bufs[i]).packet_id = ids[i];
+        }
         // Room was checked above and this lcore is the only producer.
         rte_ring_sp_enqueue_bulk(tx_, reinterpret_cast<void**>(bufs),
                                  static_cast<unsigned>(filled), nullptr);

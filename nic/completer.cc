@@ -50,6 +50,54 @@ WcStatus NakStatus(uint8_t code) {
   }
 }
 
+DropReason NakReason(uint8_t code) {
+  switch (static_cast<NakCode>(code)) {
+    case NakCode::kPsnSequenceError:
+      return DropReason::kNakPsnSequence;
+    case NakCode::kInvalidRequest:
+      return DropReason::kNakInvalidRequest;
+    case NakCode::kRemoteAccessError:
+      return DropReason::kNakRemoteAccess;
+    case NakCode::kRemoteOperationalError:
+      return DropReason::kNakRemoteOp;
+    case NakCode::kInvalidRdRequest:
+      return DropReason::kNakInvalidRdRequest;
+    default:
+      return DropReason::kNakReserved;
+  }
+}
+
+// The WQE at comp_idx fails with `status` because of `why` (the frame
+// `cause_id` behind it), and the QP goes to ERR.
+void FailHead(Rnic& nic, Qp& qp, WcStatus status, DropReason why,
+              uint64_t cause_id) {
+  SendWqe& w = qp.sq_.at(qp.comp_.comp_idx);
+  w.status = status;
+  w.cause = why;
+  w.cause_id = cause_id;
+  nic.MoveToError(qp, why, cause_id);
+}
+
+// The packet id of the last transmission of `psn` the flight recorder
+// still holds (of the newest request at or before it), 0 if none.
+uint64_t LastSent(const Qp& qp, uint32_t psn) {
+  if (qp.recorder_ == nullptr) return 0;
+  uint64_t id = 0;
+  uint32_t best = 0;
+  bool exact = false;
+  qp.recorder_->ForEach([&](const RecorderEvent& e, std::span<const uint8_t>) {
+    if (e.kind != RecorderEventKind::kTx || !PsnLessEq(e.psn, psn)) return;
+    if (e.psn == psn) {
+      id = e.id;
+      exact = true;
+    } else if (!exact && (id == 0 || PsnLessEq(best, e.psn))) {
+      id = e.id;
+      best = e.psn;
+    }
+  });
+  return id;
+}
+
 // Retires the WQE at comp_idx successfully.
 void CompleteHead(Rnic& nic, Qp& qp) {
   CompleterState& c = qp.comp_;
@@ -87,19 +135,32 @@ void Rearm(Qp& qp, TimeNs now) {
 }
 
 // Go-back-N from `psn` after a timeout, a PSN sequence error NAK or an
-// implied NAK; each costs one of retry_cnt.
-void Retry(Rnic& nic, Qp& qp, uint32_t psn) {
+// implied NAK (`why`, the frame `cause_id`: the NAK, or the transmission
+// that timed out); each costs one of retry_cnt. `a1` is the reason's
+// second argument (frame_verdict.h), for the retransmissions' notes.
+void Retry(Rnic& nic, Qp& qp, uint32_t psn, DropReason why, uint64_t cause_id,
+           uint64_t a1) {
   CompleterState& c = qp.comp_;
   c.timer_deadline = kNever;
   if (c.retry_left == 0) {
     ++qp.counters_.retry_exceeded_err;
-    qp.sq_.at(c.comp_idx).status = WcStatus::kRetryExcErr;
-    nic.MoveToError(qp);
+    FrameVerdict& v =
+        nic.Verdict(&qp, DropReason::kRetryExceeded, VerdictAction::kQpError);
+    v.args[0] = psn;
+    v.args[1] = qp.attr_.retry_cnt;
+    FailHead(nic, qp, WcStatus::kRetryExcErr, DropReason::kRetryExceeded,
+             LastSent(qp, psn));
     return;
   }
   --c.retry_left;
   ++qp.counters_.completer_retry_err;
   Requester::RewindTo(qp, psn);
+  RequesterState& r = qp.req_;
+  r.resend_reason = why;
+  r.resend_cause = cause_id;
+  r.resend_args[0] = psn;
+  r.resend_args[1] = a1;
+  r.resend_args[2] = qp.attr_.retry_cnt;
   nic.Schedule(qp);
 }
 
@@ -113,8 +174,25 @@ void Retry(Rnic& nic, Qp& qp, uint32_t psn) {
 bool ImpliedNak(Rnic& nic, Qp& qp) {
   if (qp.comp_.retry_left != qp.attr_.retry_cnt) return false;
   ++qp.counters_.implied_nak_seq_err;
-  Retry(nic, qp, qp.comp_.psn);
+  nic.Verdict(&qp, DropReason::kImpliedNak, VerdictAction::kRetried).args[0] =
+      qp.comp_.psn;
+  Retry(nic, qp, qp.comp_.psn, DropReason::kImpliedNak, nic.rx_packet_id(), 0);
   return true;
+}
+
+// The response's data could not be placed in the WQE's buffers.
+void LocalFailure(Rnic& nic, Qp& qp, const SendWqe& w, MrStatus ms) {
+  const DropReason why = LocalReason(ms);
+  FrameVerdict& v = nic.Verdict(&qp, why, VerdictAction::kFailedWr);
+  nic.SgArgs(v.args, w.wr.sg_list.span(), access::kLocalWrite, qp.pd());
+  FailHead(nic, qp, WcStatus::kLocProtErr, why, nic.rx_packet_id());
+}
+
+void Stale(Rnic& nic, Qp& qp, DropReason why, uint32_t psn) {
+  FrameVerdict& v = nic.Verdict(&qp, why, VerdictAction::kDropped);
+  v.args[0] = psn;
+  v.args[1] = qp.comp_.psn;
+  v.args[2] = qp.req_.psn;
 }
 
 // Everything up to and including PSN `a` is acknowledged. Returns false when
@@ -163,7 +241,10 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   while (c.comp_idx < qp.req_.req_idx) {
     const SendWqe& w = qp.sq_.at(c.comp_idx);
     if (PsnLessEq(w.first_psn, r) && PsnLessEq(r, w.last_psn)) break;
-    if (!PsnLess(w.last_psn, r)) return;  // before the oldest WQE: stale
+    if (!PsnLess(w.last_psn, r)) {  // before the oldest WQE: stale
+      Stale(nic, qp, DropReason::kDuplicateResponse, r);
+      return;
+    }
     if (w.read_or_atomic) {
       ImpliedNak(nic, qp);
       return;
@@ -182,9 +263,13 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   if (!w.read_or_atomic || atomic_ack == is_read) {
     // A response that does not answer this WQE's operation.
     ++qp.counters_.ghost_ack;
+    Stale(nic, qp, DropReason::kGhostResponse, r);
     return;
   }
-  if (PsnLess(r, c.psn)) return;  // duplicate response
+  if (PsnLess(r, c.psn)) {  // duplicate response
+    Stale(nic, qp, DropReason::kDuplicateResponse, r);
+    return;
+  }
   if (PsnLess(c.psn, r)) {
     // Responses skipped PSNs: retry the READ from the first missing one.
     ImpliedNak(nic, qp);
@@ -200,8 +285,7 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
         Scatter(nic.mrs(), qp.pd(), w.wr.sg_list.span(), cur, bytes);
     if (ms != MrStatus::kOk) {
       nic.CountMrFault(ms);
-      w.status = WcStatus::kLocProtErr;
-      nic.MoveToError(qp);
+      LocalFailure(nic, qp, w, ms);
       return;
     }
   } else {
@@ -211,8 +295,12 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     const uint64_t expect = std::min<uint64_t>(mtu, w.length - offset);
     const bool last = r == w.last_psn;
     if (pkt.payload.size() != expect || last != pkt.op->IsLast()) {
-      w.status = WcStatus::kBadRespErr;
-      nic.MoveToError(qp);
+      FrameVerdict& v =
+          nic.Verdict(&qp, DropReason::kBadResponse, VerdictAction::kFailedWr);
+      v.args[0] = pkt.payload.size();
+      v.args[1] = expect;
+      FailHead(nic, qp, WcStatus::kBadRespErr, DropReason::kBadResponse,
+               nic.rx_packet_id());
       return;
     }
     if (expect > 0) {
@@ -221,8 +309,7 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
       if (ms != MrStatus::kOk) {
         nic.CountMrFault(ms);
-        w.status = WcStatus::kLocProtErr;
-        nic.MoveToError(qp);
+        LocalFailure(nic, qp, w, ms);
         return;
       }
     }
@@ -260,7 +347,24 @@ void Completer::OnTimer(Rnic& nic, Qp& qp, TimeNs now) {
     return;
   }
   ++qp.counters_.local_ack_timeout_err;
-  Retry(nic, qp, c.psn);
+  FrameVerdict& v =
+      nic.Verdict(&qp, DropReason::kAckTimeout, VerdictAction::kRetried);
+  v.args[0] = c.psn;
+  v.args[1] = c.retry_left;
+  v.args[2] = qp.attr_.retry_cnt;
+  // The transmission that went unanswered: the retransmission names it.
+  const uint64_t unanswered = LastSent(qp, c.psn);
+  if (qp.recorder_ != nullptr) {
+    RecorderEvent e;
+    e.time = now;
+    e.kind = RecorderEventKind::kTimeout;
+    e.psn = c.psn;
+    e.opcode = c.retry_left;
+    e.reason = DropReason::kAckTimeout;
+    e.cause = unanswered;
+    qp.recorder_->Add(e);
+  }
+  Retry(nic, qp, c.psn, DropReason::kAckTimeout, unanswered, c.retry_left);
 }
 
 void Completer::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
@@ -276,9 +380,9 @@ void Completer::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   if (!r.sent_any || !Outstanding(qp) || !PsnLess(psn, limit) ||
       PsnLess(psn, PsnAdd(qp.comp_.psn, nak ? 0 : kPsnMask))) {
     ++qp.counters_.ghost_ack;
+    Stale(nic, qp, DropReason::kGhostResponse, psn);
     return;
   }
-  ++qp.counters_.rcvd_pkts;
   if (pkt.op->operation != Operation::kAcknowledge) {
     ProcessResponse(nic, qp, pkt, now);
     return;
@@ -291,17 +395,31 @@ void Completer::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case AethType::kRnrNak: {
       if (!ProcessAck(nic, qp, PsnAdd(psn, kPsnMask), now)) return;
       ++qp.counters_.rcvd_rnr_err;
+      FrameVerdict& v =
+          nic.Verdict(&qp, DropReason::kNakRnr, VerdictAction::kRetried);
+      v.args[0] = psn;
+      v.args[1] = aeth.syndrome;
       CompleterState& c = qp.comp_;
       if (c.comp_idx >= qp.req_.req_idx && qp.req_.pkt == 0) return;
       if (c.rnr_retry_left == 0) {
         ++qp.counters_.retry_rnr_exceeded_err;
-        qp.sq_.at(c.comp_idx).status = WcStatus::kRnrRetryExcErr;
-        nic.MoveToError(qp);
+        FrameVerdict& x = nic.Verdict(&qp, DropReason::kRnrRetryExceeded,
+                                      VerdictAction::kQpError);
+        x.args[0] = psn;
+        x.args[1] = qp.attr_.rnr_retry;
+        FailHead(nic, qp, WcStatus::kRnrRetryExcErr,
+                 DropReason::kRnrRetryExceeded, nic.rx_packet_id());
         return;
       }
       if (c.rnr_retry_left != 7) --c.rnr_retry_left;
       c.timer_deadline = kNever;
       Requester::RewindTo(qp, psn);
+      RequesterState& rs = qp.req_;
+      rs.resend_reason = DropReason::kNakRnr;
+      rs.resend_cause = nic.rx_packet_id();
+      rs.resend_args[0] = psn;
+      rs.resend_args[1] = aeth.syndrome;
+      rs.resend_args[2] = 0;
       qp.req_.rnr_until = now + RnrTimerNs(aeth.value());
       nic.Schedule(qp);
       return;
@@ -312,16 +430,30 @@ void Completer::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       if (c.comp_idx >= qp.req_.req_idx && qp.req_.pkt == 0) return;
       if (aeth.value() == static_cast<uint8_t>(NakCode::kPsnSequenceError)) {
         ++qp.counters_.rcvd_seq_err;
-        Retry(nic, qp, psn);
+        FrameVerdict& v = nic.Verdict(&qp, DropReason::kNakPsnSequence,
+                                      VerdictAction::kRetried);
+        v.args[0] = psn;
+        v.args[1] = aeth.syndrome;
+        Retry(nic, qp, psn, DropReason::kNakPsnSequence, nic.rx_packet_id(),
+              aeth.syndrome);
         return;
       }
-      qp.sq_.at(c.comp_idx).status = NakStatus(aeth.value());
-      nic.MoveToError(qp);
+      const DropReason why = NakReason(aeth.value());
+      FrameVerdict& v = nic.Verdict(&qp, why, VerdictAction::kFailedWr);
+      v.args[0] = psn;
+      v.args[1] = aeth.syndrome;
+      v.args[2] = qp.sq_.at(c.comp_idx).wr.wr_id;
+      FailHead(nic, qp, NakStatus(aeth.value()), why, nic.rx_packet_id());
       return;
     }
-    case AethType::kReserved:
+    case AethType::kReserved: {
       ++qp.counters_.ghost_ack;
+      FrameVerdict& v =
+          nic.Verdict(&qp, DropReason::kNakReserved, VerdictAction::kDropped);
+      v.args[0] = psn;
+      v.args[1] = aeth.syndrome;
       return;
+    }
   }
 }
 

@@ -10,6 +10,10 @@
 #include "nic/clock.h"
 
 namespace rocemu::nic {
+class VerdictLog;
+}  // namespace rocemu::nic
+
+namespace rocemu::nic {
 
 // A transmit buffer lent by the carrier: the RNIC writes a whole frame into
 // data[0, capacity) and sets len. Unused buffers (len == 0) go back.
@@ -18,6 +22,9 @@ struct TxFrame {
   uint32_t capacity = 0;
   uint32_t len = 0;
   uint8_t priority = 0;  // 802.1p priority the frame is queued on (PFC)
+  // Set by the RNIC: the frame's id in its VerdictLog (nic/frame_verdict.h),
+  // under which a capture finds why it was sent.
+  uint64_t packet_id = 0;
 };
 
 // A received frame, borrowed for the duration of the call (zero copy).
@@ -32,6 +39,10 @@ struct RxFrame {
   // offload would): the RNIC does not sum the header again. {data, len}
   // leaves it false.
   bool ip_checksum_good;
+  // The frame's id in the receiving RNIC's VerdictLog, given by a carrier
+  // that captures it (it took the id from FrameEndpoint::verdict_log());
+  // 0: the RNIC numbers it. Aggregate initialisation ({data, len}) sets 0.
+  uint64_t packet_id;
   std::span<const uint8_t> bytes() const { return {data, len}; }
 };
 
@@ -55,6 +66,9 @@ class FrameEndpoint {
   // 802.3x PAUSE) and the carrier must hold the frames of that priority it
   // was already given. Asked once per transmit pass, not per frame.
   virtual uint8_t PausedPriorities(TimeNs /*now*/) { return 0; }
+  // The endpoint's packet ids and verdicts (an RNIC's), for a carrier that
+  // captures frames: asked once per burst. nullptr: none.
+  virtual VerdictLog* verdict_log() { return nullptr; }
 };
 
 }  // namespace rocemu::nic

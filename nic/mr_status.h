@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "nic/completion.h"
+#include "nic/drop_reason.h"
 #include "protocol/headers.h"
 
 namespace rocemu::nic {
@@ -57,6 +58,53 @@ constexpr WcStatus RemoteWcStatus(MrStatus s) {
   return s == MrStatus::kOk           ? WcStatus::kSuccess
          : s == MrStatus::kMisaligned ? WcStatus::kRemInvReqErr
                                       : WcStatus::kRemAccessErr;
+}
+
+// The reason behind a failed R_Key check or remote access (drop_reason.h).
+constexpr DropReason RemoteReason(MrStatus s) {
+  switch (s) {
+    case MrStatus::kOk:
+      return DropReason::kNone;
+    case MrStatus::kInvalidKey:
+    case MrStatus::kInvalidated:
+      return DropReason::kRkeyInvalid;
+    case MrStatus::kPdMismatch:
+      return DropReason::kRkeyPd;
+    case MrStatus::kAccessDenied:
+      return DropReason::kRkeyAccess;
+    case MrStatus::kMisaligned:
+      return DropReason::kAtomicMisaligned;
+    case MrStatus::kFault:
+      return DropReason::kMemoryFault;
+    case MrStatus::kOutOfBounds:
+    case MrStatus::kLengthExceeded:
+      return DropReason::kRkeyBounds;
+  }
+  return DropReason::kRkeyInvalid;
+}
+
+// The same for an L_Key check or a local copy: a receive buffer too small
+// is recv_too_short.
+constexpr DropReason LocalReason(MrStatus s) {
+  switch (s) {
+    case MrStatus::kOk:
+      return DropReason::kNone;
+    case MrStatus::kInvalidKey:
+    case MrStatus::kInvalidated:
+      return DropReason::kLkeyInvalid;
+    case MrStatus::kPdMismatch:
+      return DropReason::kLkeyPd;
+    case MrStatus::kAccessDenied:
+      return DropReason::kLkeyAccess;
+    case MrStatus::kOutOfBounds:
+    case MrStatus::kMisaligned:
+      return DropReason::kLkeyBounds;
+    case MrStatus::kLengthExceeded:
+      return DropReason::kRecvTooShort;
+    case MrStatus::kFault:
+      return DropReason::kMemoryFault;
+  }
+  return DropReason::kLkeyInvalid;
 }
 
 }  // namespace rocemu::nic

@@ -14,6 +14,8 @@
 #include "nic/completion.h"
 #include "nic/congestion_qp.h"
 #include "nic/counters.h"
+#include "nic/drop_reason.h"
+#include "nic/flight_recorder.h"
 #include "nic/handles.h"
 #include "nic/posted_wr.h"
 #include "nic/qp_attr.h"
@@ -33,8 +35,11 @@ struct SendWqe {
   uint32_t npkts = 1;  // packets (for READ: response packets)
   bool read_or_atomic = false;
   // A local or remote error found for this WQE; the flush that follows
-  // reports it instead of WR_FLUSH_ERR.
+  // reports it instead of WR_FLUSH_ERR, with why and the packet id of the
+  // frame behind it (0: none).
   WcStatus status = WcStatus::kSuccess;
+  DropReason cause = DropReason::kNone;
+  uint64_t cause_id = 0;
 };
 
 // Fixed-capacity ring indexed by monotonically increasing 64-bit positions.
@@ -78,6 +83,11 @@ struct RequesterState {
   uint32_t rd_atomic_outstanding = 0;
   bool sent_any = false;
   TimeNs rnr_until = 0;  // RNR NAK wait: no request before this time
+  // Why the requester went back (a timeout, a NAK): the packets up to
+  // max_sent_psn it sends again are retransmissions of that cause.
+  DropReason resend_reason = DropReason::kNone;
+  uint64_t resend_cause = 0;  // the NAK, or the timed-out transmission
+  uint64_t resend_args[3] = {};
 };
 
 // Completer state: comp_idx is the oldest WQE not yet completed, psn the
@@ -105,6 +115,9 @@ struct ResponseItem {
   uint32_t npkts = 0;
   uint32_t next_pkt = 0;
   uint64_t atomic_orig = 0;
+  // A NAK or a duplicate's answer: the request frame it answers and why.
+  uint64_t cause_id = 0;
+  DropReason cause = DropReason::kNone;
 };
 
 // Responder resources (max_dest_rd_atomic of them): the READ and atomic
@@ -176,6 +189,16 @@ struct QpCounters {
   void AddTo(DeviceCounters& c) const;
 };
 
+// Why the QP left RTS for ERR or SQE (the first cause; later errors of an
+// ERR QP change nothing), for rocemu-ctl why and the daemon's log.
+struct QpErrorCause {
+  DropReason reason = DropReason::kNone;
+  uint64_t packet_id = 0;  // the frame behind it, 0: none
+  TimeNs time = 0;
+  QpState from = QpState::kReset;
+  uint64_t args[6] = {};  // as frame_verdict.h gives them for `reason`
+};
+
 // The headers below the BTH of every frame a connected (RC/UC) QP sends,
 // encoded once (Rnic::ConnectedHeaders) and again only when the path or
 // the GID table changes.
@@ -208,6 +231,8 @@ class Qp {
   uint32_t mtu() const { return PathMtuBytes(attr_.path_mtu); }
   uint16_t udp_sport() const { return udp_sport_; }
   const QpCounters& counters() const { return counters_; }
+  const FlightRecorder* recorder() const { return recorder_.get(); }
+  const QpErrorCause& error_cause() const { return error_cause_; }
 
   // Send queue occupancy.
   uint64_t sq_posted() const { return sq_tail_; }
@@ -258,6 +283,10 @@ class Qp {
   std::unique_ptr<ConnectedPathHeaders> path_headers_;
 
   QpCounters counters_;
+  // The last events of the QP (nullptr: RnicConfig::flight_recorder_events
+  // is 0).
+  std::unique_ptr<FlightRecorder> recorder_;
+  QpErrorCause error_cause_;
   // Congestion-control hook: the requester sends no new packet before this
   // time (the DCQCN pacer sets it; 0 = unpaced).
   TimeNs pace_until_ = 0;

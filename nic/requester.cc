@@ -131,9 +131,15 @@ void Requester::ExecuteLocal(Rnic& nic, Qp& qp, SendWqe& w) {
   if (ms != MrStatus::kOk) {
     // IBTA 10.6.7.2.3: a failed bind completes in error and the QP goes to
     // ERR (rxe and mlx5 do the same for a failed local invalidate).
-    w.status = w.wr.opcode == WrOpcode::kBindMw ? WcStatus::kMwBindErr
-                                                : WcStatus::kLocQpOpErr;
-    nic.MoveToError(qp);
+    const bool bind = w.wr.opcode == WrOpcode::kBindMw;
+    const DropReason why =
+        bind ? DropReason::kBindMwFailed : DropReason::kLocalInvFailed;
+    nic.Verdict(&qp, why, VerdictAction::kFailedWr).args[0] =
+        bind ? w.wr.bind.mw_rkey : w.wr.invalidate_rkey;
+    w.status = bind ? WcStatus::kMwBindErr : WcStatus::kLocQpOpErr;
+    w.cause = why;
+    w.cause_id = 0;
+    nic.MoveToError(qp, why);
     return;
   }
   ++r.req_idx;
@@ -150,12 +156,17 @@ void Requester::ExecuteLocal(Rnic& nic, Qp& qp, SendWqe& w) {
   }
 }
 
-void Requester::FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err) {
+void Requester::FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err,
+                            DropReason why, const uint64_t* args) {
+  FrameVerdict& v = nic.Verdict(&qp, why, VerdictAction::kFailedWr);
+  if (args != nullptr) std::copy(args, args + 6, v.args);
   // Everything before this WQE must still complete; UC/UD finished them
   // already, RC ends here in ERR and flushes the rest.
   if (qp.type() == QpType::kRc) {
     w.status = err;
-    nic.MoveToError(qp);
+    w.cause = why;
+    w.cause_id = 0;
+    nic.MoveToError(qp, why);
     return;
   }
   WorkCompletion wc;
@@ -165,8 +176,8 @@ void Requester::FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err) {
   wc.qp_num = qp.qpn_;
   ++qp.req_.req_idx;
   ++qp.comp_.comp_idx;
-  nic.CompleteSend(qp, wc);
-  nic.MoveToSqe(qp);
+  nic.CompleteSend(qp, wc, why);
+  nic.MoveToSqe(qp, why);
 }
 
 void Requester::RewindTo(Qp& qp, uint32_t psn) {
@@ -210,34 +221,46 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
     w.last_psn = PsnAdd(w.first_psn, w.npkts - 1);
     // Local checks the verbs leave to processing time.
     WcStatus err = WcStatus::kSuccess;
+    DropReason why = DropReason::kNone;
+    uint64_t args[6] = {};
     if (IsAtomic(w.wr.opcode)) {
       if (qp.type() != QpType::kRc || (w.wr.atomic.remote_addr & 7) != 0 ||
           w.wr.sg_list.size() != 1 || w.wr.sg_list[0].length != 8) {
         err = WcStatus::kLocQpOpErr;
+        why = DropReason::kLocalQpOp;
       }
     } else if (w.wr.opcode == WrOpcode::kRdmaRead && qp.type() != QpType::kRc) {
       err = WcStatus::kLocQpOpErr;
-    } else if (w.length > nic.config().port.max_msg_sz ||
-               (qp.type() == QpType::kUd && w.length > mtu)) {
+      why = DropReason::kLocalQpOp;
+    } else if (w.length > nic.config().port.max_msg_sz) {
       err = WcStatus::kLocLenErr;
+      why = DropReason::kMsgTooLong;
+      args[0] = w.length;
+      args[1] = nic.config().port.max_msg_sz;
+    } else if (qp.type() == QpType::kUd && w.length > mtu) {
+      err = WcStatus::kLocLenErr;
+      why = DropReason::kMtuExceeded;
+      args[0] = w.length;
+      args[1] = mtu;
     }
-    if (err == WcStatus::kSuccess && w.wr.opcode != WrOpcode::kRdmaRead &&
-        !IsAtomic(w.wr.opcode) && !w.wr.is_inline()) {
-      // A message of several packets is checked whole before its first
-      // packet leaves. A one-packet message is not: its gather below checks
-      // the same keys over the same bytes and fails it the same way.
-      if (w.npkts > 1 && CheckSgList(nic.mrs(), qp.pd_, w.wr.sg_list.span(),
-                                     access::kNone) != MrStatus::kOk) {
+    // A message of several packets is checked whole before its first
+    // packet leaves. A one-packet message is not: its gather below checks
+    // the same keys over the same bytes and fails it the same way.
+    const bool source =
+        w.wr.opcode != WrOpcode::kRdmaRead && !IsAtomic(w.wr.opcode);
+    if (err == WcStatus::kSuccess && !w.wr.is_inline() &&
+        (!source || w.npkts > 1)) {
+      const AccessFlags need = source ? access::kNone : access::kLocalWrite;
+      const MrStatus ms =
+          CheckSgList(nic.mrs(), qp.pd_, w.wr.sg_list.span(), need);
+      if (ms != MrStatus::kOk) {
         err = WcStatus::kLocProtErr;
-      }
-    } else if (err == WcStatus::kSuccess && !w.wr.is_inline()) {
-      if (CheckSgList(nic.mrs(), qp.pd_, w.wr.sg_list.span(),
-                      access::kLocalWrite) != MrStatus::kOk) {
-        err = WcStatus::kLocProtErr;
+        why = LocalReason(ms);
+        nic.SgArgs(args, w.wr.sg_list.span(), need, qp.pd_);
       }
     }
     if (err != WcStatus::kSuccess) {
-      FailLocally(nic, qp, w, err);
+      FailLocally(nic, qp, w, err, why, args);
       return false;
     }
   }
@@ -247,6 +270,8 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   if (qp.type() == QpType::kUd) {
     net = nic.UdHeaders(qp, w.wr.ud.ah);
     if (net == nullptr) {
+      nic.Verdict(&qp, DropReason::kAhUnusable, VerdictAction::kFailedWr)
+          .args[0] = w.wr.ud.ah;
       WorkCompletion wc;
       wc.wr_id = w.wr.wr_id;
       wc.wqe_index = w.wr.wqe_index;
@@ -254,8 +279,8 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
       wc.qp_num = qp.qpn_;
       ++r.req_idx;
       ++qp.comp_.comp_idx;
-      nic.CompleteSend(qp, wc);
-      nic.MoveToSqe(qp);
+      nic.CompleteSend(qp, wc, DropReason::kAhUnusable);
+      nic.MoveToSqe(qp, DropReason::kAhUnusable);
       return false;
     }
   } else {
@@ -340,6 +365,8 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   if (writer.Begin(*net, h, payload_len, {out.data, out.capacity}) !=
       protocol::BuildError::kOk) {
     ++nic.engine_counters().send_err;
+    nic.Verdict(&qp, DropReason::kTxBuildFailed, VerdictAction::kDropped)
+        .args[0] = out.capacity;
     return false;
   }
   if (payload_len > 0) {
@@ -354,13 +381,20 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
         // The region went away between the check and this packet, or its
         // process's pages did.
         nic.CountMrFault(ms);
-        FailLocally(nic, qp, w, WcStatus::kLocProtErr);
+        uint64_t args[6] = {};
+        nic.SgArgs(args, w.wr.sg_list.span(), access::kNone, qp.pd_);
+        FailLocally(nic, qp, w, WcStatus::kLocProtErr, LocalReason(ms), args);
         return false;
       }
     }
   }
   out.len = static_cast<uint32_t>(writer.Finish());
   out.priority = qp.attr_.ah_attr.sl & 7;
+  nic.FrameBuilt(qp, out, h.bth.opcode, h.bth.psn);
+  if (r.sent_any && PsnLessEq(r.psn, r.max_sent_psn) &&
+      r.resend_reason != DropReason::kNone) [[unlikely]] {
+    nic.NoteSent(qp, out, r.resend_reason, r.resend_cause, true, r.resend_args);
+  }
   ++qp.counters_.sent_pkts;
   qp.counters_.sent_bytes += payload_len;
 

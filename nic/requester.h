@@ -31,9 +31,11 @@ class Requester {
  private:
   // IBV_WR_BIND_MW and IBV_WR_LOCAL_INV at the head of the send queue.
   static void ExecuteLocal(Rnic& nic, Qp& qp, SendWqe& w);
-  // The WQE at the head failed locally with `err` (checks left to
-  // processing time, a region gone before a packet's gather).
-  static void FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err);
+  // The WQE at the head failed locally with `err` because of `why` (checks
+  // left to processing time, a region gone before a packet's gather);
+  // `args` as frame_verdict.h gives them for `why` (or nullptr).
+  static void FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err,
+                          DropReason why, const uint64_t* args);
 };
 
 }  // namespace rocemu::nic

@@ -7,6 +7,10 @@
 // duplicates (READ re-executed, atomic result replayed); ACKs on AckReq and
 // duplicates, with the MSN. UC: same placement, no ACKs, a loss drops the
 // message. UD: Q_Key check and the 40-byte GRH area ahead of the payload.
+// Receiving (sequence, duplicates, UD) is here; executing a new request is
+// nic/request_execution.h, the response queue nic/response_queue.h. Every
+// frame dropped, NAKed or answered again gets its verdict
+// (Rnic::Verdict, nic/drop_reason.h).
 #ifndef ROCEMU_NIC_RESPONDER_H_
 #define ROCEMU_NIC_RESPONDER_H_
 

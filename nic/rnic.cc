@@ -18,6 +18,27 @@ namespace {
 using protocol::Engine;
 using protocol::ServiceType;
 
+// Shards of one port number their frames in disjoint ranges, so that a
+// capture of the port never shows one id twice.
+uint64_t FirstPacketId(const RnicConfig& c) {
+  const uint64_t shard = c.shards != 0 && c.shard < c.shards ? c.shard : 0;
+  return (shard << 48) + 1;
+}
+
+DropReason ParseReason(protocol::ParseError e) {
+  switch (e) {
+    case protocol::ParseError::kBadIcrc:
+      return DropReason::kBadIcrc;
+    case protocol::ParseError::kBadIpChecksum:
+      return DropReason::kIpChecksum;
+    case protocol::ParseError::kUnknownOpcode:
+    case protocol::ParseError::kUnsupportedOpcode:
+      return DropReason::kBadOpcode;
+    default:
+      return DropReason::kMalformed;
+  }
+}
+
 bool ServiceMatches(ServiceType s, QpType t) {
   return (s == ServiceType::kRc && t == QpType::kRc) ||
          (s == ServiceType::kUc && t == QpType::kUc) ||
@@ -42,7 +63,8 @@ Rnic::Rnic(const RnicConfig& config)
       cc_(config.congestion),
       gsi_(std::make_unique<Gsi>(config_.mac, pkeys_, gids_, counters_,
                                  config.mad_queue_len)),
-      cm_(std::make_unique<CmAgent>(*this, *gsi_, counters_, 0)) {
+      cm_(std::make_unique<CmAgent>(*this, *gsi_, counters_, 0)),
+      log_(FirstPacketId(config)) {
   if (config_.shards == 0 || config_.shard >= config_.shards) {
     config_.shard = 0;
     config_.shards = 1;
@@ -170,7 +192,8 @@ void Rnic::Schedule(Qp& qp) {
   active_.push_back(&qp);
 }
 
-void Rnic::CompleteSend(Qp& qp, const WorkCompletion& wc) {
+void Rnic::CompleteSend(Qp& qp, const WorkCompletion& wc, DropReason cause,
+                        uint64_t cause_id) {
   if (wc.status == WcStatus::kWrFlushErr) {
     ++counters_.req_cqe_flush_error;
   } else if (wc.status != WcStatus::kSuccess) {
@@ -180,6 +203,7 @@ void Rnic::CompleteSend(Qp& qp, const WorkCompletion& wc) {
     } else if (wc.status == WcStatus::kRemInvReqErr) {
       ++counters_.req_remote_invalid_request;
     }
+    NoteCompletion(qp, wc, false, cause, cause_id);
   }
   CompletionQueue* cq = cqs_.Get(qp.init_.send_cq);
   if (cq == nullptr) return;
@@ -187,16 +211,18 @@ void Rnic::CompleteSend(Qp& qp, const WorkCompletion& wc) {
   // catastrophic error of the QP (IBTA 11.6.2): CQ_ERR came from the CQ,
   // the QP goes to ERR with QP_FATAL. QPs on other CQs are not affected.
   if (cq->Push(wc) != CqPushResult::kOk) {
-    MoveToError(qp, AsyncEventType::kQpFatal);
+    CqOverflow(qp, qp.init_.send_cq, *cq);
   }
 }
 
-void Rnic::CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited) {
+void Rnic::CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited,
+                        DropReason cause, uint64_t cause_id) {
   if (wc.status == WcStatus::kWrFlushErr) {
     ++counters_.resp_cqe_flush_error;
   } else if (wc.status != WcStatus::kSuccess) {
     ++counters_.resp_cqe_error;
     if (wc.status == WcStatus::kLocLenErr) ++counters_.resp_local_length_error;
+    NoteCompletion(qp, wc, true, cause, cause_id);
   } else {
     ++counters_.rdma_recvs;
   }
@@ -205,7 +231,7 @@ void Rnic::CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited) {
   WorkCompletion flagged = wc;
   flagged.solicited = solicited;
   if (cq->Push(flagged, solicited) != CqPushResult::kOk) {
-    MoveToError(qp, AsyncEventType::kQpFatal);
+    CqOverflow(qp, qp.init_.recv_cq, *cq);
   }
 }
 
@@ -218,9 +244,12 @@ void Rnic::FlushSendQueue(Qp& qp) {
     wc.status =
         w.status != WcStatus::kSuccess ? w.status : WcStatus::kWrFlushErr;
     wc.qp_num = qp.qpn_;
+    const bool own = w.status != WcStatus::kSuccess;
+    const DropReason cause = own ? w.cause : qp.error_cause_.reason;
+    const uint64_t cause_id = own ? w.cause_id : qp.error_cause_.packet_id;
     w.status = WcStatus::kSuccess;
     qp.comp_.comp_idx = i + 1;
-    CompleteSend(qp, wc);
+    CompleteSend(qp, wc, cause, cause_id);
   }
   qp.comp_.comp_idx = qp.sq_tail_;
   qp.req_.req_idx = qp.sq_tail_;
@@ -245,9 +274,11 @@ void Rnic::FlushRecvQueue(Qp& qp) {
   if (!qp.init_.has_srq) qp.rq_.Flush(flush);
 }
 
-void Rnic::MoveToError(Qp& qp) {
+void Rnic::MoveToError(Qp& qp, DropReason why, uint64_t cause_id) {
   if (qp.attr_.qp_state == QpState::kErr) return;
+  const QpState from = qp.attr_.qp_state;
   qp.attr_.qp_state = QpState::kErr;
+  NoteQpError(qp, from, why, cause_id);
   FlushSendQueue(qp);
   FlushRecvQueue(qp);
   // A NAK that announces the error still goes out; anything else owed to
@@ -258,10 +289,11 @@ void Rnic::MoveToError(Qp& qp) {
   if (qp.init_.has_srq) RaiseQpEvent(qp, AsyncEventType::kQpLastWqeReached);
 }
 
-void Rnic::MoveToError(Qp& qp, AsyncEventType event) {
+void Rnic::MoveToError(Qp& qp, AsyncEventType event, DropReason why,
+                       uint64_t cause_id) {
   if (qp.attr_.qp_state == QpState::kErr) return;
   RaiseQpEvent(qp, event);
-  MoveToError(qp);
+  MoveToError(qp, why, cause_id);
 }
 
 void Rnic::RaiseQpEvent(const Qp& qp, AsyncEventType event) {
@@ -276,12 +308,14 @@ void Rnic::CheckSqDrained(Qp& qp) {
   if (a.en_sqd_async_notify) RaiseQpEvent(qp, AsyncEventType::kSqDrained);
 }
 
-void Rnic::MoveToSqe(Qp& qp) {
+void Rnic::MoveToSqe(Qp& qp, DropReason why, uint64_t cause_id) {
   if (qp.attr_.qp_state != QpState::kRts &&
       qp.attr_.qp_state != QpState::kSqd) {
     return;
   }
+  const QpState from = qp.attr_.qp_state;
   qp.attr_.qp_state = QpState::kSqe;
+  NoteQpError(qp, from, why, cause_id);
   FlushSendQueue(qp);
 }
 
@@ -375,7 +409,11 @@ const protocol::NetHeaderTemplate& Rnic::ConnectedHeaders(Qp& qp) const {
 void Rnic::Receive(uint16_t /*port*/, std::span<const RxFrame> frames,
                    TimeNs now) {
   last_now_ = std::max(last_now_, now);
-  for (const RxFrame& f : frames) ReceiveOne(f, now);
+  for (const RxFrame& f : frames) {
+    rx_id_ = f.packet_id != 0 ? f.packet_id : log_.NextId();
+    ReceiveOne(f, now);
+  }
+  rx_id_ = 0;
 }
 
 void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
@@ -394,6 +432,7 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     } else {
       ++counters_.rx_malformed;
     }
+    Drop(ParseReason(e), static_cast<uint64_t>(e));
     return;
   }
   if (parsed_.kind == protocol::FrameKind::kPfc ||
@@ -404,12 +443,13 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
   }
   if (parsed_.kind != protocol::FrameKind::kRoce) {
     ++rx_not_roce_;
+    Drop(DropReason::kNotRoce);
     return;
   }
   const protocol::OpcodeInfo& op = *parsed_.op;
   if (parsed_.hdr.bth.dest_qp == protocol::kGsiQpn) {
     ++counters_.rcvd_pkts;
-    gsi_->Receive(parsed_, now);
+    ReceiveGsi(now);
     return;
   }
   if (parsed_.hdr.bth.dest_qp == protocol::kMulticastQpn) {
@@ -419,6 +459,7 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
   Qp* qp = LookupQp(parsed_.hdr.bth.dest_qp);
   if (qp == nullptr) {
     ++counters_.rx_unknown_qp;
+    Drop(DropReason::kUnknownQpn, parsed_.hdr.bth.dest_qp);
     return;
   }
   if (op.engine == Engine::kCongestion) {
@@ -427,6 +468,7 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     if (parsed_.hdr.bth.pkey != protocol::kDefaultPKey &&
         !pkeys_.Accepts(qp->attr_.pkey_index, parsed_.hdr.bth.pkey)) {
       ++counters_.bad_pkey_cntr;
+      BadPkey(*qp);
       return;
     }
     ++qp->counters_.cnp_received;
@@ -441,6 +483,7 @@ void Rnic::ReceiveMulticast(const RxFrame& frame, TimeNs now) {
   const std::vector<uint32_t>* members = mcast_.Members(parsed_.net.dst_ip);
   if (members == nullptr) {
     ++counters_.rx_mcast_no_group;
+    Drop(DropReason::kMcastNoGroup);
     return;
   }
   ++counters_.multicast_rcv_packets;
@@ -454,21 +497,36 @@ void Rnic::ReceiveMulticast(const RxFrame& frame, TimeNs now) {
 
 void Rnic::Deliver(Qp* qp, const RxFrame& frame, TimeNs now) {
   const protocol::OpcodeInfo& op = *parsed_.op;
+  // A QP in ERR keeps the history that explains it: what its peer keeps
+  // sending is dropped (counted, captured) but not recorded.
+  if (qp->recorder_ != nullptr && qp->attr_.qp_state != QpState::kErr) {
+    qp->recorder_->Frame(RecorderEventKind::kRx, now, rx_id_, frame.bytes(),
+                         parsed_.hdr.bth.opcode, parsed_.hdr.bth.psn);
+  }
   if (!op.supported || !ServiceMatches(op.service, qp->type())) {
     ++counters_.rx_bad_opcode;
+    FrameVerdict& v =
+        Verdict(qp, DropReason::kBadOpcode, VerdictAction::kDropped);
+    v.args[0] = parsed_.hdr.bth.opcode;
+    v.args[1] = static_cast<uint64_t>(qp->type()) + 1;
     return;
   }
   if (!pkeys_.Accepts(qp->attr_.pkey_index, parsed_.hdr.bth.pkey)) {
     ++counters_.bad_pkey_cntr;
+    BadPkey(*qp);
     return;
   }
   if (parsed_.net.ecn == 0b11) cc_.OnCeMarked(*qp, parsed_, now, counters_);
   const QpState s = qp->attr_.qp_state;
+  // The QP counts what the device counts, here and nowhere else: requests
+  // that complete no WQE (READ, atomic), duplicates and responses alike.
   ++counters_.rcvd_pkts;
+  ++qp->counters_.rcvd_pkts;
   if (op.engine == Engine::kResponder) {
     if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd &&
         s != QpState::kSqe) {
       ++counters_.rx_wrong_state;
+      WrongState(*qp);
       return;
     }
     // A connected QP learns that its peer is up from the first request it
@@ -482,6 +540,7 @@ void Rnic::Deliver(Qp* qp, const RxFrame& frame, TimeNs now) {
   } else {
     if (s != QpState::kRts && s != QpState::kSqd) {
       ++counters_.rx_wrong_state;
+      WrongState(*qp);
       return;
     }
     Completer::Receive(*this, *qp, parsed_, now);
@@ -501,6 +560,7 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
   // behind bulk data), then responses, then paced requests.
   size_t n = cc_.TransmitCnps(frames, counters_);
   n += gsi_->Transmit(frames.subspan(n));
+  for (size_t i = 0; i < n; ++i) frames[i].packet_id = log_.NextId();
   counters_.sent_pkts += n;
   int failures = 0;
   // The first active QP from `next` on (wrapping) that `ok` accepts; `next`

@@ -30,7 +30,9 @@
 #include "nic/congestion_control.h"
 #include "nic/counters.h"
 #include "nic/device_attr.h"
+#include "nic/drop_reason.h"
 #include "nic/frame_io.h"
+#include "nic/frame_verdict.h"
 #include "nic/gid_table.h"
 #include "nic/gsi.h"
 #include "nic/memory_region.h"
@@ -40,6 +42,7 @@
 #include "nic/pkey_table.h"
 #include "nic/qp.h"
 #include "nic/qp_attr.h"
+#include "nic/qp_why.h"
 #include "nic/recv_wqe_fetcher.h"
 #include "nic/shared_receive_queue.h"
 #include "protocol/frame.h"
@@ -79,6 +82,23 @@ struct RnicConfig {
   // for fewer, since every slot is paid for by each of thousands of RNICs.
   uint32_t mad_queue_len = 512;
   uint32_t async_event_queue_len = 1024;
+  // Events each connected QP's flight recorder keeps (nic/flight_recorder.h;
+  // allocated at INIT->RTR); 0: no recorder.
+  uint32_t flight_recorder_events = 64;
+};
+
+// An error completion, or a QP entering ERR/SQE, as the daemon logs it
+// (Rnic::TakeErrorNotes).
+struct ErrorNote {
+  TimeNs time = 0;
+  uint64_t wr_id = 0;
+  uint64_t cause_id = 0;  // the frame behind it (0: none)
+  uint32_t qpn = 0;
+  DropReason reason = DropReason::kNone;
+  WcStatus status = WcStatus::kSuccess;  // completions
+  bool recv = false;                     // a receive WQE's completion
+  bool qp_error = false;                 // the QP entered `state`
+  QpState state = QpState::kErr;
 };
 
 class Rnic final : public FrameEndpoint {
@@ -162,6 +182,7 @@ class Rnic final : public FrameEndpoint {
   uint8_t PausedPriorities(TimeNs now) override {
     return paused_priorities_ = cc_.RefreshPause(now);
   }
+  VerdictLog* verdict_log() override { return &log_; }
 
   // --- congestion hooks ---
   // PFC: while paused, QPs whose service level maps to `priority` send
@@ -192,6 +213,36 @@ class Rnic final : public FrameEndpoint {
   // may use). QPs keep their path MTU: if it no longer fits the link,
   // their larger frames are lost on the way and they time out.
   void SetPortMtu(Mtu mtu);
+
+  // --- why (nic/drop_reason.h, nic/frame_verdict.h) ---
+  // Per-reason counters, cumulative.
+  const DropReasonCounters& reason_counters() const { return reasons_; }
+  // Packet ids and the verdicts of the last frames (a capture, a dump).
+  VerdictLog& verdicts() { return log_; }
+  const VerdictLog& verdicts() const { return log_; }
+  // Error completions and QPs that entered ERR/SQE since the last call,
+  // oldest first: f(const ErrorNote&). Notes beyond the queue's room are
+  // counted in error_notes_lost().
+  template <typename F>
+  void TakeErrorNotes(F&& f) {
+    for (; notes_head_ != notes_tail_; ++notes_head_) {
+      f(notes_[notes_head_ % notes_.size()]);
+    }
+  }
+  uint64_t error_notes_lost() const { return notes_lost_; }
+  // The last kFailedQps QPs destroyed after they failed (ERR or SQE for a
+  // reason other than the application's own ibv_modify_qp), with their
+  // flight recorders, newest last: f(const QpStory&).
+  static constexpr size_t kFailedQps = 16;
+  template <typename F>
+  void ForEachFailedQp(F&& f) const {
+    const uint64_t n = std::min<uint64_t>(failed_next_, kFailedQps);
+    for (uint64_t i = failed_next_ - n; i < failed_next_; ++i) {
+      f(static_cast<const QpStory&>(failed_[i % kFailedQps].story));
+    }
+  }
+  // The newest of them with that number, or nullptr.
+  const QpStory* FindFailedQp(uint32_t qpn) const;
 
   // Device counters: the receive-path drops kept here plus every QP's
   // engine counters summed.
@@ -227,19 +278,51 @@ class Rnic final : public FrameEndpoint {
     return (paused_priorities_ >> cc_.PriorityOf(qp)) & 1;
   }
   void Schedule(Qp& qp);
+  // The packet id of the frame being received, 0 outside Receive.
+  uint64_t rx_packet_id() const { return rx_id_; }
+  // The RNIC acted on the frame being received (or on an event, outside
+  // Receive): counts `reason`, records `action` for the frame's packet id
+  // and marks it in `qp`'s flight recorder. The record is returned for the
+  // caller's arguments (a scratch one outside Receive). Rare path.
+  FrameVerdict& Verdict(Qp* qp, DropReason reason, VerdictAction action);
+  // Arguments of a memory-key verdict (frame_verdict.h) from the MR table.
+  void MrArgs(uint64_t* args, uint32_t key, uint64_t va, uint64_t len,
+              AccessFlags need, PdHandle pd) const;
+  // The same for the entry of `sges` that fails (or the first).
+  void SgArgs(uint64_t* args, std::span<const Sge> sges, AccessFlags need,
+              PdHandle pd) const;
+  // A frame `qp` just built into `out` (opcode and PSN of its BTH): its
+  // packet id, its flight recorder entry and, with `why`, the note of why
+  // it was sent (a NAK for `cause`, a retransmission).
+  void FrameBuilt(Qp& qp, TxFrame& out, uint8_t opcode, uint32_t psn) {
+    out.packet_id = log_.NextId();
+    if (qp.recorder_ != nullptr) {
+      qp.recorder_->Frame(RecorderEventKind::kTx, last_now_, out.packet_id,
+                          {out.data, out.len}, opcode, psn);
+    }
+  }
+  void NoteSent(Qp& qp, const TxFrame& out, DropReason why, uint64_t cause,
+                bool resent, const uint64_t* args);
   // Completions: routed to the QP's send or receive CQ; an overflow moves
   // the QP to the error state. A receive completion records `solicited`
-  // (the SEND carried BTH.SE) in WorkCompletion::solicited.
-  void CompleteSend(Qp& qp, const WorkCompletion& wc);
-  void CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited);
-  // State changes made by the engines.
-  void MoveToError(Qp& qp);
+  // (the SEND carried BTH.SE) in WorkCompletion::solicited. An error
+  // completion names its cause (logged by the daemon; flush errors take
+  // the QP's).
+  void CompleteSend(Qp& qp, const WorkCompletion& wc,
+                    DropReason cause = DropReason::kNone,
+                    uint64_t cause_id = 0);
+  void CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited,
+                    DropReason cause = DropReason::kNone,
+                    uint64_t cause_id = 0);
+  // State changes made by the engines, with why and the frame behind it.
+  void MoveToError(Qp& qp, DropReason why, uint64_t cause_id = 0);
   // Same, raising `event` (IBV_EVENT_QP_FATAL, _QP_REQ_ERR, _QP_ACCESS_ERR)
   // when the QP was not already in ERR.
-  void MoveToError(Qp& qp, AsyncEventType event);
+  void MoveToError(Qp& qp, AsyncEventType event, DropReason why,
+                   uint64_t cause_id = 0);
   // An affiliated asynchronous event about `qp`.
   void RaiseQpEvent(const Qp& qp, AsyncEventType event);
-  void MoveToSqe(Qp& qp);
+  void MoveToSqe(Qp& qp, DropReason why, uint64_t cause_id = 0);
   void FlushSendQueue(Qp& qp);
   void FlushRecvQueue(Qp& qp);
   // Takes the next receive WQE of the QP (or its SRQ) into qp.resp_.rwqe;
@@ -289,6 +372,21 @@ class Rnic final : public FrameEndpoint {
   // BTH.DestQP 0xFFFFFF: a copy of the frame to each attached QP.
   void ReceiveMulticast(const RxFrame& frame, TimeNs now);
   void RemoveIdle();
+  // Records that `qp` left RTS for `state` because of `why`.
+  void NoteQpError(Qp& qp, QpState from, DropReason why, uint64_t cause_id);
+  void NoteCompletion(Qp& qp, const WorkCompletion& wc, bool recv,
+                      DropReason cause, uint64_t cause_id);
+  void CqOverflow(Qp& qp, CqHandle handle, const CompletionQueue& cq);
+  // Verdicts on the frame being received (parsed_).
+  void BadPkey(Qp& qp);
+  void WrongState(Qp& qp);
+  // QP1's frame, with the reason of a drop.
+  void ReceiveGsi(TimeNs now);
+  void PushNote(const ErrorNote& n);
+  // A frame dropped before any QP took it (no QP: no recorder entry).
+  void Drop(DropReason reason, uint64_t arg0 = 0) {
+    Verdict(nullptr, reason, VerdictAction::kDropped).args[0] = arg0;
+  }
 
   RnicConfig config_;
   AsyncEventQueue events_;
@@ -327,6 +425,18 @@ class Rnic final : public FrameEndpoint {
   uint64_t rx_not_roce_ = 0;
   RecvWqeFetcher* fetcher_ = nullptr;
   protocol::ParsedFrame parsed_;  // scratch, reused for every frame
+  DropReasonCounters reasons_;
+  VerdictLog log_;
+  uint64_t rx_id_ = 0;     // the frame being received
+  FrameVerdict no_frame_;  // Verdict()'s record outside Receive
+  std::array<ErrorNote, 256> notes_;
+  struct FailedQp {
+    QpStory story;
+    std::unique_ptr<FlightRecorder> recorder;  // story.recorder
+  };
+  std::array<FailedQp, kFailedQps> failed_;
+  uint64_t failed_next_ = 0;
+  uint64_t notes_head_ = 0, notes_tail_ = 0, notes_lost_ = 0;
 };
 
 }  // namespace rocemu::nic

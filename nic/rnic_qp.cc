@@ -46,6 +46,15 @@ Qp* Rnic::FindQp(uint32_t qpn) const {
 
 const Qp* Rnic::GetQp(uint32_t qpn) const { return FindQp(qpn); }
 
+const QpStory* Rnic::FindFailedQp(uint32_t qpn) const {
+  const uint64_t n = std::min<uint64_t>(failed_next_, kFailedQps);
+  for (uint64_t i = failed_next_; i > failed_next_ - n; --i) {
+    const FailedQp& f = failed_[(i - 1) % kFailedQps];
+    if (f.story.qpn == qpn) return &f.story;
+  }
+  return nullptr;
+}
+
 uint32_t Rnic::NextQpn(uint32_t qpn) const {
   qpn += config_.shards;
   if (qpn >= protocol::kQpnMask) {  // 0xFFFFFF is the multicast QPN
@@ -127,6 +136,16 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
   }
   pds_.Release(qp->pd_);
   qp->counters_.AddTo(retired_);
+  // A QP that failed is destroyed by its program soon after (it exits):
+  // what explains the failure stays for rocemu-ctl why.
+  const DropReason why = qp->error_cause_.reason;
+  if (why != DropReason::kNone && why != DropReason::kModifyToErr) {
+    FailedQp& f = failed_[failed_next_++ % kFailedQps];
+    f.recorder = std::move(qp->recorder_);
+    f.story = StoryOf(*qp);
+    f.story.recorder = f.recorder.get();
+    f.story.destroyed = true;
+  }
   cm_->OnQpDestroyed(qpn);
   mcast_.DetachAll(qpn);
   if (QpCacheEntry& e = qp_cache_[qpn % kQpCacheSize]; e.qpn == qpn) e = {};
@@ -238,9 +257,12 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
       const uint32_t recv_max_sge = qp->rwqe_sges_.size();
       auto it = std::find(active_.begin(), active_.end(), qp);
       if (it != active_.end()) active_.erase(it);
+      // The recorder keeps its history (and its memory) across the reset.
+      std::unique_ptr<FlightRecorder> recorder = std::move(qp->recorder_);
       qp->~Qp();
       new (qp) Qp(n, pd, init, recv_max_sge);
       qp->attr_.cap = keep.cap;
+      qp->recorder_ = std::move(recorder);
       return absl::OkStatus();
     }
     case QpState::kRtr:
@@ -253,6 +275,11 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
         if (qp->type() != QpType::kUd) {
           qp->path_headers_ = std::make_unique<ConnectedPathHeaders>();
         }
+        if (qp->recorder_ == nullptr && config_.flight_recorder_events != 0) {
+          qp->recorder_ =
+              std::make_unique<FlightRecorder>(config_.flight_recorder_events);
+        }
+        qp->error_cause_ = QpErrorCause{};
         cc_.InitQp(*qp);
       }
       break;
@@ -269,7 +296,8 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
       break;
     case QpState::kErr:
       q.qp_state = cur;  // MoveToError acts on a change of state
-      MoveToError(*qp);
+      if (cur != QpState::kErr) reasons_.Add(DropReason::kModifyToErr);
+      MoveToError(*qp, DropReason::kModifyToErr);
       return absl::OkStatus();
     default:
       break;

@@ -6,6 +6,8 @@
 #                             post, requester, responder, completer, ACKs,
 #                             CQ polls, 64 signaled 64 B messages in flight
 #   BM_EngineWrite64B16Qp     the same over 16 QPs, 64 in flight on each
+#   BM_Engine*NoRecorder      Send/Write 64B without the QPs' flight
+#                             recorders: their cost per frame (issue 36)
 #   BM_Codec{Send,Write}64B   BuildRoceFrame + ParseFrame (every check) of
 #   BM_CodecAck               the data frame / the ACK frame
 # Ceiling per message = codec(data frame) + ACKs per message x codec(ACK).
@@ -24,7 +26,8 @@ bench_prepare bench_engine "$build" tests/sim/matrix_bench tests/nic/mr_bench
 bench_out
 bench_json "$out" "$build/tests/sim/matrix_bench" \
   --benchmark_filter='Engine|Codec|IdleQp|QpLookup' \
-  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_enable_random_interleaving=true 2>/dev/null
 # One-shot scale runs, each in a fresh process so that resident bytes are
 # what the objects touch.
 bench_json "$out.qps" "$build/tests/sim/matrix_bench" \
@@ -53,6 +56,14 @@ for op, qps in (("Send", ""), ("Write", ""), ("Write", "16Qp")):
     label = "%s 64B%s" % (op.upper(), " x16" if qps else "")
     print("%-12s %10.1f %16.1f %13.1f %14.3f %12.1f %7.2fx  (%.2f Mmsg/s per core)" % (
         label, eng, data, ack, acks, ceil, eng / ceil, e["msgs_per_s"] / 1e6))
+print()
+for op in ("Send", "Write"):
+    on, off = med["Engine%s64B" % op], med["Engine%s64BNoRecorder" % op]
+    d = on["ns_per_frame"] - off["ns_per_frame"]
+    print("flight recorder, %s 64B: %.1f ns/frame with, %.1f without: "
+          "%+.1f ns (%+.1f %%)" % (op.upper(), on["ns_per_frame"],
+                                   off["ns_per_frame"], d,
+                                   100 * d / off["ns_per_frame"]))
 print()
 for name, b in sorted(med.items()):
     if name.startswith("IdleQpBytes"):

@@ -7,6 +7,9 @@
 #   BM_EngineWrite64B       one RC QP, 64 B WRITEs, 64 in flight
 #   BM_EngineSend64B        the same with SENDs (receive WQEs, their CQEs)
 #   BM_EngineWrite64B16Qp   16 QPs, 64 in flight each (perftest -q 16)
+#   BM_Engine*NoRecorder    the first two without the QPs' flight
+#                           recorders: the difference is what recording
+#                           every frame costs (issue 36)
 # Per message = instructions of the benchmark function minus the pair's set
 # up, over the messages completed (post, requester, responder, completer,
 # ACKs and CQ polls of both RNICs).
@@ -20,7 +23,8 @@ build=${1:-build}
 command -v valgrind >/dev/null || scripts/setup.sh --no-build
 bench_prepare bench_engine_ir "$build" tests/sim/matrix_bench
 bench_out
-for b in BM_EngineWrite64B BM_EngineSend64B BM_EngineWrite64B16Qp; do
+for b in BM_EngineWrite64B BM_EngineWrite64BNoRecorder BM_EngineSend64B \
+         BM_EngineSend64BNoRecorder BM_EngineWrite64B16Qp; do
   # One iteration (4096 messages) is far above the minimum time under
   # callgrind; the JSON says how many ran.
   valgrind --tool=callgrind --callgrind-out-file="$out.$b.cg" \

@@ -40,6 +40,23 @@ class FaultInjector {
   // bytes, so the frame still reaches the stack and fails its checksum.
   uint32_t CorruptBit(uint32_t len);
   uint64_t delay_ns() const { return delay_ns_; }
+  // The configured probability of `a` (a capture names the rule).
+  double probability(FaultAction a) const {
+    switch (a) {
+      case FaultAction::kDrop:
+        return drop_;
+      case FaultAction::kCorrupt:
+        return corrupt_;
+      case FaultAction::kDuplicate:
+        return duplicate_;
+      case FaultAction::kReorder:
+        return reorder_;
+      case FaultAction::kDelay:
+        return delay_;
+      default:
+        return 0;
+    }
+  }
   bool enabled() const { return enabled_; }
   const FaultCounters& counters() const { return counters_; }
 

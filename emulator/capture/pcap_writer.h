@@ -28,6 +28,10 @@ class PcapWriter {
   absl::Status Reopen();
   void Close();
   bool is_open() const { return dumper_ != nullptr; }
+  // Hands what is buffered to the kernel (readers see whole records).
+  void Flush() {
+    if (dumper_ != nullptr && pcap_dump_flush(dumper_) != 0) ++errors_;
+  }
 
   // `wall_ns` is nanoseconds since the Unix epoch. Rotation errors close the
   // writer and are counted; the data path never fails.

@@ -114,6 +114,16 @@ void AppendShards(const std::vector<std::unique_ptr<Shard>>& shards,
 
 }  // namespace
 
+nic::DropReasonCounters Daemon::PortReasons(size_t i) const {
+  nic::DropReasonCounters c = ports_[i]->reasons;
+  if (i < rnics_.size() && rnics_[i] != nullptr) {
+    rnics_[i]->rnic().reason_counters().AddTo(c);
+  }
+  for (const auto& s : ports_[i]->shards)
+    s->rnic().rnic().reason_counters().AddTo(c);
+  return c;
+}
+
 std::string Daemon::CountersJson() const {
   std::string out = absl::StrFormat(
       "{\"uptime_ns\":%d,\"rnic_attached\":%s,\"capture\":%s",
@@ -136,6 +146,18 @@ std::string Daemon::CountersJson() const {
                    });
     absl::StrAppend(&out, ",\"neighbours\":", p->neighbours.size());
     const size_t index = static_cast<size_t>(&p - ports_.data());
+    // Frames dropped, NAKed, ignored or held by the RNIC and the daemon,
+    // per reason (nic/drop_reason.h): the reasons met at least once.
+    absl::StrAppend(&out, ",\"drops\":{");
+    const nic::DropReasonCounters drops = PortReasons(index);
+    bool first_drop = true;
+    for (size_t r = 1; r < nic::kDropReasonCount; ++r) {
+      if (drops.count[r] == 0) continue;
+      absl::StrAppend(&out, first_drop ? "" : ",", "\"",
+                      nic::kDropReasonNames[r], "\":", drops.count[r]);
+      first_drop = false;
+    }
+    absl::StrAppend(&out, "}");
     if (index < rnics_.size()) {
       absl::StrAppend(&out, ",\"rnic\":");
       rnics_[index]->AppendCountersJson(&out);
@@ -339,6 +361,12 @@ std::string Daemon::PrometheusText() const {
                                      p->config.name, "\"} ", v, "\n");
                    });
     const size_t index = static_cast<size_t>(&p - ports_.data());
+    const nic::DropReasonCounters drops = PortReasons(index);
+    for (size_t r = 1; r < nic::kDropReasonCount; ++r) {
+      absl::StrAppend(&out, "rocemu_drops{port=\"", p->config.name,
+                      "\",reason=\"", nic::kDropReasonNames[r], "\"} ",
+                      drops.count[r], "\n");
+    }
     if (index < rnics_.size()) {
       rnics_[index]->AppendPrometheus(p->config.name, &out);
       rnics_[index]->AppendCongestionPrometheus(p->config.name, clock_->Now(),
@@ -390,6 +418,8 @@ std::string Daemon::HandleControl(std::string_view request) {
   if (cmd == "clients" || cmd == "mrs") return SessionsJson();
   if (cmd == "pfc") return PfcJson();
   if (cmd == "dcqcn") return DcqcnJson();
+  if (cmd == "why") return WhyJson();
+  if (cmd == "qp_why") return QpWhyJson(request);
   if (hooks_ != nullptr && TestHooks::Handles(cmd)) {
     return hooks_->Handle(cmd, request);
   }
@@ -440,7 +470,7 @@ std::string Daemon::HandleControl(std::string_view request) {
   }
   return absl::StrCat("{\"error\":\"unknown command '", JsonEscape(cmd),
                       "' (counters, devices, ports, qps, clients, mrs, pfc, "
-                      "dcqcn, capture, resolve, ping",
+                      "dcqcn, why, qp_why, capture, resolve, ping",
                       hooks_ != nullptr ? ", test hooks" : "", ")\"}");
 }
 

@@ -123,7 +123,10 @@ absl::StatusOr<std::unique_ptr<IngressCongestion>> IngressCongestion::Create(
 
 IngressCongestion::IngressCongestion(const pfc_ecn::CongestionPointConfig& cp,
                                      uint8_t priority, uint32_t rate_mbps)
-    : queue_(cp), priority_(priority), rate_mbps_(rate_mbps) {}
+    : queue_(cp),
+      priority_(priority),
+      rate_mbps_(rate_mbps),
+      capacity_bytes_(cp.capacity_bytes) {}
 
 IngressCongestion::~IngressCongestion() {
   while (queue_.depth_packets() > 0) {
@@ -145,13 +148,13 @@ IngressCongestion::Offer IngressCongestion::Enqueue(rte_mbuf* m,
   if (queue_.depth_packets() == 0) busy_since_ = now;
   if (queue_.Enqueue(m, rte_pktmbuf_pkt_len(m), c.ecn) ==
       pfc_ecn::EnqueueResult::kTailDrop) {
-    rte_pktmbuf_free(m);
     return Offer::kDropped;
   }
   return Offer::kQueued;
 }
 
-size_t IngressCongestion::Dequeue(nic::TimeNs now, std::span<rte_mbuf*> out) {
+size_t IngressCongestion::Dequeue(nic::TimeNs now, std::span<rte_mbuf*> out,
+                                  uint32_t* marked) {
   size_t n = 0;
   while (n < out.size()) {
     const nic::TimeNs t = std::max(queue_.NextDequeueTime(), busy_since_);
@@ -161,6 +164,11 @@ size_t IngressCongestion::Dequeue(nic::TimeNs now, std::span<rte_mbuf*> out) {
     if (d->marked) {
       MarkCe(rte_pktmbuf_mtod(d->handle, uint8_t*),
              rte_pktmbuf_data_len(d->handle));
+    }
+    if (marked != nullptr) {
+      marked[n] = d->marked ? static_cast<uint32_t>(
+                                  std::max<uint64_t>(1, queue_.depth_bytes()))
+                            : 0;
     }
     out[n++] = d->handle;
   }

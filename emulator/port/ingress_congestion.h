@@ -43,13 +43,19 @@ class IngressCongestion {
   enum class Offer : uint8_t {
     kPass,     // not the queued priority: hand it to the RNIC now
     kQueued,   // the queue owns the mbuf until it departs
-    kDropped,  // tail drop: freed and counted
+    kDropped,  // tail drop: counted; the caller frees it
   };
   // A received frame bound for the RNIC.
   Offer Enqueue(rte_mbuf* m, nic::TimeNs now);
   // Frames whose turn on the bottleneck came by `now`, CE set where RED
   // said so; the caller owns (and frees) them. At most out.size().
-  size_t Dequeue(nic::TimeNs now, std::span<rte_mbuf*> out);
+  // `marked`, if given (as long as out), gets for each frame 0, or the
+  // queue's depth in bytes (at least 1) when this queue set CE.
+  size_t Dequeue(nic::TimeNs now, std::span<rte_mbuf*> out,
+                 uint32_t* marked = nullptr);
+  // The queue's depth and capacity in bytes (a tail drop's verdict).
+  uint64_t depth_bytes() const { return queue_.depth_bytes(); }
+  uint64_t capacity_bytes() const { return capacity_bytes_; }
   // A PFC frame (60 bytes) to send now, written to `out`; 0 if none.
   size_t PollPfc(nic::TimeNs now, const MacAddr& src, std::span<uint8_t> out);
   // When Dequeue or PollPfc next has something to do; kNever if nothing.
@@ -75,6 +81,7 @@ class IngressCongestion {
   std::unique_ptr<pfc_ecn::PfcTransmitter> pfc_;
   uint8_t priority_;
   uint32_t rate_mbps_;
+  uint64_t capacity_bytes_;
   // Departures are timed from when the queue last became busy, not from
   // when the loop happened to look: a late poll does not slow the drain.
   nic::TimeNs busy_since_ = 0;

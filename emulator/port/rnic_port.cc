@@ -67,6 +67,7 @@ absl::StatusOr<nic::RnicConfig> MakeRnicConfig(const config::Config& config,
   cc.pfc_rx.pfc_enable = pfc_mask;
   cc.pfc_rx.port_rate_bps = p.link_speed_mbps * pfc_ecn::kBpsPerMbps;
   rc.vlan_id = p.vlan_id;
+  rc.flight_recorder_events = config.recorder.events;
   if (absl::Status s = cc.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("port ", p.name, ": congestion settings: ", s.message()));

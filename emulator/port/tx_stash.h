@@ -50,8 +50,10 @@ class TxStash {
 
   // The first `n` frames of room() were built: their buffers, lengths
   // set, go to `out`, and `priorities` (if given) gets their 802.1p
-  // priorities.
-  void Take(size_t n, rte_mbuf** out, uint8_t* priorities = nullptr) {
+  // priorities, `packet_ids` (if given) their ids in the RNIC's
+  // VerdictLog.
+  void Take(size_t n, rte_mbuf** out, uint8_t* priorities = nullptr,
+            uint64_t* packet_ids = nullptr) {
     for (size_t i = 0; i < n; ++i) {
       rte_mbuf* m = bufs_[first_ + i];
       const nic::TxFrame& f = frames_[first_ + i];
@@ -59,6 +61,7 @@ class TxStash {
       m->pkt_len = f.len;
       out[i] = m;
       if (priorities != nullptr) priorities[i] = f.priority;
+      if (packet_ids != nullptr) packet_ids[i] = f.packet_id;
     }
     first_ = static_cast<uint16_t>(first_ + n);
   }

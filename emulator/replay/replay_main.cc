@@ -12,7 +12,10 @@
 #include "emulator/replay/replay_runner.h"
 
 ABSL_FLAG(std::string, case_file, "", "the replay case (YAML)");
-ABSL_FLAG(std::string, out, "", "output pcap: the frames the RNIC sent");
+ABSL_FLAG(std::string, out, "",
+          "output: the frames the RNIC sent (a nanosecond pcap); named "
+          "*.pcapng, the frames it received too, each with what the RNIC "
+          "did with it (verdict, comment, packet id)");
 ABSL_FLAG(std::string, summary, "",
           "also write the summary JSON here (it always goes to stdout)");
 ABSL_FLAG(bool, check, false, "validate the case file only");

@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "config/status_macros.h"
+#include "emulator/capture/frame_notes.h"
+#include "emulator/capture/pcapng_writer.h"
 #include "emulator/replay/pcap_io.h"
 #include "emulator/tools/json_writer.h"
 #include "nic/cm/cm_agent.h"
@@ -133,6 +135,11 @@ class Runner {
   };
   std::vector<CmEventSeen> cm_events_;
   PcapFileWriter out_;
+  // An output named *.pcapng: both directions, with the RNIC's verdicts
+  // (emulator/capture/frame_notes.h), instead of out_.
+  bool pcapng_ = false;
+  capture::PcapngWriter ng_;
+  std::string note_;
   uint32_t out_frames_ = 0;
   TimeNs last_out_ns_ = 0;
   std::array<std::array<uint8_t, 9216>, 16> tx_bufs_{};
@@ -386,7 +393,14 @@ absl::Status Runner::Drain() {
     }
     const size_t n = nic_.Transmit(0, tx, now_);
     for (size_t i = 0; i < n; ++i) {
-      out_.Write({tx[i].data, tx[i].len}, now_);
+      if (pcapng_) {
+        ng_.Write({tx[i].data, tx[i].len}, now_,
+                  capture::DescribeFrame(capture::Direction::kOutbound,
+                                         tx[i].packet_id, &nic_.verdicts(),
+                                         nullptr, &note_));
+      } else {
+        out_.Write({tx[i].data, tx[i].len}, now_);
+      }
       last_out_ns_ = now_;
       if (++out_frames_ > c_.max_output_frames) {
         return absl::ResourceExhaustedError(absl::StrFormat(
@@ -443,19 +457,31 @@ bool Runner::PollCqs() {
 absl::StatusOr<std::string> Runner::Run(const std::vector<InputFrame>& frames,
                                         size_t total_read,
                                         const std::string& out) {
-  RETURN_IF_ERROR(out_.Open(out, PcapPrecision::kNano));
+  pcapng_ = out.size() > 7 && out.compare(out.size() - 7, 7, ".pcapng") == 0;
+  if (pcapng_) {
+    RETURN_IF_ERROR(ng_.Open(out, 65535));
+  } else {
+    RETURN_IF_ERROR(out_.Open(out, PcapPrecision::kNano));
+  }
   // Work posted at set-up starts at the capture's first timestamp.
   now_ = frames.empty() ? 0 : frames.front().time_ns;
   for (const InputFrame& f : frames) {
     // Timestamps going backwards (merged captures) do not rewind time.
     RETURN_IF_ERROR(AdvanceTo(f.time_ns));
-    const nic::RxFrame rx{f.bytes.data(),
-                          static_cast<uint32_t>(f.bytes.size())};
+    const nic::RxFrame rx{f.bytes.data(), static_cast<uint32_t>(f.bytes.size()),
+                          false, nic_.verdicts().NextId()};
     nic_.Receive(0, {&rx, 1}, now_);
+    if (pcapng_) {
+      // Written once the RNIC took it: with what it did to it.
+      ng_.Write(
+          f.bytes, now_,
+          capture::DescribeFrame(capture::Direction::kInbound, rx.packet_id,
+                                 &nic_.verdicts(), nullptr, &note_));
+    }
   }
   RETURN_IF_ERROR(AdvanceTo(now_ + c_.settle_ns));
   RETURN_IF_ERROR(Drain());
-  RETURN_IF_ERROR(out_.Close());
+  RETURN_IF_ERROR(pcapng_ ? ng_.Close() : out_.Close());
   return Summary(total_read, frames.size());
 }
 

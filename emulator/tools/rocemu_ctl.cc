@@ -20,10 +20,13 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "emulator/tools/json_value.h"
+#include "nic/drop_reason.h"
 
 ABSL_FLAG(std::string, socket, "/run/rocemu/rocemud.sock",
           "the daemon's control socket (control.socket)");
@@ -34,6 +37,13 @@ ABSL_FLAG(bool, json, false, "print the daemon's JSON reply instead of text");
 ABSL_FLAG(int, timeout_ms, 5000, "how long to wait for the daemon's answer");
 ABSL_FLAG(int, interval_ms, 100, "watch: time between two samples");
 ABSL_FLAG(int, samples, 0, "watch: samples to take (0: until interrupted)");
+ABSL_FLAG(bool, drops, false,
+          "counters: the frames dropped, NAKed or held per reason instead");
+ABSL_FLAG(bool, why, false, "qp N: why the QP is where it is (its dump)");
+ABSL_FLAG(std::string, pcapng, "",
+          "qp N --why: where to write the QP's frames (default "
+          "rocemu-qpN.pcapng; 'none': not written)");
+ABSL_FLAG(std::string, port, "", "qp N --why: the port (default: any)");
 
 namespace rocemu::tools {
 namespace {
@@ -47,6 +57,10 @@ constexpr char kUsage[] =
     "  mrs            memory regions of attached applications\n"
     "  clients        attached applications and what they hold\n"
     "  counters       port, RNIC, PFC, DCQCN and verbs counters\n"
+    "  counters --drops  frames dropped, NAKed or held, per reason\n"
+    "  why            every QP in error, with one line of cause\n"
+    "  qp N --why     QP N's flight recorder: text, and its frames as pcapng\n"
+    "                 (--pcapng FILE, --port NAME)\n"
     "  pfc            PFC priorities, pause state and pause counters\n"
     "  dcqcn          DCQCN parameters, counters and per-QP rates\n"
     "  capture on|off switch pcap capture\n"
@@ -443,6 +457,64 @@ int PrintCounters(const JsonValue& v) {
   return 0;
 }
 
+int PrintDrops(const JsonValue& v) {
+  Table t({"PORT", "REASON", "COUNT", "MEANING"});
+  for (const auto& [name, p] : v["ports"].members()) {
+    for (const auto& [reason, n] : p["drops"].members()) {
+      const char* text = "";
+      for (size_t i = 0; i < nic::kDropReasonCount; ++i) {
+        if (reason == nic::kDropReasonNames[i]) text = nic::kDropReasonTexts[i];
+      }
+      t.Add({name, reason, n.ToString(), text});
+    }
+  }
+  if (t.size() == 0) {
+    std::printf("no frame dropped, NAKed or held on any port\n");
+    return 0;
+  }
+  t.Print();
+  return 0;
+}
+
+int PrintWhy(const JsonValue& v) {
+  Table t({"PORT", "QPN", "TYPE", "STATE", "WHY"});
+  for (const JsonValue& q : v["qps"].items()) {
+    t.Add({S(q["port"]), S(q["qpn"]), S(q["type"]),
+           absl::StrCat(S(q["from"]), "->", S(q["state"]),
+                        q["destroyed"].boolean() ? " (destroyed)" : ""),
+           S(q["why"])});
+  }
+  if (t.size() == 0) {
+    std::printf("no QP in ERR or SQE\n");
+    return 0;
+  }
+  t.Print();
+  return 0;
+}
+
+// qp N --why: the report, and the recorder's frames written as pcapng.
+int PrintQpWhy(const JsonValue& v, const std::string& qpn) {
+  std::printf("%s", v["report"].text().c_str());
+  std::string path = absl::GetFlag(FLAGS_pcapng);
+  if (path == "none") return 0;
+  if (path.empty()) path = absl::StrCat("rocemu-qp", qpn, ".pcapng");
+  std::string bytes;
+  if (!absl::Base64Unescape(v["pcapng_base64"].text(), &bytes)) {
+    std::fprintf(stderr, "rocemu-ctl: the daemon's pcapng is not base64\n");
+    return 1;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr ||
+      std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() ||
+      std::fclose(f) != 0) {
+    std::fprintf(stderr, "rocemu-ctl: cannot write %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  std::printf("frames: %s (open with wireshark or tshark -r)\n", path.c_str());
+  return 0;
+}
+
 int PrintPfc(const JsonValue& v) {
   Table t({"PORT", "PRIO", "PFC", "PAUSED", "RX_PAUSE", "RX_PAUSE_DURATION_US",
            "TX_PAUSE"});
@@ -565,7 +637,25 @@ int Run(const std::vector<char*>& args) {
   if (cmd == "watch" && args.size() == 2) return Watch();
   std::string request;
   int (*print)(const JsonValue&) = nullptr;
-  if (cmd == "capture") {
+  std::string qpn;
+  if (cmd == "qp") {
+    if (args.size() != 3 || !absl::GetFlag(FLAGS_why)) {
+      std::fprintf(stderr, "usage: rocemu-ctl qp QPN --why\n");
+      return 2;
+    }
+    qpn = args[2];
+    uint64_t n = 0;
+    if (!absl::SimpleAtoi(qpn, &n) &&
+        !(qpn.rfind("0x", 0) == 0 && absl::SimpleHexAtoi(qpn.substr(2), &n))) {
+      std::fprintf(stderr, "rocemu-ctl: bad QP number '%s'\n", qpn.c_str());
+      return 2;
+    }
+    qpn = absl::StrCat(n);
+    request = absl::StrCat("{\"cmd\":\"qp_why\",\"qpn\":", n);
+    const std::string port = absl::GetFlag(FLAGS_port);
+    if (!port.empty()) absl::StrAppend(&request, ",\"port\":\"", port, "\"");
+    absl::StrAppend(&request, "}");
+  } else if (cmd == "capture") {
     const std::string arg = args.size() == 3 ? args[2] : "";
     if (arg != "on" && arg != "off") {
       std::fprintf(stderr, "usage: rocemu-ctl capture on|off\n");
@@ -587,7 +677,9 @@ int Run(const std::vector<char*>& args) {
   } else if (cmd == "clients") {
     print = PrintClients;
   } else if (cmd == "counters") {
-    print = PrintCounters;
+    print = absl::GetFlag(FLAGS_drops) ? PrintDrops : PrintCounters;
+  } else if (cmd == "why") {
+    print = PrintWhy;
   } else if (cmd == "pfc") {
     print = PrintPfc;
   } else if (cmd == "dcqcn") {
@@ -608,6 +700,7 @@ int Run(const std::vector<char*>& args) {
     std::printf("%s\n", raw.c_str());
     return 0;
   }
+  if (!qpn.empty()) return PrintQpWhy(*v, qpn);
   if (print == nullptr) {  // capture
     std::printf("capture: %s\n", (*v)["capture"].boolean() ? "on" : "off");
     return 0;

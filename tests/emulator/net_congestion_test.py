@@ -83,8 +83,10 @@ def start_pair(r, ns, case, receiver_port, receiver_extra=None,
 
 
 def capture(d, snaplen):
+    # Classic pcap: roce_frames() below reads its records.
     return {"capture": {"enabled": True, "rx_path": f"{d}/rx.pcap",
-                        "tx_path": f"{d}/tx.pcap", "snaplen": snaplen}}
+                        "tx_path": f"{d}/tx.pcap", "snaplen": snaplen,
+                        "format": "pcap"}}
 
 
 def roce_frames(path):

@@ -11,7 +11,11 @@ pattern). Captures are checked by ../shared/oracle/check_pcap.py and
 tshark_check.sh. With --faults both daemons drop 1 %, reorder 1 % and
 corrupt 0.1 % of received frames: RC transfers must still be byte-exact and
 the counters must show the faults and the retransmissions; UD (unreliable)
-messages that arrive must be byte-exact.
+messages that arrive must be byte-exact; the pcapng captures show every
+frame the fault injector dropped, corrupted or held back with that verdict
+and the rule in words (tshark), exactly as many as the fault counters and
+the per-reason counters (issue 36), and every retransmission names a
+packet id the daemon's captures hold.
 Bounded in time; always cleans up.
 Usage: net_rdma_test.py ROCEMUD SHARED_DIR veth|memif [--faults]
 """
@@ -308,7 +312,7 @@ def check_counters(r, a, b, qa_b):
         r.check(all(c["rnic"]["rx_icrc_encapsulated"] == 0 and
                     c["rnic"]["rx_malformed"] == 0 for c in (ca, cb)),
                 "no ICRC or malformed drops on a clean link")
-        return
+        return {}
     total = {}
     for c in (ca, cb):
         for k in ("rx_fault_dropped", "rx_fault_reordered",
@@ -328,34 +332,79 @@ def check_counters(r, a, b, qa_b):
     r.check(total["rx_icrc_encapsulated"] + total["rx_bad_checksum"] +
             total["rx_malformed"] + total["rx_not_for_us"] > 0,
             "corrupted frames were caught (ICRC or header checks)")
+    return {"a": ca, "b": cb}
+
+
+def tshark_fields(path, *fields):
+    out = subprocess.run(["tshark", "-r", path, "-n", "-T", "fields", "-E",
+                          "separator=|", *sum((["-e", f] for f in fields), [])],
+                         capture_output=True, text=True, timeout=120).stdout
+    return [line.split("|") for line in out.splitlines()]
 
 
 def psn_wrap(r, path, dest_qp):
     """A's requests to `dest_qp` in its TX capture cross PSN 0xFFFFFF -> 0
     in order (first transmissions; a retransmission may repeat PSNs)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    off, psns = 24, []
-    while off + 16 <= len(data):
-        caplen = int.from_bytes(data[off + 8:off + 12], "little")
-        fr = data[off + 16:off + 16 + caplen]
-        off += 16 + caplen
-        l3 = 18 if fr[12:14] == b"\x81\x00" else 14
-        if len(fr) < l3 + 40 or fr[l3 - 2:l3] != b"\x08\x00":
+    psns = []
+    for op, dqp, psn in tshark_fields(path, "infiniband.bth.opcode",
+                                      "infiniband.bth.destqp",
+                                      "infiniband.bth.psn"):
+        # RC requests only (not ACKs, READ responses).
+        if not op or int(op) > 0x0C or int(dqp, 0) != dest_qp:
             continue
-        if fr[l3 + 9] != 17 or fr[l3 + 22:l3 + 24] != b"\x12\xb7":
-            continue
-        bth = l3 + 28
-        if fr[bth] > 0x0C:  # RC requests only (not ACKs, READ responses)
-            continue
-        if int.from_bytes(fr[bth + 5:bth + 8], "big") != dest_qp:
-            continue
-        psns.append(int.from_bytes(fr[bth + 9:bth + 12], "big"))
+        psns.append(int(psn))
     crossed = any(x == 0xFFFFFF and y == 0 for x, y in zip(psns, psns[1:]))
     ends = f"{psns[0]:#x} .. {psns[-1]:#x}" if psns else "none"
     r.check(crossed and psns[0] == 0xFFFF00 and psns[-1] < 0x100000,
             f"A's {len(psns)} request packets crossed PSN 0xffffff -> 0 "
             f"in order ({ends})")
+
+
+def fault_verdicts(r, counters):
+    """What the fault injector did, as the pcapng captures tell it."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                          "..", "nic", "drop_reason.h")
+    import re
+    names = re.findall(r"X\(k\w+,\s*(\w+),", open(header).read())
+    drop_code = names.index("fault_drop")
+    for name, c in counters.items():
+        ids, causes = set(), []
+        seen = {"drop": 0, "corrupt": 0, "held": 0}
+        for d in ("rx", "tx"):
+            for dir_, pid, verdict, comment in tshark_fields(
+                    f"{r.tmp}/{name}-p0-{d}.pcap",
+                    "frame.packet_flags_direction", "frame.packet_id",
+                    "frame.verdict.hw", "frame.comment"):
+                ids.add(pid)
+                v = verdict.replace(" ", "").replace(":", "")
+                if v and int(v, 16) == drop_code:
+                    seen["drop"] += comment.startswith(
+                        "dropped: fault injector: dropped (faults.drop 0.01, "
+                        f"{d})")
+                seen["corrupt"] += "corrupted: fault injector: bit " in comment
+                seen["held"] += "held: fault injector: held behind" in comment
+                m = re.search(r"^retransmission after .*\(packet (\d+)\)",
+                              comment)
+                if m:
+                    causes.append(m.group(1))
+        drops = c.get("drops", {})
+        r.check(seen["drop"] == c["rx_fault_dropped"] ==
+                drops.get("fault_drop", 0) > 0,
+                f"{name}: {seen['drop']} frames in the capture dropped by the "
+                f"fault injector, rule in words; rx_fault_dropped "
+                f"{c['rx_fault_dropped']}, drops {drops.get('fault_drop')}")
+        r.check(seen["corrupt"] == c["rx_fault_corrupted"] ==
+                drops.get("fault_corrupt", 0),
+                f"{name}: {seen['corrupt']} corrupted frames say which bit; "
+                f"rx_fault_corrupted {c['rx_fault_corrupted']}")
+        r.check(seen["held"] <= c["rx_fault_reordered"] ==
+                drops.get("fault_reorder", 0) and seen["held"] > 0,
+                f"{name}: {seen['held']} reordered frames say so "
+                f"(rx_fault_reordered {c['rx_fault_reordered']})")
+        missing = [x for x in causes if x not in ids]
+        r.check(not missing,
+                f"{name}: {len(causes)} retransmissions name a packet of "
+                f"the daemon's captures (missing: {missing[:5]})")
 
 
 def oracles(r, names):
@@ -416,13 +465,15 @@ def main():
         t = transfers(r, a, b)
         send_and_atomics(r, a, b, t)
         ud(r, a, b)
-        check_counters(r, a, b, t["qb"])
+        counters = check_counters(r, a, b, t["qb"])
         # Straight after the traffic: a memif survivor contains its peer's
         # teardown (emulator/port/memif_guard.h).
         r.stop(b)
         r.stop(a)
         psn_wrap(r, f"{r.tmp}/a-p0-tx.pcap", t["qb"])
         oracles(r, ("a", "b"))
+        if counters:
+            fault_verdicts(r, counters)
     return netns_util.verdict(r.failures)
 
 

@@ -24,6 +24,8 @@ struct WireFrame {
   std::vector<uint8_t> bytes;
   protocol::ParsedFrame parsed;  // payload points into `bytes`
   bool dropped = false;
+  uint64_t tx_id = 0;  // the sender's packet id (TxFrame::packet_id)
+  uint64_t rx_id = 0;  // the receiver's (given by this carrier), 0: dropped
 };
 
 inline RnicConfig MakeConfig(uint8_t id) {
@@ -37,6 +39,7 @@ inline RnicConfig MakeConfig(uint8_t id) {
 class BackToBack {
  public:
   BackToBack() : a_(MakeConfig(1)), b_(MakeConfig(2)) {}
+  BackToBack(const RnicConfig& a, const RnicConfig& b) : a_(a), b_(b) {}
 
   Rnic& a() { return a_; }
   Rnic& b() { return b_; }
@@ -45,6 +48,9 @@ class BackToBack {
 
   // Return true to drop the frame.
   std::function<bool(const WireFrame&)> drop;
+  // Called before delivery: may change the frame's bytes (what the
+  // receiver gets; the log keeps what was sent).
+  std::function<void(const WireFrame&, std::vector<uint8_t>&)> rewrite;
 
   // Moves frames until both sides are idle; advances the clock to the next
   // timer when nothing moves. Stops after max_steps to bound runaway tests.
@@ -71,11 +77,14 @@ class BackToBack {
 
   // Delivers a hand-made frame to side `to` (0: A, 1: B), as a carrier
   // that verified its IPv4 header checksum or not.
-  void Inject(int to, std::span<const uint8_t> bytes,
-              bool ip_checksum_good = false) {
+  // Returns the frame's packet id at the receiver.
+  uint64_t Inject(int to, std::span<const uint8_t> bytes,
+                  bool ip_checksum_good = false) {
+    Rnic& nic = to == 0 ? a_ : b_;
     RxFrame f{bytes.data(), static_cast<uint32_t>(bytes.size()),
-              ip_checksum_good};
-    (to == 0 ? a_ : b_).Receive(0, {&f, 1}, clock_.Now());
+              ip_checksum_good, nic.verdicts().NextId()};
+    nic.Receive(0, {&f, 1}, clock_.Now());
+    return f.packet_id;
   }
 
   // Frames of one direction with a given opcode.
@@ -108,9 +117,14 @@ class BackToBack {
       w->bytes.assign(tx[i].data, tx[i].data + tx[i].len);
       EXPECT_EQ(protocol::ParseFrame(w->bytes, &w->parsed),
                 protocol::ParseError::kOk);
+      w->tx_id = tx[i].packet_id;
       w->dropped = drop && drop(*w);
       if (!w->dropped) {
-        RxFrame rx{w->bytes.data(), static_cast<uint32_t>(w->bytes.size())};
+        std::vector<uint8_t> bytes = w->bytes;
+        if (rewrite) rewrite(*w, bytes);
+        w->rx_id = to.verdicts().NextId();
+        RxFrame rx{bytes.data(), static_cast<uint32_t>(bytes.size()), false,
+                   w->rx_id};
         to.Receive(0, {&rx, 1}, clock_.Now());
       }
       log_.push_back(std::move(w));

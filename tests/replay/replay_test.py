@@ -12,7 +12,15 @@
   replay_test.py bad REPLAY BAD_DIR
       Every bad case file gives exit status 2 and one error line naming the
       file, line and column and containing the text its '# expect:' gives.
+  replay_test.py verdicts REPLAY CASE_DIR SHARED_DIR DROP_REASON_H
+      The rc_lossy case replayed into a pcapng: the frames fed in (inbound)
+      and sent (outbound) are those of input.pcap and golden.pcap, byte for
+      byte; tshark shows on each frame the RNIC acted on the verdict and
+      words the reasons table (nic/drop_reason.h) gives, each NAK and
+      answer to a duplicate names the packet id of the inbound frame that
+      caused it; Wireshark and check_pcap.py find nothing malformed.
 """
+import collections
 import json
 import os
 import shutil
@@ -353,6 +361,153 @@ def bad(replay, bad_dir):
     print(f"PASS {len(names)} bad cases")
 
 
+def read_pcapng(path):
+    """The Enhanced Packet Blocks' data, in file order (little-endian
+    files, one interface: what rocemu writes)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x0a\x0d\x0d\x0a":
+        fail(f"{path}: not pcapng")
+    frames, off = [], 0
+    while off + 12 <= len(data):
+        btype, blen = struct.unpack_from("<II", data, off)
+        if btype == 6:
+            caplen = struct.unpack_from("<I", data, off + 20)[0]
+            frames.append(data[off + 28:off + 28 + caplen])
+        off += blen
+    return frames
+
+
+def reason_codes(header):
+    """{name: code} from the X-macro table of nic/drop_reason.h: a code is
+    the reason's position in it."""
+    import re
+    text = open(header).read()
+    names = re.findall(r"X\(k\w+,\s*(\w+),", text)
+    if len(names) < 40 or names[0] != "none":
+        fail(f"{header}: {len(names)} reasons read")
+    return {n: i for i, n in enumerate(names)}
+
+
+def verdicts(replay, case_dir, shared, header):
+    codes = reason_codes(header)
+    _, inp = read_pcap(os.path.join(case_dir, "input.pcap"))
+    _, gold = read_pcap(os.path.join(case_dir, "golden.pcap"))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.pcapng")
+        p = run_replay(replay, os.path.join(case_dir, "case.yaml"), out,
+                       os.path.join(tmp, "out.json"))
+        if p.returncode != 0:
+            fail(f"exit {p.returncode}: {p.stderr}")
+        rows = subprocess.run(
+            ["tshark", "-r", out, "-n", "-T", "fields", "-E", "separator=|",
+             "-e", "frame.packet_flags_direction", "-e", "frame.packet_id",
+             "-e", "frame.verdict.hw", "-e", "frame.comment",
+             "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn",
+             "-e", "infiniband.aeth.syndrome"],
+            capture_output=True, text=True, timeout=120).stdout.splitlines()
+        blocks = read_pcapng(out)
+        chk = subprocess.run(["bash", os.path.join(shared, "oracle",
+                                                   "tshark_check.sh"), "-q",
+                              out], capture_output=True, text=True,
+                             timeout=120)
+        if chk.returncode != 0:
+            fail("tshark_check: " + chk.stdout[-2000:])
+        # The input is lossy by design (no stream checks); the one frame
+        # the oracle finds wrong is the one the RNIC dropped for its ICRC.
+        chk = subprocess.run([sys.executable, os.path.join(
+            shared, "oracle", "check_pcap.py"), "--no-streams", out],
+            capture_output=True, text=True, timeout=120)
+        errors = [l for l in chk.stdout.splitlines() if ": ERROR " in l]
+        # The same input as a tshark-written pcapng: the same output.
+        conv = os.path.join(tmp, "case")
+        shutil.copytree(case_dir, conv)
+        subprocess.run(["editcap", "-F", "pcapng",
+                        os.path.join(case_dir, "input.pcap"),
+                        os.path.join(conv, "input.pcap")], check=True,
+                       capture_output=True, timeout=60)
+        with open(os.path.join(conv, "input.pcap"), "rb") as f:
+            if f.read(4) != b"\x0a\x0d\x0d\x0a":
+                fail("editcap did not write pcapng")
+        again = os.path.join(tmp, "again.pcap")
+        p = run_replay(replay, os.path.join(conv, "case.yaml"), again,
+                       os.path.join(tmp, "again.json"))
+        with open(again, "rb") as f, \
+                open(os.path.join(case_dir, "golden.pcap"), "rb") as g:
+            if p.returncode != 0 or f.read() != g.read():
+                fail(f"a pcapng input (editcap) did not give the golden "
+                     f"output: {p.returncode} {p.stderr}")
+    if len(rows) != len(blocks):
+        fail(f"tshark read {len(rows)} frames, the file has {len(blocks)}")
+    fields = [r.split("|") for r in rows]
+    inbound = [b for f, b in zip(fields, blocks) if f[0] == "0x00000001"]
+    outbound = [b for f, b in zip(fields, blocks) if f[0] == "0x00000002"]
+    if len(inbound) + len(outbound) != len(blocks):
+        fail("a frame without its direction")
+    fed = [b for _, b in inp if b[30:34] == ip("10.0.0.1")]  # select: dst_ip
+    if inbound != fed:
+        fail(f"{len(inbound)} inbound frames are not the {len(fed)} of "
+             "input.pcap the case selects")
+    if outbound != [b for _, b in gold]:
+        fail(f"{len(outbound)} outbound frames are not golden.pcap's "
+             f"{len(gold)}")
+    ids = [int(f[1]) for f in fields]
+    if len(set(ids)) != len(ids) or 0 in ids:
+        fail(f"packet ids not unique and non-zero: {ids}")
+    by_id = {int(f[1]): f for f in fields}
+
+    def code(f):
+        return int(f[2].replace(" ", "").replace(":", ""), 16) if f[2] else 0
+    name_of = {v: k for k, v in codes.items()}
+    got = collections.Counter(name_of[code(f)] for f in fields if code(f))
+    want = {"bad_icrc": 1, "psn_sequence": 3, "duplicate": 3}
+    for k, v in want.items():
+        if got.get(k) != v:
+            fail(f"{got.get(k)} frames with verdict {k}, expected {v}: {got}")
+    for f in fields:
+        if code(f) and f[0] != "0x00000001":
+            fail(f"an outbound frame carries verdict {code(f)}: {f}")
+        if code(f) and not f[3]:
+            fail(f"verdict {name_of[code(f)]} without words: {f}")
+    icrc = [i for i, f in enumerate(fields) if code(f) == codes["bad_icrc"]]
+    if fields[icrc[0]][3] != "dropped: ICRC mismatch":
+        fail(f"ICRC verdict in words: {fields[icrc[0]][3]!r}")
+    if len(errors) != 1 or not errors[0].startswith(
+            f"frame {icrc[0] + 1}: ERROR ICRC mismatch"):
+        fail(f"check_pcap's errors {errors}, expected the ICRC of frame "
+             f"{icrc[0] + 1} only")
+    # Each PSN sequence NAK answers the first frame past its gap.
+    naks = [f for f in fields if f[6] and int(f[6], 0) == 0x60]
+    if [int(f[5]) for f in naks] != [0x102, 0x106]:
+        fail(f"NAKs {[(f[5], f[3]) for f in naks]}")
+    for f in naks:
+        m = __import__("re").match(
+            r"answers packet (\d+): PSN out of sequence: expected "
+            r"0x([0-9a-f]{6}), received 0x([0-9a-f]{6})$", f[3])
+        if not m:
+            fail(f"NAK's comment {f[3]!r}")
+        cause = by_id.get(int(m.group(1)))
+        if cause is None or cause[0] != "0x00000001" or \
+                code(cause) != codes["psn_sequence"] or \
+                int(cause[5]) != int(m.group(3), 16) or \
+                int(m.group(2), 16) != int(f[5]):
+            fail(f"NAK {f} names {cause}")
+        if not cause[3].startswith("NAKed: PSN out of sequence"):
+            fail(f"the NAKed frame says {cause[3]!r}")
+    # Every answer to a duplicate names an inbound duplicate.
+    answers = [f for f in fields if "duplicate request" in f[3] and
+               f[0] == "0x00000002"]
+    if len(answers) < 3:
+        fail(f"{len(answers)} answers to duplicates")
+    for f in answers:
+        m = __import__("re").match(r"answers packet (\d+): ", f[3])
+        cause = by_id.get(int(m.group(1))) if m else None
+        if cause is None or code(cause) != codes["duplicate"]:
+            fail(f"answer {f} names {cause}")
+    print(f"PASS verdicts: {dict(got)}, {len(naks)} NAKs and "
+          f"{len(answers)} answers named by their cause")
+
+
 def main():
     mode = sys.argv[1]
     if mode == "golden":
@@ -361,6 +516,8 @@ def main():
         negative(sys.argv[2], sys.argv[3])
     elif mode == "bad":
         bad(sys.argv[2], sys.argv[3])
+    elif mode == "verdicts":
+        verdicts(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     else:
         fail("unknown mode " + mode)
 

@@ -24,10 +24,11 @@ namespace {
 
 // The pair the benchmarks below stream over (100 Gb/s, 1 us link when
 // simulated); nullptr (and the benchmark marked failed) if it cannot be set up.
-std::unique_ptr<MatrixPair> BenchPair(benchmark::State& state,
-                                      uint32_t qps = 1) {
+std::unique_ptr<MatrixPair> BenchPair(benchmark::State& state, uint32_t qps = 1,
+                                      bool recorder = true) {
   PairOptions po;
   po.extra_qps = qps - 1;
+  if (!recorder) po.flight_recorder_events = 0;
   po.mtu = nic::PathMtu::kMtu4096;
   po.link.rate_bps = 100'000'000'000;
   po.link.propagation_delay_ns = 1000;
@@ -115,9 +116,11 @@ BENCHMARK(BM_Send64B)->Unit(benchmark::kMillisecond);
 // flight per QP, posted round-robin over `qps` QPs (the RNIC's scheduler
 // then picks among them per frame, as with perftest's -q). Reports engine ns
 // per frame and per message; BM_Codec* below give the codec's own share of
-// the same frames for scripts/bench_engine.sh.
-void Engine(benchmark::State& state, nic::WrOpcode op, uint32_t qps = 1) {
-  std::unique_ptr<MatrixPair> pair = BenchPair(state, qps);
+// the same frames for scripts/bench_engine.sh. `recorder`: the QPs' flight
+// recorders on (the default) or off, for their cost per frame (issue 36).
+void Engine(benchmark::State& state, nic::WrOpcode op, uint32_t qps = 1,
+            bool recorder = true) {
+  std::unique_ptr<MatrixPair> pair = BenchPair(state, qps, recorder);
   if (pair == nullptr) return;
   MatrixPair& p = *pair;
   const uint32_t kWindow = 64 * qps;
@@ -205,8 +208,17 @@ void BM_EngineWrite64B(benchmark::State& s) {
 void BM_EngineWrite64B16Qp(benchmark::State& s) {
   Engine(s, nic::WrOpcode::kRdmaWrite, 16);
 }
+// The same without flight recorders: what recording costs per frame.
+void BM_EngineSend64BNoRecorder(benchmark::State& s) {
+  Engine(s, nic::WrOpcode::kSend, 1, false);
+}
+void BM_EngineWrite64BNoRecorder(benchmark::State& s) {
+  Engine(s, nic::WrOpcode::kRdmaWrite, 1, false);
+}
 BENCHMARK(BM_EngineSend64B);
+BENCHMARK(BM_EngineSend64BNoRecorder);
 BENCHMARK(BM_EngineWrite64B);
+BENCHMARK(BM_EngineWrite64BNoRecorder);
 BENCHMARK(BM_EngineWrite64B16Qp);
 
 // The codec's share of those frames, same run: build (headers, payload

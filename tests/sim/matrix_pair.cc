@@ -7,11 +7,12 @@
 namespace rocemu::sim {
 namespace {
 
-nic::RnicConfig DeviceConfig(uint8_t id) {
+nic::RnicConfig DeviceConfig(uint8_t id, uint32_t recorder_events) {
   nic::RnicConfig c;
   c.mac = {0x02, 0, 0, 0, 0, id};
   c.gid = nic::GidFromIpv4(10, 0, 0, id);
   c.port.active_mtu = nic::Mtu::k4096;
+  c.flight_recorder_events = recorder_events;
   return c;
 }
 
@@ -85,8 +86,10 @@ absl::Status Connect(const PairOptions& o, PairSide& self, PairSide& peer,
 
 MatrixPair::MatrixPair(const PairOptions& options)
     : options_(options),
-      a_(std::make_unique<PairSide>(DeviceConfig(1))),
-      b_(std::make_unique<PairSide>(DeviceConfig(2))),
+      a_(std::make_unique<PairSide>(
+          DeviceConfig(1, options.flight_recorder_events))),
+      b_(std::make_unique<PairSide>(
+          DeviceConfig(2, options.flight_recorder_events))),
       net_(std::make_unique<simnet::Network>(
           simnet::NetworkConfig{.seed = options.seed})) {}
 

@@ -37,6 +37,9 @@ struct PairOptions {
   // More connected RC QPs between the same two sides (qpns[1..]), sharing
   // the CQ and the buffer: the multi-QP engine benchmarks.
   uint32_t extra_qps = 0;
+  // nic::RnicConfig::flight_recorder_events of both sides (0: none; the
+  // engine benchmarks measure the recorder's cost with and without).
+  uint32_t flight_recorder_events = 64;
   // Pcap of A's port (A's frames as sent, B's as delivered to A).
   std::string capture_path;
   // Pcap of both directions as they go onto the link, before any
