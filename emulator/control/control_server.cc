@@ -91,9 +91,12 @@ bool JsonUintField(std::string_view json, std::string_view key,
 }
 
 std::string JsonEscape(std::string_view s) {
-  std::string quoted;
-  verbs::AppendJsonString(s, &quoted);
+  const std::string quoted = verbs::DumpJson(nlohmann::json(std::string(s)));
   return quoted.substr(1, quoted.size() - 2);
+}
+
+std::string JsonError(std::string_view message) {
+  return verbs::DumpJson(nlohmann::json{{"error", std::string(message)}});
 }
 
 ControlServer::~ControlServer() { Close(); }
@@ -162,7 +165,7 @@ void ControlServer::Poll() {
       absl::StrAppend(&cl.out, handler_(line), "\n");
     }
     if (cl.in.size() > kMaxRequest) {
-      absl::StrAppend(&cl.out, "{\"error\":\"request too long\"}\n");
+      absl::StrAppend(&cl.out, JsonError("request too long"), "\n");
       cl.in.clear();
       closed = true;
     }

@@ -15,7 +15,7 @@
 #include "absl/flags/usage.h"
 #include "emulator/tools/frame_format.h"
 #include "emulator/tools/frame_report.h"
-#include "emulator/tools/json_writer.h"
+#include "verbs/server/json_writer.h"
 
 ABSL_FLAG(bool, json, false,
           "print one JSON object per frame (JSON Lines) instead of text; the "
@@ -44,7 +44,6 @@ int Decode(const char* path, bool json) {
   }
 
   uint64_t frames = 0, ok = 0, invalid = 0, truncated = 0;
-  JsonWriter w;
   std::string line;
   int rc;
   pcap_pkthdr* hdr = nullptr;
@@ -56,9 +55,7 @@ int Decode(const char* path, bool json) {
     invalid += r.invalid();
     truncated += r.truncated();
     if (json) {
-      w.Clear();
-      WriteFrameJson(r, &w);
-      line = w.str();
+      line = verbs::DumpJson(FrameJson(r));
     } else {
       line = FormatFrameText(r);
     }

@@ -8,6 +8,7 @@
 namespace rocemu::tools {
 namespace {
 
+using Json = nlohmann::ordered_json;
 using protocol::AethType;
 using protocol::FrameKind;
 using protocol::OpcodeInfo;
@@ -36,20 +37,15 @@ bool HasError(const FrameReport& r) {
   return r.truncated() || r.error != protocol::ParseError::kOk;
 }
 
-void WriteEthJson(const ParsedFrame& v, JsonWriter* w) {
-  w->Key("eth");
-  w->BeginObject();
-  w->Field("dst", FormatMac(v.net.dst_mac));
-  w->Field("src", FormatMac(v.net.src_mac));
-  w->Field("type", v.ethertype);
-  w->EndObject();
+// The Ethernet header and the VLAN tag, if any.
+void AddEthJson(const ParsedFrame& v, Json* j) {
+  (*j)["eth"] = {{"dst", FormatMac(v.net.dst_mac)},
+                 {"src", FormatMac(v.net.src_mac)},
+                 {"type", v.ethertype}};
   if (v.net.has_vlan) {
-    w->Key("vlan");
-    w->BeginObject();
-    w->Field("pcp", v.net.vlan.pcp);
-    w->Field("dei", v.net.vlan.dei);
-    w->Field("vid", v.net.vlan.vid);
-    w->EndObject();
+    (*j)["vlan"] = {{"pcp", v.net.vlan.pcp},
+                    {"dei", v.net.vlan.dei},
+                    {"vid", v.net.vlan.vid}};
   }
 }
 
@@ -59,126 +55,77 @@ bool IsIpKind(FrameKind k) {
          k == FrameKind::kOtherIpv6;
 }
 
-void WriteIpJson(const ParsedFrame& v, JsonWriter* w) {
+Json IpJson(const ParsedFrame& v) {
   const auto& n = v.net;
-  w->Key("ip");
-  w->BeginObject();
-  w->Field("version", static_cast<uint8_t>(n.ipv6 ? 6 : 4));
-  w->Field("src", FormatIp(n.src_ip, n.ipv6));
-  w->Field("dst", FormatIp(n.dst_ip, n.ipv6));
-  w->Field("dscp", n.dscp);
-  w->Field("ecn", n.ecn);
-  w->Field("ttl", n.ttl);
+  Json ip = {{"version", n.ipv6 ? 6 : 4},
+             {"src", FormatIp(n.src_ip, n.ipv6)},
+             {"dst", FormatIp(n.dst_ip, n.ipv6)},
+             {"dscp", n.dscp},
+             {"ecn", n.ecn},
+             {"ttl", n.ttl}};
   if (n.ipv6) {
-    w->Field("flow_label", n.flow_label);
+    ip["flow_label"] = n.flow_label;
   } else {
-    w->Field("id", n.ip_id);
-    w->Field("df", n.df);
+    ip["id"] = n.ip_id;
+    ip["df"] = n.df;
   }
-  w->EndObject();
+  return ip;
 }
 
-void WriteRoceJson(const FrameReport& r, JsonWriter* w) {
+void AddRoceJson(const FrameReport& r, Json* j) {
   const ParsedFrame& v = r.view;
   const auto& h = v.hdr;
   const OpcodeInfo& op = protocol::GetOpcodeInfo(h.bth.opcode);
-  w->Key("udp");
-  w->BeginObject();
-  w->Field("sport", v.net.udp_src_port);
-  w->Field("dport", protocol::kRoceV2UdpPort);
-  w->Field("checksum", v.udp_checksum);
-  w->EndObject();
-
-  w->Key("bth");
-  w->BeginObject();
-  w->Field("opcode", h.bth.opcode);
-  w->Field("opcode_name", op.name);
-  w->Field("se", h.bth.se);
-  w->Field("m", h.bth.mig_req);
-  w->Field("padcnt", h.bth.pad_cnt);
-  w->Field("tver", h.bth.tver);
-  w->Field("pkey", h.bth.pkey);
-  w->Field("fecn", h.bth.fecn);
-  w->Field("becn", h.bth.becn);
-  w->Field("destqp", h.bth.dest_qp);
-  w->Field("ackreq", h.bth.ack_req);
-  w->Field("psn", h.bth.psn);
-  w->EndObject();
-
+  (*j)["udp"] = {{"sport", v.net.udp_src_port},
+                 {"dport", protocol::kRoceV2UdpPort},
+                 {"checksum", v.udp_checksum}};
+  (*j)["bth"] = {{"opcode", h.bth.opcode},  {"opcode_name", op.name},
+                 {"se", h.bth.se},          {"m", h.bth.mig_req},
+                 {"padcnt", h.bth.pad_cnt}, {"tver", h.bth.tver},
+                 {"pkey", h.bth.pkey},      {"fecn", h.bth.fecn},
+                 {"becn", h.bth.becn},      {"destqp", h.bth.dest_qp},
+                 {"ackreq", h.bth.ack_req}, {"psn", h.bth.psn}};
   if (op.Has(protocol::kExtDeth)) {
-    w->Key("deth");
-    w->BeginObject();
-    w->Field("qkey", h.deth.qkey);
-    w->Field("src_qp", h.deth.src_qp);
-    w->EndObject();
+    (*j)["deth"] = {{"qkey", h.deth.qkey}, {"src_qp", h.deth.src_qp}};
   }
   if (op.Has(protocol::kExtReth)) {
-    w->Key("reth");
-    w->BeginObject();
-    w->Field("va", h.reth.va);
-    w->Field("rkey", h.reth.rkey);
-    w->Field("dma_len", h.reth.dma_len);
-    w->EndObject();
+    (*j)["reth"] = {
+        {"va", h.reth.va}, {"rkey", h.reth.rkey}, {"dma_len", h.reth.dma_len}};
   }
   if (op.Has(protocol::kExtAtomicEth)) {
-    w->Key("atomiceth");
-    w->BeginObject();
-    w->Field("va", h.atomic.va);
-    w->Field("rkey", h.atomic.rkey);
-    w->Field("swap_add", h.atomic.swap_add);
-    w->Field("compare", h.atomic.compare);
-    w->EndObject();
+    (*j)["atomiceth"] = {{"va", h.atomic.va},
+                         {"rkey", h.atomic.rkey},
+                         {"swap_add", h.atomic.swap_add},
+                         {"compare", h.atomic.compare}};
   }
   if (op.Has(protocol::kExtAeth)) {
-    w->Key("aeth");
-    w->BeginObject();
-    w->Field("syndrome", h.aeth.syndrome);
-    w->Field("type", AethTypeName(h.aeth.type()));
-    w->Field("value", h.aeth.value());
+    Json aeth = {{"syndrome", h.aeth.syndrome},
+                 {"type", AethTypeName(h.aeth.type())},
+                 {"value", h.aeth.value()}};
     if (h.aeth.type() == AethType::kNak) {
-      w->Field("nak", NakCodeName(h.aeth.value()));
+      aeth["nak"] = NakCodeName(h.aeth.value());
     }
-    w->Field("msn", h.aeth.msn);
-    w->EndObject();
+    aeth["msn"] = h.aeth.msn;
+    (*j)["aeth"] = std::move(aeth);
   }
   if (op.Has(protocol::kExtAtomicAckEth)) {
-    w->Key("atomicacketh");
-    w->BeginObject();
-    w->Field("orig", h.atomic_ack.orig);
-    w->EndObject();
+    (*j)["atomicacketh"] = {{"orig", h.atomic_ack.orig}};
   }
-  if (op.Has(protocol::kExtImmDt)) {
-    w->Key("immdt");
-    w->BeginObject();
-    w->Field("data", h.imm);
-    w->EndObject();
-  }
-  if (op.Has(protocol::kExtIeth)) {
-    w->Key("ieth");
-    w->BeginObject();
-    w->Field("rkey", h.ieth_rkey);
-    w->EndObject();
-  }
-  w->Field("payload_len", static_cast<uint64_t>(v.payload.size()));
-  w->Field("icrc", v.icrc);
+  if (op.Has(protocol::kExtImmDt)) (*j)["immdt"] = {{"data", h.imm}};
+  if (op.Has(protocol::kExtIeth)) (*j)["ieth"] = {{"rkey", h.ieth_rkey}};
+  (*j)["payload_len"] = v.payload.size();
+  (*j)["icrc"] = v.icrc;
 }
 
-void WriteMacControlJson(const ParsedFrame& v, JsonWriter* w) {
+void AddMacControlJson(const ParsedFrame& v, Json* j) {
   if (v.kind == FrameKind::kPause) {
-    w->Key("pause");
-    w->BeginObject();
-    w->Field("quanta", v.pfc.quanta[0]);
-    w->EndObject();
+    (*j)["pause"] = {{"quanta", v.pfc.quanta[0]}};
     return;
   }
-  w->Key("pfc");
-  w->BeginObject();
-  w->Field("enable_vector", v.pfc.enable_vector);
-  w->Key("quanta");
-  w->BeginArray();
-  for (uint16_t q : v.pfc.quanta) w->Uint(q);
-  w->EndArray();
-  w->EndObject();
+  Json quanta = Json::array();
+  for (uint16_t q : v.pfc.quanta) quanta.push_back(q);
+  (*j)["pfc"] = {{"enable_vector", v.pfc.enable_vector},
+                 {"quanta", std::move(quanta)}};
 }
 
 }  // namespace
@@ -227,42 +174,35 @@ std::string FormatIp(const protocol::IpAddr& ip, bool ipv6) {
   return buf;
 }
 
-void WriteFrameJson(const FrameReport& r, JsonWriter* w) {
+Json FrameJson(const FrameReport& r) {
   const ParsedFrame& v = r.view;
-  w->BeginObject();
-  w->Field("frame", r.number);
-  w->Field("ok", r.ok());
-  w->Key("error");
-  if (HasError(r)) {
-    w->String(ErrorText(r));
-  } else {
-    w->Null();
-  }
-  w->Field("kind", protocol::FrameKindName(v.kind));
-  w->Field("len", r.wire_len);
-  w->Field("caplen", r.caplen);
+  Json j = {{"frame", r.number},
+            {"ok", r.ok()},
+            {"error", HasError(r) ? Json(ErrorText(r)) : Json(nullptr)},
+            {"kind", protocol::FrameKindName(v.kind)},
+            {"len", r.wire_len},
+            {"caplen", r.caplen}};
   if (r.decoded) {
-    WriteEthJson(v, w);
-    if (IsIpKind(v.kind)) WriteIpJson(v, w);
-    if (v.kind == FrameKind::kRoce) WriteRoceJson(r, w);
+    AddEthJson(v, &j);
+    if (IsIpKind(v.kind)) j["ip"] = IpJson(v);
+    if (v.kind == FrameKind::kRoce) AddRoceJson(r, &j);
     if (v.kind == FrameKind::kPfc || v.kind == FrameKind::kPause) {
-      WriteMacControlJson(v, w);
+      AddMacControlJson(v, &j);
     }
   }
-  w->Key("icrc_valid");
   switch (r.icrc) {
     case IcrcState::kValid:
-      w->Bool(true);
+      j["icrc_valid"] = true;
       break;
     case IcrcState::kInvalid:
-      w->Bool(false);
+      j["icrc_valid"] = false;
       break;
     case IcrcState::kNotApplicable:
     case IcrcState::kUnknown:
-      w->Null();
+      j["icrc_valid"] = nullptr;
       break;
   }
-  w->EndObject();
+  return j;
 }
 
 std::string FormatFrameText(const FrameReport& r) {

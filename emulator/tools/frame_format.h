@@ -3,11 +3,11 @@
 #ifndef ROCEMU_EMULATOR_TOOLS_FRAME_FORMAT_H_
 #define ROCEMU_EMULATOR_TOOLS_FRAME_FORMAT_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "emulator/tools/frame_report.h"
-#include "emulator/tools/json_writer.h"
 #include "protocol/frame.h"
 
 namespace rocemu::tools {
@@ -19,8 +19,8 @@ std::string FormatMac(const protocol::MacAddr& mac);
 // Dotted quad for IPv4 (held IPv4-mapped), RFC 5952 text for IPv6.
 std::string FormatIp(const protocol::IpAddr& ip, bool ipv6);
 
-// Writes the report as one JSON object (no trailing newline).
-void WriteFrameJson(const FrameReport& r, JsonWriter* w);
+// The report as one JSON object, fields in the documented order.
+nlohmann::ordered_json FrameJson(const FrameReport& r);
 // One line, no trailing newline.
 std::string FormatFrameText(const FrameReport& r);
 

@@ -14,8 +14,9 @@ class JsonParser {
   // Deeper nesting than the daemon ever writes is refused, not recursed.
   static constexpr int kMaxDepth = 64;
 
-  static absl::Status Convert(const nlohmann::ordered_json& j, int depth,
-                              JsonValue* out) {
+  static absl::Status Convert(
+      const std::shared_ptr<const nlohmann::ordered_json>& doc,
+      const nlohmann::ordered_json& j, int depth, JsonValue* out) {
     if (depth > kMaxDepth) {
       return absl::InvalidArgumentError("JSON: nested too deeply");
     }
@@ -39,9 +40,11 @@ class JsonParser {
         return absl::OkStatus();
       case nlohmann::ordered_json::value_t::array:
         out->kind_ = JsonValue::Kind::kArray;
+        out->doc_ = doc;
+        out->node_ = &j;
         out->items_.resize(j.size());
         for (size_t i = 0; i < j.size(); ++i) {
-          if (absl::Status s = Convert(j[i], depth + 1, &out->items_[i]);
+          if (absl::Status s = Convert(doc, j[i], depth + 1, &out->items_[i]);
               !s.ok()) {
             return s;
           }
@@ -49,11 +52,13 @@ class JsonParser {
         return absl::OkStatus();
       case nlohmann::ordered_json::value_t::object:
         out->kind_ = JsonValue::Kind::kObject;
+        out->doc_ = doc;
+        out->node_ = &j;
         out->members_.reserve(j.size());
         for (const auto& [k, m] : j.items()) {
           out->members_.emplace_back(k, JsonValue());
           if (absl::Status s =
-                  Convert(m, depth + 1, &out->members_.back().second);
+                  Convert(doc, m, depth + 1, &out->members_.back().second);
               !s.ok()) {
             return s;
           }
@@ -66,13 +71,16 @@ class JsonParser {
 };
 
 absl::StatusOr<JsonValue> JsonValue::Parse(std::string_view text) {
-  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(
-      text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
+  auto doc = std::make_shared<const nlohmann::ordered_json>(
+      nlohmann::ordered_json::parse(text.begin(), text.end(), nullptr,
+                                    /*allow_exceptions=*/false));
+  if (doc->is_discarded()) {
     return absl::InvalidArgumentError("JSON: not a valid document");
   }
   JsonValue v;
-  if (absl::Status s = JsonParser::Convert(j, 0, &v); !s.ok()) return s;
+  if (absl::Status s = JsonParser::Convert(doc, *doc, 0, &v); !s.ok()) {
+    return s;
+  }
   return v;
 }
 
@@ -84,51 +92,9 @@ const JsonValue& JsonValue::operator[](std::string_view key) const {
   return *kNull;
 }
 
-namespace {
-
-void Write(const JsonValue& v, std::string* out) {
-  switch (v.kind()) {
-    case JsonValue::Kind::kString:
-      verbs::AppendJsonString(v.text(), out);
-      return;
-    case JsonValue::Kind::kArray: {
-      out->push_back('[');
-      bool first = true;
-      for (const JsonValue& i : v.items()) {
-        if (!first) out->push_back(',');
-        first = false;
-        Write(i, out);
-      }
-      out->push_back(']');
-      return;
-    }
-    case JsonValue::Kind::kObject: {
-      out->push_back('{');
-      bool first = true;
-      for (const auto& [k, m] : v.members()) {
-        if (!first) out->push_back(',');
-        first = false;
-        verbs::AppendJsonString(k, out);
-        out->push_back(':');
-        Write(m, out);
-      }
-      out->push_back('}');
-      return;
-    }
-    default:
-      out->append(v.text());
-  }
-}
-
-}  // namespace
-
 std::string JsonValue::ToString() const {
   if (kind_ == Kind::kNull) return "-";
-  if (kind_ == Kind::kArray || kind_ == Kind::kObject) {
-    std::string out;
-    Write(*this, &out);
-    return out;
-  }
+  if (node_ != nullptr) return verbs::DumpJson(*node_);
   return text_;
 }
 

@@ -3,11 +3,13 @@
 // an error), this keeps what the tables need. Objects keep their members in
 // document order so that tables list counters the way the daemon names
 // them, and numbers keep the text the daemon wrote (exact 64-bit counters).
+// Nested values print back through nlohmann's dump() of the parsed node.
 #ifndef ROCEMU_EMULATOR_TOOLS_JSON_VALUE_H_
 #define ROCEMU_EMULATOR_TOOLS_JSON_VALUE_H_
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +55,10 @@ class JsonValue {
   std::string text_ = "null";
   std::vector<JsonValue> items_;
   std::vector<std::pair<std::string, JsonValue>> members_;
+  // Arrays and objects: their node in the parsed document, which the
+  // shared pointer keeps alive for every copy of the value.
+  std::shared_ptr<const nlohmann::ordered_json> doc_;
+  const nlohmann::ordered_json* node_ = nullptr;
 };
 
 }  // namespace rocemu::tools

@@ -1,7 +1,8 @@
-// A minimal streaming JSON writer for one-object-per-line output (JSON Lines):
-// the commas and nesting of a stream that never holds a whole document.
-// Strings go through the project's one escaper (verbs/server/json_writer.h,
-// nlohmann-json's).
+// A minimal streaming JSON writer: the commas and nesting of a stream that
+// never holds a whole document. Strings go through the project's one escaper
+// (verbs/server/json_writer.h, nlohmann-json's). Only rocemu-replay's summary
+// still uses it; new code builds an nlohmann::ordered_json and prints it with
+// verbs::DumpJson.
 #ifndef ROCEMU_EMULATOR_TOOLS_JSON_WRITER_H_
 #define ROCEMU_EMULATOR_TOOLS_JSON_WRITER_H_
 

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "config/config.h"
@@ -219,12 +220,13 @@ TEST(DaemonVerbsTest, RingPostedWriteCompletesThroughTheLoop) {
   struct stat st;
   ASSERT_EQ(stat(vsock.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  const std::string devices = daemon.HandleControl("{\"cmd\":\"devices\"}");
-  EXPECT_NE(devices.find("\"device\":\"rocemu_r0\""), std::string::npos)
-      << devices;
-  EXPECT_NE(devices.find("\"verbs_socket\":\"" + vsock + "\""),
-            std::string::npos)
-      << devices;
+  const nlohmann::json devices = nlohmann::json::parse(
+      daemon.HandleControl("{\"cmd\":\"devices\"}"), nullptr,
+      /*allow_exceptions=*/false);
+  ASSERT_TRUE(devices.is_object()) << devices;
+  ASSERT_EQ(devices["devices"].size(), 1u) << devices;
+  EXPECT_EQ(devices["devices"][0]["device"], "rocemu_r0") << devices;
+  EXPECT_EQ(devices["devices"][0]["verbs_socket"], vsock) << devices;
   // control.test_hooks is off by default: with RNICs attached, the hook
   // commands (which drive any client's QPs) still do not exist.
   for (const char* hook :
@@ -236,13 +238,13 @@ TEST(DaemonVerbsTest, RingPostedWriteCompletesThroughTheLoop) {
   }
 
   // The session server's state and the congestion counters are exported.
-  const std::string counters = daemon.CountersJson();
-  for (const std::string& want :
-       {"\"verbs\":{\"socket\":\"" + vsock + "\"", std::string("\"pfc\":{"),
-        std::string("\"rx_prio3_pause\":0"), std::string("\"dcqcn\":{"),
-        std::string("\"np_cnp_sent\":0")}) {
-    EXPECT_NE(counters.find(want), std::string::npos) << want;
-  }
+  const nlohmann::json counters = nlohmann::json::parse(
+      daemon.CountersJson(), nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(counters.is_object()) << counters;
+  const nlohmann::json& r0 = counters["ports"]["r0"];
+  EXPECT_EQ(r0["verbs"]["socket"], vsock) << counters;
+  EXPECT_EQ(r0["pfc"]["counters"]["rx_prio3_pause"], 0) << counters;
+  EXPECT_EQ(r0["dcqcn"]["counters"]["np_cnp_sent"], 0) << counters;
   const std::string prom = daemon.PrometheusText();
   for (const char* want :
        {"rocemu_verbs_clients{port=\"r0\"} 0\n",

@@ -1,5 +1,6 @@
-// verbs::AppendJsonString and verbs::JsonList: the one JSON escaper and list
-// opener behind rocemu-ctl, the session server's and the daemon's state JSON.
+// verbs::DumpJson, AppendJsonString and the rounding helpers: the one JSON
+// serializer behind rocemu-ctl, rocemu-decode, rocemu-perf and the session
+// server's and the daemon's state JSON.
 #include "verbs/server/json_writer.h"
 
 #include <string>
@@ -44,16 +45,23 @@ TEST(JsonWriterTest, EmptyStringIsTwoQuotes) {
   EXPECT_EQ(out, "x\"\"");
 }
 
-TEST(JsonWriterTest, ListSeparatesElementsAndCloses) {
-  std::string out = "{";
-  {
-    JsonList l(&out, "qps");
-    for (int i = 1; i <= 3; ++i) l.Next()->append(std::to_string(i));
-  }
-  out.push_back(',');
-  { JsonList empty(&out, "ahs"); }
-  out.push_back('}');
-  EXPECT_EQ(out, "{\"qps\":[1,2,3],\"ahs\":[]}");
+TEST(JsonWriterTest, DumpKeepsInsertionOrderOnOneLine) {
+  nlohmann::ordered_json j = {{"z", 1}, {"a", {1, 2}}, {"m", nullptr}};
+  j["b"] = "x\xff";
+  EXPECT_EQ(DumpJson(j),
+            "{\"z\":1,\"a\":[1,2],\"m\":null,\"b\":\"x\xef\xbf\xbd\"}");
+  // Plain nlohmann::json sorts its keys; the replacement is the same.
+  EXPECT_EQ(DumpJson(nlohmann::json{{"k", "\xc3"}}),
+            "{\"k\":\"\xef\xbf\xbd\"}");
+}
+
+TEST(JsonWriterTest, RoundedNumbersPrintAsPrintfWould) {
+  EXPECT_EQ(DumpJson(nlohmann::json(RoundToDecimals(12.3456789, 3))), "12.346");
+  EXPECT_EQ(DumpJson(nlohmann::json(RoundToDecimals(0.0000004, 6))), "0.0");
+  EXPECT_EQ(DumpJson(nlohmann::json(RoundToSignificant(0.000123456789, 6))),
+            "0.000123457");
+  EXPECT_EQ(DumpJson(nlohmann::json(RoundToSignificant(98765.4321, 9))),
+            "98765.4321");
 }
 
 }  // namespace

@@ -14,37 +14,21 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include "absl/strings/str_format.h"
 #include "tests/verbs/session_fixture.h"
 
 namespace rocemu::verbs::testing {
 namespace {
 
-// Braces and brackets balance outside strings: the state is one JSON value.
-bool JsonBalanced(const std::string& s) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '{' || c == '[') ++depth;
-    if (c == '}' || c == ']') {
-      if (--depth < 0) return false;
-    }
-  }
-  return depth == 0 && !in_string && !s.empty() && s.front() == '{' &&
-         s.back() == '}';
+// The server's state as JSON; a document that does not parse fails the
+// test through is_discarded().
+nlohmann::json StateJson(const SessionServer& server) {
+  std::string text;
+  server.AppendStateJson(&text);
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
 TEST_F(VerbsSessionTest, ZeroDmacResolvedByTheDaemonAndStateReported) {
@@ -99,36 +83,35 @@ TEST_F(VerbsSessionTest, ZeroDmacResolvedByTheDaemonAndStateReported) {
   EXPECT_EQ(qa->ah_attr.dmac, mac_b);
   EXPECT_EQ(qa->qp_state, nic::QpState::kRts);
 
-  std::string json;
-  server_->AppendStateJson(&json);
-  EXPECT_TRUE(JsonBalanced(json)) << json;
-  EXPECT_NE(json.find("\"device\":\"rocemu_t0\""), std::string::npos) << json;
-  EXPECT_NE(json.find("\"socket\":\"" + path_ + "\""), std::string::npos);
-  EXPECT_NE(json.find(absl::StrFormat("\"id\":%u,\"pid\":%d,\"uid\":%u",
-                                      info.client_id, pid, geteuid())),
-            std::string::npos)
-      << json;
-  EXPECT_NE(json.find(absl::StrFormat(
-                "{\"qpn\":%u,\"type\":\"RC\",\"state\":\"RTS\"}", info.qpn)),
-            std::string::npos)
-      << json;
-  EXPECT_NE(json.find(absl::StrFormat("{\"key\":%u,", info.lkey)),
-            std::string::npos);
-  EXPECT_NE(json.find(absl::StrFormat("\"iova\":%u,\"length\":%u,", info.addr,
-                                      1 << 16)),
-            std::string::npos)
-      << json;
-  EXPECT_NE(json.find("\"kind\":\"shm\""), std::string::npos);
-  EXPECT_NE(json.find("\"cqe\":64"), std::string::npos);
+  nlohmann::json json = StateJson(*server_);
+  ASSERT_TRUE(json.is_object()) << json;
+  EXPECT_EQ(json["device"], "rocemu_t0") << json;
+  EXPECT_EQ(json["socket"], path_);
+  ASSERT_EQ(json["clients"].size(), 1u) << json;
+  const nlohmann::json& c = json["clients"][0];
+  EXPECT_EQ(c["id"], info.client_id);
+  EXPECT_EQ(c["name"].type(), nlohmann::json::value_t::string);
+  EXPECT_EQ(c["pid"], pid);
+  EXPECT_EQ(c["uid"], geteuid());
+  ASSERT_EQ(c["qps"].size(), 1u) << json;
+  EXPECT_EQ(
+      c["qps"][0],
+      (nlohmann::json{{"qpn", info.qpn}, {"type", "RC"}, {"state", "RTS"}}));
+  ASSERT_EQ(c["mrs"].size(), 1u) << json;
+  EXPECT_EQ(c["mrs"][0]["key"], info.lkey);
+  EXPECT_EQ(c["mrs"][0]["iova"], info.addr);
+  EXPECT_EQ(c["mrs"][0]["length"], 1 << 16);
+  EXPECT_EQ(c["mrs"][0]["kind"], "shm");
+  ASSERT_EQ(c["cqs"].size(), 1u) << json;
+  EXPECT_EQ(c["cqs"][0]["cqe"], 64);
   EXPECT_EQ(server_->HoldingsOf(info.client_id).ahs, 1u);
-  EXPECT_EQ(json.find("\"ahs\":[]"), std::string::npos) << json;
+  EXPECT_EQ(c["ahs"].size(), 1u) << json;
 
   ASSERT_EQ(write(to_child, "e", 1), 1);
   EXPECT_EQ(PumpUntilExit(pid), 0);
-  json.clear();
-  server_->AppendStateJson(&json);
-  EXPECT_TRUE(JsonBalanced(json)) << json;
-  EXPECT_NE(json.find("\"clients\":[]"), std::string::npos) << json;
+  json = StateJson(*server_);
+  ASSERT_TRUE(json.is_object()) << json;
+  EXPECT_EQ(json["clients"], nlohmann::json::array()) << json;
   close(from_child);
   close(to_child);
 }
@@ -358,11 +341,15 @@ TEST_F(VerbsSessionTest, LinkChangesReachClientsAsPortEvents) {
 }
 
 // The first number after `key` in the state JSON (handles of a client).
-uint32_t JsonNumberAfter(const std::string& json, const std::string& key) {
-  const size_t at = json.find(key);
-  if (at == std::string::npos) return 0;
-  return static_cast<uint32_t>(
-      std::strtoul(json.c_str() + at + key.size(), nullptr, 10));
+// The first element of a client's list `list`, or of its first element's
+// member `key`; 0 when there is none.
+uint32_t FirstHandle(const nlohmann::json& client, const char* list,
+                     const char* key = nullptr) {
+  const nlohmann::json& l = client.value(list, nlohmann::json::array());
+  if (!l.is_array() || l.empty()) return 0;
+  const nlohmann::json& v =
+      key == nullptr ? l[0] : l[0].value(key, nlohmann::json());
+  return v.is_number_unsigned() ? v.get<uint32_t>() : 0;
 }
 
 // Objects of one client are invisible to another (ENOENT), whatever the
@@ -407,14 +394,15 @@ TEST_F(VerbsSessionTest, ForeignHandlesAndDestroyOrder) {
   char ready;
   ASSERT_TRUE(PumpRead(from_child, &ready, 1))
       << "client exited with " << PumpUntilExit(pid);
-  std::string json;
-  server_->AppendStateJson(&json);
-  const uint32_t pd = JsonNumberAfter(json, "\"pds\":[");
-  const uint32_t mr = JsonNumberAfter(json, "\"mrs\":[{\"key\":");
-  const uint32_t cq = JsonNumberAfter(json, "\"cqs\":[{\"handle\":");
-  const uint32_t qpn = JsonNumberAfter(json, "\"qps\":[{\"qpn\":");
-  const uint32_t srq = JsonNumberAfter(json, "\"srqs\":[{\"handle\":");
-  const uint32_t ah = JsonNumberAfter(json, "\"ahs\":[");
+  const nlohmann::json json = StateJson(*server_);
+  ASSERT_TRUE(json.is_object() && json["clients"].size() == 1) << json;
+  const nlohmann::json& client = json["clients"][0];
+  const uint32_t pd = FirstHandle(client, "pds");
+  const uint32_t mr = FirstHandle(client, "mrs", "key");
+  const uint32_t cq = FirstHandle(client, "cqs", "handle");
+  const uint32_t qpn = FirstHandle(client, "qps", "qpn");
+  const uint32_t srq = FirstHandle(client, "srqs", "handle");
+  const uint32_t ah = FirstHandle(client, "ahs");
   for (uint32_t h : {pd, mr, cq, qpn, srq, ah}) ASSERT_NE(h, 0u) << json;
 
   RawClient other(path_);

@@ -1,22 +1,35 @@
 #include "verbs/server/json_writer.h"
 
-#include <nlohmann/json.hpp>
-
-#include "absl/strings/str_format.h"
+#include <cstdio>
+#include <cstdlib>
 
 namespace rocemu::verbs {
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  // nlohmann's serializer is the project's one escaper. Bytes that are not
-  // UTF-8 become U+FFFD instead of an exception: names and paths come from
-  // configs and clients, and a view must print whatever they hold.
-  out->append(
-      nlohmann::json(std::string(s))
-          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+// Names and paths come from configs and clients, and a view must print
+// whatever they hold: bytes that are not UTF-8 are replaced, not thrown on.
+std::string DumpJson(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false,
+                nlohmann::ordered_json::error_handler_t::replace);
 }
 
-JsonList::JsonList(std::string* out, const char* name) : out_(out) {
-  absl::StrAppendFormat(out_, "\"%s\":[", name);
+std::string DumpJson(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+double RoundToDecimals(double v, int decimals) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  return std::strtod(buf, nullptr);
+}
+
+double RoundToSignificant(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+  return std::strtod(buf, nullptr);
+}
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  out->append(DumpJson(nlohmann::json(std::string(s))));
 }
 
 }  // namespace rocemu::verbs

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "verbs/server/json_writer.h"
 
 namespace rocemu::verbs::perf {
 namespace {
@@ -21,19 +22,24 @@ double Percentile(std::span<const int64_t> sorted, double p) {
   return static_cast<double>(sorted[std::min(rank, sorted.size()) - 1]);
 }
 
-std::string Common(const JsonContext& c, uint64_t bytes, uint64_t iters) {
+// The fields every result line starts with.
+nlohmann::ordered_json Common(const JsonContext& c, uint64_t bytes,
+                              uint64_t iters) {
   const PerfOptions& o = *c.options;
-  std::string s = absl::StrFormat(
-      "{\"test\":\"%s\",\"bytes\":%u,\"iterations\":%u,\"iterations_asked\":"
-      "%u,\"qps\":%u,\"tx_depth\":%u,\"mtu\":%u,\"memory\":\"%s\","
-      "\"verify\":%s,\"verified\":%s,\"peer_iterations\":%u",
-      c.test, bytes, iters, o.iters, o.num_qps, o.tx_depth, o.mtu,
-      o.memory == Memory::kShm ? "shm" : "malloc", o.verify ? "true" : "false",
-      c.verified ? "true" : "false", c.peer_iterations);
-  if (o.verb == Verb::kAtomic) {
-    absl::StrAppend(&s, ",\"atomic\":\"", AtomicOpName(o.atomic_op), "\"");
-  }
-  return s;
+  nlohmann::ordered_json j = {
+      {"test", c.test},
+      {"bytes", bytes},
+      {"iterations", iters},
+      {"iterations_asked", o.iters},
+      {"qps", o.num_qps},
+      {"tx_depth", o.tx_depth},
+      {"mtu", o.mtu},
+      {"memory", o.memory == Memory::kShm ? "shm" : "malloc"},
+      {"verify", o.verify},
+      {"verified", c.verified},
+      {"peer_iterations", c.peer_iterations}};
+  if (o.verb == Verb::kAtomic) j["atomic"] = AtomicOpName(o.atomic_op);
+  return j;
 }
 
 }  // namespace
@@ -109,23 +115,26 @@ std::string LatLine(const LatResult& r) {
 }
 
 std::string BwJson(const JsonContext& c, const BwResult& r) {
-  return absl::StrCat(
-      Common(c, r.bytes, r.iterations),
-      // Significant digits, not decimals: slow links must not print 0.
-      absl::StrFormat(",\"seconds\":%.9g,\"bw_peak_gbps\":%.6g,"
-                      "\"bw_avg_gbps\":%.6g,\"msg_rate_mpps\":%.6g}",
-                      r.seconds, r.peak_gbps, r.avg_gbps, r.mpps));
+  nlohmann::ordered_json j = Common(c, r.bytes, r.iterations);
+  // Significant digits, not decimals: slow links must not print 0.
+  j["seconds"] = RoundToSignificant(r.seconds, 9);
+  j["bw_peak_gbps"] = RoundToSignificant(r.peak_gbps, 6);
+  j["bw_avg_gbps"] = RoundToSignificant(r.avg_gbps, 6);
+  j["msg_rate_mpps"] = RoundToSignificant(r.mpps, 6);
+  return DumpJson(j);
 }
 
 std::string LatJson(const JsonContext& c, const LatResult& r) {
-  return absl::StrCat(
-      Common(c, r.bytes, r.iterations),
-      absl::StrFormat(
-          ",\"t_min_us\":%.3f,\"t_max_us\":%.3f,\"t_typical_us\":%.3f,"
-          "\"t_avg_us\":%.3f,\"t_stdev_us\":%.3f,\"p50_us\":%.3f,"
-          "\"p99_us\":%.3f,\"p99_9_us\":%.3f}",
-          r.min_us, r.max_us, r.typical_us, r.avg_us, r.stdev_us, r.p50_us,
-          r.p99_us, r.p999_us));
+  nlohmann::ordered_json j = Common(c, r.bytes, r.iterations);
+  j["t_min_us"] = RoundToDecimals(r.min_us, 3);
+  j["t_max_us"] = RoundToDecimals(r.max_us, 3);
+  j["t_typical_us"] = RoundToDecimals(r.typical_us, 3);
+  j["t_avg_us"] = RoundToDecimals(r.avg_us, 3);
+  j["t_stdev_us"] = RoundToDecimals(r.stdev_us, 3);
+  j["p50_us"] = RoundToDecimals(r.p50_us, 3);
+  j["p99_us"] = RoundToDecimals(r.p99_us, 3);
+  j["p99_9_us"] = RoundToDecimals(r.p999_us, 3);
+  return DumpJson(j);
 }
 
 }  // namespace rocemu::verbs::perf
