@@ -1,15 +1,12 @@
 // What the control socket and the Prometheus endpoint show of a running
-// daemon (counters, devices, ports, QPs, CM, sessions, PFC, DCQCN), and the
-// control commands that act on it.
-#include <arpa/inet.h>
-
+// daemon (counters, devices, ports, QPs, CM, sessions, PFC, DCQCN). The
+// commands that choose among them are in control/control_dispatch.cc.
 #include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "emulator/daemon.h"
-#include "emulator/port/memif_guard.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -397,81 +394,6 @@ std::string Daemon::PrometheusText() const {
     }
   }
   return out;
-}
-
-std::string Daemon::HandleControl(std::string_view request) {
-  // The shards' RNICs and sessions are read (and the test hooks may act
-  // on the first one's) while the shards wait.
-  PausedShards paused(*this);
-  std::string cmd = JsonStringField(request, "cmd");
-  if (cmd.empty()) {
-    // Bare words are accepted for humans at a socat prompt.
-    cmd = std::string(request);
-    while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
-  }
-  if (cmd == "counters") return CountersJson();
-  if (cmd == "devices") return DevicesJson();
-  if (cmd == "ports") return PortsJson();
-  if (cmd == "qps") return QpsJson();
-  if (cmd == "cm") return CmJson();
-  // MRs belong to sessions: one view serves both listings.
-  if (cmd == "clients" || cmd == "mrs") return SessionsJson();
-  if (cmd == "pfc") return PfcJson();
-  if (cmd == "dcqcn") return DcqcnJson();
-  if (cmd == "why") return WhyJson();
-  if (cmd == "qp_why") return QpWhyJson(request);
-  if (hooks_ != nullptr && TestHooks::Handles(cmd)) {
-    return hooks_->Handle(cmd, request);
-  }
-  if (hooks_ != nullptr && cmd == "memif_fault") {
-    // The next memif burst faults as a departing peer's teardown makes it
-    // (emulator/port/memif_guard.h): the containment, on demand.
-    MemifGuard::InjectFault();
-    return "{\"ok\":true}";
-  }
-  if (cmd == "ping") return "{\"ok\":true}";
-  if (cmd == "resolve") {
-    // Drives the resolver by hand: the first call for an unknown address
-    // sends an ARP request / neighbour solicitation, later calls report.
-    std::string port_name = JsonStringField(request, "port");
-    std::string ip_text = JsonStringField(request, "ip");
-    for (unsigned i = 0; i < ports_.size(); ++i) {
-      if (ports_[i]->config.name != port_name) continue;
-      IpAddr ip{};
-      in6_addr a6;
-      in_addr a4;
-      if (inet_pton(AF_INET, ip_text.c_str(), &a4) == 1) {
-        ip = Ipv4Mapped(reinterpret_cast<const uint8_t*>(&a4));
-      } else if (inet_pton(AF_INET6, ip_text.c_str(), &a6) == 1) {
-        std::memcpy(ip.data(), &a6, 16);
-      } else {
-        return "{\"error\":\"resolve needs \\\"ip\\\": an IPv4 or IPv6 "
-               "address\"}";
-      }
-      std::optional<MacAddr> mac = ResolveNeighbour(i, ip);
-      if (!mac.has_value()) return "{\"ok\":true,\"mac\":null}";
-      return absl::StrCat("{\"ok\":true,\"mac\":\"", config::FormatMac(*mac),
-                          "\"}");
-    }
-    return absl::StrCat("{\"error\":\"no port '", JsonEscape(port_name),
-                        "'\"}");
-  }
-  if (cmd == "capture") {
-    bool enable = false;
-    if (!JsonBoolField(request, "enable", &enable)) {
-      return "{\"error\":\"capture needs \\\"enable\\\": true|false\"}";
-    }
-    absl::Status s = SetCapture(enable);
-    if (!s.ok()) {
-      return absl::StrCat("{\"error\":\"", JsonEscape(s.ToString()), "\"}");
-    }
-    return absl::StrCat(
-        "{\"ok\":true,\"capture\":", capture_on_ ? "true" : "false", "}");
-  }
-  return absl::StrCat("{\"error\":\"unknown command '", JsonEscape(cmd),
-                      "' (counters, devices, ports, qps, clients, mrs, pfc, "
-                      "dcqcn, why, qp_why, capture, resolve, ping",
-                      hooks_ != nullptr ? ", test hooks" : "", ")\"}");
 }
 
 }  // namespace rocemu::emulator
