@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """ibv_probe (an ordinary program built against Debian's libibverbs) over
-the drop-in library and one rocemud: completion-channel and async fds,
+the drop-in library and one rocemud: completion-channel and async fds
+(a signal ends a blocked wait with EINTR, as qperf's timers need),
 several threads posting to one QP, refusals, parent domains, fork (a
 child's copy of registered memory), discovery with no daemon (an
 empty list and one stderr line naming the socket tried), and the daemon

@@ -21,10 +21,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <rdma/ib_user_sa.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,6 +288,54 @@ static int probe_fatal(void) {
   return failures != 0;
 }
 
+/* SIGALRM without SA_RESTART, as qperf ends its timed tests: a blocked
+ * ibv_get_cq_event or ibv_get_async_event must return -1/EINTR (read(2) on
+ * the kernel's fds does). A library that waits on instead is stopped here
+ * after many signals, a deadline only, so that the check fails, not hangs. */
+static volatile sig_atomic_t g_alarms;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  if (++g_alarms >= 200) {
+    static const char msg[] =
+        "FAIL a blocked wait did not return -1/EINTR on SIGALRM\n";
+    (void)!write(1, msg, sizeof(msg) - 1);
+    _exit(1);
+  }
+}
+
+static void alarms(int on) {
+  struct itimerval t = {{0, on ? 50000 : 0}, {0, on ? 50000 : 0}};
+  setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static void check_eintr(struct pair* p) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_alarm;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0; /* no SA_RESTART */
+  REQUIRE(sigaction(SIGALRM, &sa, NULL) == 0, "SIGALRM handler");
+  REQUIRE(ibv_req_notify_cq(p->cq, 0) == 0,
+          "ibv_req_notify_cq (nothing posted)");
+  struct ibv_cq* cq = NULL;
+  void* cq_ctx = NULL;
+  g_alarms = 0;
+  alarms(1);
+  errno = 0;
+  CHECK(ibv_get_cq_event(p->ch, &cq, &cq_ctx) == -1 && errno == EINTR,
+        "a signal ends a blocked ibv_get_cq_event with -1/EINTR");
+  alarms(0);
+  struct ibv_async_event ev;
+  g_alarms = 0;
+  alarms(1);
+  errno = 0;
+  CHECK(ibv_get_async_event(p->ctx, &ev) == -1 && errno == EINTR,
+        "a signal ends a blocked ibv_get_async_event with -1/EINTR");
+  alarms(0);
+  signal(SIGALRM, SIG_DFL);
+}
+
 /* --- channel: completion-channel and async fds behave like a kernel's. */
 static int probe_channel(void) {
   struct pair p;
@@ -313,6 +363,7 @@ static int probe_channel(void) {
         (unsigned long long)wc.wr_id);
   pf.revents = 0;
   CHECK(poll(&pf, 1, 0) == 0, "channel fd quiet again after the event");
+  check_eintr(&p);
   const int fl = fcntl(p.ch->fd, F_GETFL);
   CHECK(fcntl(p.ch->fd, F_SETFL, fl | O_NONBLOCK) == 0,
         "the application may make the channel fd non-blocking");

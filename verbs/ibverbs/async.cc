@@ -98,8 +98,10 @@ int rocemu_ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
       errno = EAGAIN;
       return -1;
     }
+    // A signal ends the wait with -1/EINTR, as read(2) on the kernel's
+    // async fd does.
     pollfd p{context->async_fd, POLLIN, 0};
-    if (poll(&p, 1, -1) < 0 && errno != EINTR) return -1;
+    if (poll(&p, 1, -1) < 0) return -1;
   }
 }
 

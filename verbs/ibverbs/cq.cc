@@ -347,8 +347,11 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
       errno = EAGAIN;
       return -1;
     }
+    // A signal ends the wait with -1/EINTR, as read(2) on a kernel channel
+    // does: programs (qperf) end a timed test from SIGALRM this way, and
+    // waiting on would keep them blocked for a completion that never comes.
     pollfd p{channel->fd, POLLIN, 0};
-    if (poll(&p, 1, -1) < 0 && errno != EINTR) return -1;
+    if (poll(&p, 1, -1) < 0) return -1;
   }
 }
 

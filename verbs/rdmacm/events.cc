@@ -489,7 +489,9 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     // Destroyed while this thread waited: nothing will ever come, and the
     // kernel's librdmacm would keep it blocked in read(2).
     while (destroyed) pause();
-    if (n < 0 && err != EINTR) return Err(err);
+    // A signal ends the wait with -1/EINTR, as read(2) on the kernel's
+    // rdma_cm fd does.
+    if (n < 0) return Err(err);
     if (n == 0 || (n == 1 && (ev.events & (EPOLLRDHUP | EPOLLHUP)) != 0)) {
       std::lock_guard<std::mutex> lock(Mu());
       CheckDevices();
