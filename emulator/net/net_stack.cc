@@ -202,8 +202,8 @@ RxVerdict NetStack::HandleArp(std::span<const uint8_t> frame, size_t l3,
     return RxVerdict::kDropped;
   }
   const uint8_t* arp = frame.data() + l3;
-  if (LoadBe16(arp) != 1 || LoadBe16(arp + 2) != kEtherTypeIpv4 || arp[4] != 6 ||
-      arp[5] != 4) {
+  if (LoadBe16(arp) != 1 || LoadBe16(arp + 2) != kEtherTypeIpv4 ||
+      arp[4] != 6 || arp[5] != 4) {
     ++counters_.rx_malformed;
     return RxVerdict::kDropped;
   }
@@ -343,8 +343,8 @@ RxVerdict NetStack::HandleIpv6(std::span<const uint8_t> frame, size_t l3,
   const uint8_t* l4 = ip + kIpv6HeaderLen;
   bool unicast = dst[0] != 0xff;
   // RoCE to an IPv6 group: UD multicast, as for IPv4.
-  const bool roce =
-      ip[6] == kIpProtoUdp && payload_len >= 8 && LoadBe16(l4 + 2) == kRoceV2Port;
+  const bool roce = ip[6] == kIpProtoUdp && payload_len >= 8 &&
+                    LoadBe16(l4 + 2) == kRoceV2Port;
   if (!AcceptsIpv6Dst(dst) && !(roce && !unicast)) {
     ++counters_.rx_not_for_us;
     return RxVerdict::kDropped;

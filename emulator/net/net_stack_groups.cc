@@ -59,7 +59,7 @@ size_t NetStack::WriteGroupReport(std::span<const IpAddr> groups, bool ipv6,
     ip[1] = 0xC0;  // DSCP CS6 (network control), as Linux sends IGMP
     StoreBe16(ip + 2, static_cast<uint16_t>(l3_len));
     StoreBe16(ip + 6, 0x4000);  // DF
-    ip[8] = 1;                // TTL: link-local
+    ip[8] = 1;                  // TTL: link-local
     ip[9] = kIpProtoIgmp;
     const IpAddr* src = SourceFor(*mine[0], false);
     if (src != nullptr) std::memcpy(ip + 12, src->data() + 12, 4);
@@ -102,7 +102,8 @@ size_t NetStack::WriteGroupReport(std::span<const IpAddr> groups, bool ipv6,
     r[0] = static_cast<uint8_t>(record);
     std::memcpy(r + 4, mine[i]->data(), 16);
   }
-  StoreBe16(mld + 2, Icmpv6Checksum(link_local_, kMldV2Routers, {mld, mld_len}));
+  StoreBe16(mld + 2,
+            Icmpv6Checksum(link_local_, kMldV2Routers, {mld, mld_len}));
   ++counters_.tx_mld_reports;
   return Pad(out, hdr + kIpv6HeaderLen + payload);
 }

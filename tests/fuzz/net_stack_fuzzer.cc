@@ -406,7 +406,7 @@ void Tidy(const Host& h, uint8_t flags, uint8_t pick, std::vector<uint8_t>& f) {
     }
     if (lengths) {
       StoreBe16(p + 4,
-              static_cast<uint16_t>(std::min<size_t>(avail - 40, 65535)));
+                static_cast<uint16_t>(std::min<size_t>(avail - 40, 65535)));
     }
     const size_t plen = LoadBe16(p + 4);
     uint8_t* l4 = p + 40;
@@ -422,7 +422,8 @@ void Tidy(const Host& h, uint8_t flags, uint8_t pick, std::vector<uint8_t>& f) {
     }
     if (checksums && p[6] == 58 && plen >= 4 && 40 + plen <= avail) {
       StoreBe16(l4 + 2, 0);
-      StoreBe16(l4 + 2, Icmpv6Checksum(Load6(p + 8), Load6(p + 24), {l4, plen}));
+      StoreBe16(l4 + 2,
+                Icmpv6Checksum(Load6(p + 8), Load6(p + 24), {l4, plen}));
     }
   }
 }
