@@ -152,8 +152,8 @@ def qperf(r, a, b):
     # not in Debian's 0.4.11-3): a REQ that wins that race is refused
     # with "invalid service ID", as the kernel's CM refuses it, and the
     # client stops at "Event rejected". Only that failure, seen as a REJ
-    # A's CM sent, runs the tests without a row again (at most twice).
-    for attempt in range(3):
+    # A's CM sent, runs the tests without a row again (at most thrice).
+    for attempt in range(4):
         todo = [t for t in tests if t not in results]
         rej_before = counters(a).get("cm_rej_sent", 0)
         [(crc, cout)] = r.finish([r.start(b, ["qperf", "-lp", port, a.ip,
