@@ -99,7 +99,10 @@ def wait_cm_listener(proc, ctl, port, timeout=60.0):
     deadline = time.monotonic() + timeout
     while True:
         try:
-            ids = control(ctl, {"cmd": "cm"}, timeout=10)["ports"][0]["cm_ids"]
+            p0 = control(ctl, {"cmd": "cm"}, timeout=10)["ports"][0]
+            # With eal.lcores > 1 the listener may be on any shard's RNIC.
+            ids = p0["cm_ids"] + [e for s in p0.get("shards", [])
+                                  for e in s["cm_ids"]]
         except (OSError, ValueError, KeyError, IndexError):
             ids = []
         if any(e["listener"] and int(e["service_id"], 16) & 0xFFFF == port
