@@ -97,17 +97,6 @@ def measured(out):
         all(math.isfinite(x) for x in v) and v[1] > 0 for v in rows.values())
 
 
-def wait_listener(d, port, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        c = netns_util.control(d["ctl"], {"cmd": "cm"}, timeout=10)
-        for e in c["ports"][0]["cm_ids"]:
-            if e["listener"] and int(e["service_id"], 16) & 0xFFFF == port:
-                return True
-        time.sleep(0.05)
-    return False
-
-
 def lost_last_ack(a, b, unknown0, server, client):
     """ibv_rc_pingpong has no closing handshake: a side that has all its
     iterations exits and destroys its QP, and if the ACK of the other
@@ -134,9 +123,12 @@ def run_one(r, ns, a, b, name, argv, kind):
     if kind == "rping":
         port = ["-p", str(r.port)]
         srv = r.tool(ns, a, argv + ["-s", "-a", a["ip"]] + port, 300)
-        if not wait_listener(a, r.port):
-            os.killpg(srv.pid, signal.SIGKILL)
-            return False, srv.communicate()[0] + "\n(no listener)", ""
+        try:
+            netns_util.wait_cm_listener(srv, a["ctl"], r.port, timeout=30)
+        except AssertionError as e:
+            if srv.poll() is None:
+                os.killpg(srv.pid, signal.SIGKILL)
+            return False, srv.communicate()[0] + f"\n({e})", ""
         cli = r.tool(ns, b, argv + ["-c", "-a", a["ip"]] + port, 300)
         procs = [cli, srv]
         outs = []
