@@ -91,11 +91,11 @@ def wait_tcp_listener(proc, port, timeout=60.0):
         time.sleep(0.02)
 
 
-def wait_cm_listener(proc, ctl, port, timeout=60.0):
-    """Waits until the server `proc` (a Popen) listens through rdma_cm on
-    `port` of the daemon whose control socket is `ctl`: rdma_cm servers
-    listen in the RDMA port space, not on a TCP socket. Raises if the
-    server exits first or the deadline passes."""
+def cm_listener(ctl, port, timeout=60.0, proc=None):
+    """The CM id listening on `port` (any port space) of the daemon whose
+    control socket is `ctl`, once it appears: rdma_cm servers listen in the
+    RDMA port space, not on a TCP socket. None at the deadline, or as soon
+    as the server `proc` (a Popen, if given) has exited."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -105,16 +105,53 @@ def wait_cm_listener(proc, ctl, port, timeout=60.0):
                                   for e in s["cm_ids"]]
         except (OSError, ValueError, KeyError, IndexError):
             ids = []
-        if any(e["listener"] and int(e["service_id"], 16) & 0xFFFF == port
-               for e in ids):
-            return
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited ({proc.returncode}) before "
-                                 f"listening on rdma_cm port {port}")
+        for e in ids:
+            if e["listener"] and int(e["service_id"], 16) & 0xFFFF == port:
+                return e
+        if proc is not None and proc.poll() is not None:
+            return None
         if time.monotonic() > deadline:
-            raise AssertionError(f"server not listening on rdma_cm port "
-                                 f"{port} after {timeout} s")
+            return None
         time.sleep(0.02)
+
+
+def wait_cm_listener(proc, ctl, port, timeout=60.0):
+    """cm_listener for a server that must listen: raises if `proc` exits
+    first or the deadline passes."""
+    if cm_listener(ctl, port, timeout, proc) is not None:
+        return
+    if proc.poll() is not None:
+        raise AssertionError(f"server exited ({proc.returncode}) before "
+                             f"listening on rdma_cm port {port}")
+    raise AssertionError(f"server not listening on rdma_cm port "
+                         f"{port} after {timeout} s")
+
+
+def collect(procs, timeout):
+    """(returncode, output) of each Popen (stdout piped, text), all within
+    `timeout` seconds; one still running at the deadline is killed (its
+    process group if it leads one) and reported with returncode None (it
+    hung: no exit status) and "(timed out)" after its output."""
+    outs = []
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=max(1, deadline -
+                                               time.monotonic()))
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            try:
+                if os.getpgid(p.pid) == p.pid:
+                    os.killpg(p.pid, signal.SIGKILL)
+                else:
+                    p.kill()
+            except ProcessLookupError:
+                pass
+            out, _ = p.communicate()
+            out = (out or "") + "\n(timed out)"
+            rc = None
+        outs.append((rc, out))
+    return outs
 
 
 def write_rocemud_config(path, prefix, ports, eal=None, **sections):
