@@ -127,11 +127,14 @@ def wait_cm_listener(proc, ctl, port, timeout=60.0):
                          f"{port} after {timeout} s")
 
 
-def collect(procs, timeout):
+def collect(procs, timeout, on_hang=None):
     """(returncode, output) of each Popen (stdout piped, text), all within
     `timeout` seconds; one still running at the deadline is killed (its
     process group if it leads one) and reported with returncode None (it
-    hung: no exit status) and "(timed out)" after its output."""
+    hung: no exit status) and "(timed out)" after its output. `on_hang`,
+    if given, is called once before the first kill (while the hung
+    program's QPs still exist: the place to ask the daemons why) and its
+    text is added to that program's output."""
     outs = []
     deadline = time.monotonic() + timeout
     for p in procs:
@@ -140,6 +143,9 @@ def collect(procs, timeout):
                                                time.monotonic()))
             rc = p.returncode
         except subprocess.TimeoutExpired:
+            note = ""
+            if on_hang is not None:
+                note, on_hang = "\n" + on_hang(), None
             try:
                 if os.getpgid(p.pid) == p.pid:
                     os.killpg(p.pid, signal.SIGKILL)
@@ -148,10 +154,28 @@ def collect(procs, timeout):
             except ProcessLookupError:
                 pass
             out, _ = p.communicate()
-            out = (out or "") + "\n(timed out)"
+            out = (out or "") + "\n(timed out)" + note
             rc = None
         outs.append((rc, out))
     return outs
+
+
+def qp_story(ctl, what):
+    """Every QP of the daemon whose control socket is `ctl`, with its
+    flight recorder's account (`rocemu-ctl qp N --why`), as text headed
+    by `what`: what a hung test prints before it kills its programs."""
+    lines = [f"--- {what}: QPs and their flight recorders ---"]
+    try:
+        ports = control(ctl, {"cmd": "qps"}, timeout=10)["ports"]
+        ports = ports.values() if isinstance(ports, dict) else ports
+        for port in ports:
+            for q in port.get("qps", []):
+                w = control(ctl, {"cmd": "qp_why", "qpn": q["qpn"]},
+                            timeout=10)
+                lines.append(w.get("report") or json.dumps(w))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        lines.append(f"(could not ask: {e})")
+    return "\n".join(lines)
 
 
 def write_rocemud_config(path, prefix, ports, eal=None, **sections):
