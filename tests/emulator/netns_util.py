@@ -162,8 +162,9 @@ def collect(procs, timeout, on_hang=None):
 
 def qp_story(ctl, what):
     """Every QP of the daemon whose control socket is `ctl`, with its
-    flight recorder's account (`rocemu-ctl qp N --why`), as text headed
-    by `what`: what a hung test prints before it kills its programs."""
+    flight recorder's account (`rocemu-ctl qp N --why`), and every
+    client's CQs and QPs, as text headed by `what`: what a hung test
+    prints before it kills its programs."""
     lines = [f"--- {what}: QPs and their flight recorders ---"]
     try:
         ports = control(ctl, {"cmd": "qps"}, timeout=10)["ports"]
@@ -173,6 +174,13 @@ def qp_story(ctl, what):
                 w = control(ctl, {"cmd": "qp_why", "qpn": q["qpn"]},
                             timeout=10)
                 lines.append(w.get("report") or json.dumps(w))
+        # The sessions' side: each client's CQs (produced, unconsumed,
+        # armed) and QPs, for a hang the wire does not explain.
+        for port in control(ctl, {"cmd": "clients"}, timeout=10)["ports"]:
+            for c in port.get("verbs", {}).get("clients", []):
+                c = {k: c[k] for k in ("id", "pid", "name", "cqs", "qps")
+                     if k in c}
+                lines.append(f"client {json.dumps(c)}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         lines.append(f"(could not ask: {e})")
     return "\n".join(lines)
