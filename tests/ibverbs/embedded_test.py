@@ -63,12 +63,10 @@ class Run(netns_util.NetRun):
                 "bsize=8192", f"02:00:00:7b:01:0{ip_last}",
                 f"10.123.1.{ip_last}/24", 4200)],
             control={"socket": os.path.join(d, "ctl.sock")},
-            # Memory locking is tested by ibverbs_daemon_limits; here
-            # ranks under rocemu-run --dev-node lose CAP_IPC_LOCK and UCX's
-            # UD pools outgrow Debian's 8 MiB RLIMIT_MEMLOCK, which this
-            # sandbox cannot raise (prlimit: EPERM).
-            verbs={"socket": os.path.join(d, "verbs.sock"),
-                   "limits": {"memlock": False}},
+            # Memory locking on, as by default: root's ranks keep
+            # CAP_IPC_LOCK under rocemu-run --dev-node (UCX's pools outgrow
+            # the 8 MiB RLIMIT_MEMLOCK this sandbox cannot raise).
+            verbs={"socket": os.path.join(d, "verbs.sock")},
             logging={"file": os.path.join(d, "rocemu.log")})
         return {"name": name, "config": path, "dir": d,
                 "ctl": os.path.join(d, "ctl.sock"),

@@ -17,12 +17,16 @@ then reach over RDMA, unmodified, between two hosts, each with its rocemud on it
   checks (-c) over its default sizes. The server binds 127.0.0.1
   (rdma_bind_addr of a loopback address binds no device, as the kernel's
   rdma_cm does).
-- MPI: tests/ibverbs/mpi_pingpong.c under Open MPI's libfabric layer
-  (pml cm, mtl ofi over verbs;ofi_rxm), one rank per host: every byte of
-  8 B - 1 MiB messages checked, an allreduce. Under MPICH (Debian's is
-  built for ch4:ucx only: over UCX's rc_verbs/ud_verbs) only with
-  ROCEMU_MPICH_NETDEV=1: UCX's UD wire-up between netdev hosts stalls
-  (known broken, below).
+- MPI: tests/ibverbs/mpi_pingpong.c, one rank per host, every byte of
+  8 B - 1 MiB messages checked, an allreduce: under MPICH (Debian's is
+  built for ch4:ucx only: over UCX's rc_verbs/ud_verbs, each rank under
+  rocemu-run --dev-node) and under Open MPI's libfabric layer (pml cm,
+  mtl ofi over verbs;ofi_rxm). MPICH stalled in UCX's UD wire-up here
+  until issue 39 was fixed, for two reasons, both covered now: the
+  daemons (memlock accounting on, the default) refused UCX's receive
+  pools because --dev-node's user namespace took root's CAP_IPC_LOCK;
+  and, as root outside one, UCX's mremap hook sent the library's memfd
+  move to address 0, so the daemon wrote RECEIVEs where UCX never read.
 
 Hosts as a user's are (tests/netdev/hosts.py): two network namespaces,
 each with the kernel's address on eth0 (a veth into one bridge) and its own
@@ -113,6 +117,11 @@ def setup(r):
 
 def counters(h):
     return h.counters()["rnic"]
+
+
+def refusals(h):
+    """Registrations the host's daemon refused for RLIMIT_MEMLOCK."""
+    return h.counters()["verbs"]["counters"]["memlock_refusals"]
 
 
 def delta(before, after, key):
@@ -319,9 +328,12 @@ def mpi(r, a, b, what, argv_of, program, extra_env, dev_node=True):
     """mpi_pingpong with a rank on each host; the launcher, on host A,
     from argv_of(rank_argv_a, rank_argv_b, remote_shell)."""
     before = [counters(h) for h in (a, b)]
-    # UCX (MPICH) stats /dev/infiniband/uverbs0 first: --dev-node, whose
-    # user namespace leaves root without the CAP_IPC_LOCK that the daemons'
-    # RLIMIT_MEMLOCK accounting honours. libfabric (Open MPI) needs no node.
+    refused = [refusals(h) for h in (a, b)]
+    # UCX (MPICH) stats /dev/infiniband/uverbs0 first: --dev-node, which
+    # for root is a mount namespace only, so the ranks keep the
+    # CAP_IPC_LOCK that the daemons' RLIMIT_MEMLOCK accounting honours
+    # (UCX's pools outgrow the 8 MiB limit). libfabric (Open MPI) needs no
+    # node.
     rank = [RUN, "--build", r.build_dir] + (["--dev-node"] if dev_node else
                                             []) + [program]
     [(status, text)] = r.finish([r.start(a, argv_of(
@@ -330,11 +342,12 @@ def mpi(r, a, b, what, argv_of, program, extra_env, dev_node=True):
         r.remote_shell()), extra_env)], 180)
     after = [counters(h) for h in (a, b)]
     sends = [delta(x, y, "rdma_sends") for x, y in zip(before, after)]
+    refused = [refusals(h) - n for h, n in zip((a, b), refused)]
     ok = status == 0 and "mismatches 0, allreduce 3" in text and \
-        all(n > 1000 for n in sends)
+        all(n > 1000 for n in sends) and refused == [0, 0]
     r.check(ok, f"{what}: status {status}, "
             f"{' / '.join(l for l in text.splitlines() if l.startswith(('size', 'mismatches')))}"
-            f", SENDs per daemon {sends}")
+            f", SENDs per daemon {sends}, memlock refusals {refused}")
     if not ok:
         print(text[-3000:])
 
@@ -370,12 +383,11 @@ def main():
                 "libmpich-dev, openmpi-bin, libopenmpi-dev)")
         ucx = {"UCX_TLS": "rc_verbs,ud_verbs",
                "UCX_NET_DEVICES": f"{DEV}:1"}
-        # Known broken (issue 39): between netdev hosts UCX's ud_verbs
-        # wire-up stalls (both ranks resend their first packet until
-        # UCX's 30 s peer timeout, although each daemon delivered every
-        # frame the other sent), in af_xdp and af_packet mode alike, while
-        # fi_pingpong -e dgram passes. Run it with ROCEMU_MPICH_NETDEV=1.
-        if mpich is not None and os.environ.get("ROCEMU_MPICH_NETDEV"):
+        # Issue 39: UCX's UD wire-up stalled to its 30 s peer timeout
+        # (module docstring): rocemu-run --dev-node now keeps root's
+        # CAP_IPC_LOCK, and the library's memfd move bypasses UCX's
+        # mremap hook.
+        if mpich is not None:
             t0 = time.monotonic()
             mpi(r, a, b, "MPICH (ch4:ucx) over UCX rc_verbs, a rank per host",
                 lambda ra, rb, rsh: [

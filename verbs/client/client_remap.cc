@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -84,6 +85,23 @@ std::vector<Vma> MappingsIn(uintptr_t start, uintptr_t end) {
   return out;
 }
 
+// Moves the mapping of `len` bytes at `from` to exactly `to`, replacing
+// what is there, in one step. By system call, not through libc's mremap:
+// programs hook that for memory events (UCX's UCM patches it with a
+// four-argument override), and a hook that drops the variadic fifth
+// argument, the new address, moves the pages somewhere else (for root, to
+// address 0) and still reports success; the program would keep its old
+// private pages while the daemon writes into the memfd. A mapping that
+// lands anywhere but `to` counts as failure. On failure the mapping that
+// was at `from` is unmapped, wherever it went; `to` is untouched.
+bool MoveMapping(void* from, void* to, size_t len) {
+  void* got = reinterpret_cast<void*>(
+      syscall(SYS_mremap, from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to));
+  if (got == to) return true;
+  munmap(got == MAP_FAILED ? from : got, len);
+  return false;
+}
+
 // Pages moved onto a memfd, by start address.
 struct Entry {
   uintptr_t end;
@@ -140,10 +158,7 @@ void AtForkChild() {
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (tmp == MAP_FAILED) continue;
     CopyWholePages(tmp, reinterpret_cast<const void*>(start), len);
-    if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-               reinterpret_cast<void*>(start)) == MAP_FAILED) {
-      munmap(tmp, len);
-    }
+    MoveMapping(tmp, reinterpret_cast<void*>(start), len);
     close(e.fd);
   }
   Registry().clear();
@@ -204,9 +219,7 @@ std::optional<SharedRange> ShareRange(void* addr, size_t length) {
   CopyWholePages(tmp, reinterpret_cast<const void*>(start), len);
   // One step: the addresses never go unmapped, so nothing else in the
   // process can fault on them.
-  if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-             reinterpret_cast<void*>(start)) == MAP_FAILED) {
-    munmap(tmp, len);
+  if (!MoveMapping(tmp, reinterpret_cast<void*>(start), len)) {
     close(fd);
     return std::nullopt;
   }
