@@ -1,7 +1,5 @@
 #include "emulator/port/eal_args.h"
 
-#include <fstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
@@ -28,14 +26,27 @@ std::string DeviceName(const std::string& devargs) {
   return devargs.substr(0, devargs.find(','));
 }
 
-bool HostHasHugepages() {
-  std::ifstream in("/proc/sys/vm/nr_hugepages");
-  long pages = 0;
-  return (in >> pages) && pages > 0;
+bool IsMemifClient(const std::string& devargs) {
+  if (!DeviceName(devargs).starts_with("net_memif")) return false;
+  // The PMD's default role is client.
+  return devargs.find("role=server") == std::string::npos &&
+         devargs.find("role=master") == std::string::npos;
+}
+
+std::string PortDevargs(const std::string& devargs, bool hugepages) {
+  // net_memif's zero copy (client side: the server reads and fills this
+  // process's mbufs in place) shares the EAL's memory segments by file
+  // descriptor, one per segment list: that needs --single-file-segments,
+  // which goes with hugepages here (docs/daemon.md, "Hugepages").
+  if (!hugepages || !IsMemifClient(devargs) ||
+      devargs.find("zero-copy=") != std::string::npos) {
+    return devargs;
+  }
+  return absl::StrCat(devargs, ",zero-copy=yes");
 }
 
 std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
-                                      bool host_has_hugepages) {
+                                      bool hugepages) {
   const config::EalConfig& eal = config.eal;
   std::vector<std::string> args = {"rocemud"};
   args.push_back("-l");
@@ -46,9 +57,14 @@ std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
   args.push_back(eal.file_prefix.empty() ? absl::StrCat("rocemu-", pid)
                                          : eal.file_prefix);
   args.push_back("--no-shconf");
-  bool huge = eal.hugepages == config::Hugepages::kYes ||
-              (eal.hugepages == config::Hugepages::kAuto && host_has_hugepages);
-  args.push_back(huge ? "--in-memory" : "--no-huge");
+  if (hugepages) {
+    args.push_back("--in-memory");
+    // One memfd per segment list rather than per page: what memif zero
+    // copy shares, and what keeps virtio_user within its memory regions.
+    args.push_back("--single-file-segments");
+  } else {
+    args.push_back("--no-huge");
+  }
   args.push_back("-m");
   args.push_back(absl::StrCat(eal.memory_mb));
   args.push_back(absl::StrCat("--log-level=", eal.log_level));
@@ -63,7 +79,7 @@ std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
     } else {
       args.push_back("--vdev");
     }
-    args.push_back(port.devargs);
+    args.push_back(PortDevargs(port.devargs, hugepages));
   }
   if (!any_pci) args.push_back("--no-pci");
   for (const std::string& a : eal.args) args.push_back(a);
