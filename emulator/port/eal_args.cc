@@ -26,25 +26,6 @@ std::string DeviceName(const std::string& devargs) {
   return devargs.substr(0, devargs.find(','));
 }
 
-bool IsMemifClient(const std::string& devargs) {
-  if (!DeviceName(devargs).starts_with("net_memif")) return false;
-  // The PMD's default role is client.
-  return devargs.find("role=server") == std::string::npos &&
-         devargs.find("role=master") == std::string::npos;
-}
-
-std::string PortDevargs(const std::string& devargs, bool hugepages) {
-  // net_memif's zero copy (client side: the server reads and fills this
-  // process's mbufs in place) shares the EAL's memory segments by file
-  // descriptor, one per segment list: that needs --single-file-segments,
-  // which goes with hugepages here (docs/daemon.md, "Hugepages").
-  if (!hugepages || !IsMemifClient(devargs) ||
-      devargs.find("zero-copy=") != std::string::npos) {
-    return devargs;
-  }
-  return absl::StrCat(devargs, ",zero-copy=yes");
-}
-
 std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
                                       bool hugepages) {
   const config::EalConfig& eal = config.eal;
@@ -59,8 +40,10 @@ std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
   args.push_back("--no-shconf");
   if (hugepages) {
     args.push_back("--in-memory");
-    // One memfd per segment list rather than per page: what memif zero
-    // copy shares, and what keeps virtio_user within its memory regions.
+    // One memfd per segment list rather than per page: virtio_user shares
+    // them with vhost and fails with one per page ("Too many memory
+    // regions"); memif's zero-copy=yes needs it too (docs/daemon.md,
+    // "Hugepages", on why that is not set by default).
     args.push_back("--single-file-segments");
   } else {
     args.push_back("--no-huge");
@@ -79,7 +62,7 @@ std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
     } else {
       args.push_back("--vdev");
     }
-    args.push_back(PortDevargs(port.devargs, hugepages));
+    args.push_back(port.devargs);
   }
   if (!any_pci) args.push_back("--no-pci");
   for (const std::string& a : eal.args) args.push_back(a);

@@ -17,11 +17,6 @@ namespace rocemu::emulator {
 bool IsPciDevargs(const std::string& devargs);
 // The ethdev name DPDK gives the port: the device part of devargs.
 std::string DeviceName(const std::string& devargs);
-// A net_memif device in the client role (the PMD's default).
-bool IsMemifClient(const std::string& devargs);
-// The devargs handed to the EAL: with hugepages a memif client's get
-// zero-copy=yes unless they say otherwise.
-std::string PortDevargs(const std::string& devargs, bool hugepages);
 
 // `hugepages`: --in-memory (ChooseHugepages decided the host has them),
 // else --no-huge.

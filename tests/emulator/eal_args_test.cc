@@ -59,24 +59,11 @@ TEST(EalArgsTest, HugepagesAreInMemoryWithSingleFileSegments) {
   EXPECT_TRUE(Has(a, "--no-huge"));
   EXPECT_FALSE(Has(a, "--in-memory"));
   EXPECT_FALSE(Has(a, "--single-file-segments"));
-}
-
-TEST(EalArgsTest, MemifClientsGetZeroCopyWithHugepagesOnly) {
-  config::Config c = OnePort("net_memif0,role=client,socket=/x");
+  // memif zero copy stays off (docs/daemon.md, "Hugepages"): devargs pass
+  // through as written.
+  c = OnePort("net_memif0,role=client,socket=x");
   EXPECT_EQ(After(BuildEalArgs(c, 1, true), "--vdev"),
-            "net_memif0,role=client,socket=/x,zero-copy=yes");
-  EXPECT_EQ(After(BuildEalArgs(c, 1, false), "--vdev"),
-            "net_memif0,role=client,socket=/x");
-  // The PMD's default role is client; a server has no zero copy; an
-  // explicit choice stands.
-  EXPECT_EQ(PortDevargs("net_memif1,socket=/y", true),
-            "net_memif1,socket=/y,zero-copy=yes");
-  EXPECT_EQ(PortDevargs("net_memif0,role=server,socket=/x", true),
-            "net_memif0,role=server,socket=/x");
-  EXPECT_EQ(PortDevargs("net_memif0,role=client,zero-copy=no", true),
-            "net_memif0,role=client,zero-copy=no");
-  EXPECT_EQ(PortDevargs("net_tap0,iface=role=client", true),
-            "net_tap0,iface=role=client");
+            "net_memif0,role=client,socket=x");
 }
 
 TEST(EalArgsTest, PciPortsAreAllowedNotVdevs) {
