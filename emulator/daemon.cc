@@ -57,6 +57,7 @@ absl::Status Daemon::Init() {
   std::optional<HugepageLock> lock;
   absl::StatusOr<HugepageChoice> huge = ChooseHostHugepages(config_.eal, &lock);
   if (!huge.ok()) return huge.status();
+  if (!huge->use) lock.reset();  // takes no pages: no need to make others wait
   ROCEMU_LOG_INFO("%s", huge->why);
   std::vector<std::string> args = BuildEalArgs(config_, getpid(), huge->use);
   std::vector<char*> argv;
