@@ -76,7 +76,13 @@ class FlightRecorder {
     e.opcode = opcode;
     e.snap = static_cast<uint8_t>(snap);
     e.resent = 0;
-    std::memcpy(&snaps_[i * kSnapBytes], bytes.data(), snap);
+    // A constant-size copy compiles to a few vector moves; data frames are
+    // longer than the snapshot, so most frames take it.
+    if (snap == kSnapBytes) {
+      std::memcpy(&snaps_[i * kSnapBytes], bytes.data(), kSnapBytes);
+    } else {
+      std::memcpy(&snaps_[i * kSnapBytes], bytes.data(), snap);
+    }
   }
   // The newest event, to add a reason or a cause to the frame just
   // recorded (rare path).

@@ -14,15 +14,8 @@
 #   sudo scripts/bench_dropin.sh [--build DIR] [--rounds N] [--iters N] [--append]
 set -euo pipefail
 build=build rounds=5 iters=5000 append=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build) build="$2"; shift 2 ;;
-    --rounds) rounds="$2"; shift 2 ;;
-    --iters) iters="$2"; shift 2 ;;
-    --append) append=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--rounds N] [--iters N] [--append]" >&2; exit 2 ;;
-  esac
-done
+. "$(dirname "$0")/bench_lib.sh"
+bench_options "[--build DIR] [--rounds N] [--iters N] [--append]" "$@"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 exec python3 - "$root" "$build" "$rounds" "$iters" "$append" "$*" <<'PY'
 import json, os, re, statistics, subprocess, sys, time

@@ -1,5 +1,33 @@
-# Sourced by the Google Benchmark scripts (bench_codec.sh, bench_engine.sh,
-# bench_engine_ir.sh, bench_memory.sh), from the repository's root.
+# Sourced by the benchmark scripts: bench_prepare, bench_out and bench_json
+# by the Google Benchmark ones (bench_codec.sh, bench_engine.sh,
+# bench_engine_ir.sh, bench_memory.sh), from the repository's root;
+# bench_options by those that run daemons and programs (bench_cm.sh,
+# bench_dropin.sh, bench_lcores.sh, bench_link.sh, bench_netdev.sh,
+# bench_perf.sh).
+
+#   bench_options "USAGE" "$@"
+# parses a script's options as its USAGE lists them: "[--rounds N]" sets
+# $rounds to the next argument, "[--append]" sets $append to 1 (the script
+# sets the defaults first); anything else prints the usage and exits 2.
+bench_options() {
+  local usage=$1 opt name
+  shift
+  while [[ $# -gt 0 ]]; do
+    opt=$1
+    name=${opt#--}
+    name=${name//-/_}
+    if [[ $opt == --* && $usage == *"[$opt "[A-Z]*"]"* && $# -ge 2 ]]; then
+      printf -v "$name" '%s' "$2"
+      shift 2
+    elif [[ $opt == --* && $usage == *"[$opt]"* ]]; then
+      printf -v "$name" '%s' 1
+      shift
+    else
+      echo "usage: $0 $usage" >&2
+      exit 2
+    fi
+  done
+}
 #   bench_prepare NAME BUILD_DIR TARGET...
 # configures BUILD_DIR if needed, builds the targets and prints the machine
 # line every figure in docs/performance.md is recorded with.

@@ -17,14 +17,8 @@ set -euo pipefail
 build=build
 seconds=5
 append=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build) build="$2"; shift 2 ;;
-    --seconds) seconds="$2"; shift 2 ;;
-    --append) append=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--seconds N] [--append]" >&2; exit 2 ;;
-  esac
-done
+. "$(dirname "$0")/bench_lib.sh"
+bench_options "[--build DIR] [--seconds N] [--append]" "$@"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 exec python3 - "$root" "$build" "$seconds" "$append" <<'PY'
 import json, os, subprocess, sys, time

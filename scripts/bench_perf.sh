@@ -39,16 +39,8 @@ build=build
 seconds=3
 yield=0
 append=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build) build="$2"; shift 2 ;;
-    --seconds) seconds="$2"; shift 2 ;;
-    --yield) yield=1; shift ;;
-    --append) append=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--seconds N] [--yield] [--append]" >&2
-       exit 2 ;;
-  esac
-done
+. "$(dirname "$0")/bench_lib.sh"
+bench_options "[--build DIR] [--seconds N] [--yield] [--append]" "$@"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 exec python3 - "$root" "$build" "$seconds" "$yield" "$append" "$*" <<'PY'
 import json, os, subprocess, sys, time

@@ -30,7 +30,6 @@ Usage: soak.py ROCEMUD DROPIN_DIR RDMACM_DIR MINUTES MAX_GROWTH_KIB
 import math
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -130,19 +129,10 @@ def run_one(r, ns, a, b, name, argv, kind):
                 os.killpg(srv.pid, signal.SIGKILL)
             return False, srv.communicate()[0] + f"\n({e})", ""
         cli = r.tool(ns, b, argv + ["-c", "-a", a["ip"]] + port, 300)
-        procs = [cli, srv]
-        outs = []
-        deadline = time.monotonic() + 300
-        for p in procs:
-            try:
-                out, _ = p.communicate(
-                    timeout=max(1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                out, _ = p.communicate()
-                out += "\n(timed out)"
-            outs.append((p.returncode, out))
-        (crc, cout), (src, sout) = outs
+        (crc, cout), (src, sout) = netns_util.collect(
+            (cli, srv), 300, on_hang=lambda: "\n".join(
+                netns_util.qp_story(d["ctl"], f"daemon {d['name']}")
+                for d in (a, b)))
     else:
         unknown0 = [counters(d)["rnic"]["rx_unknown_qp"] for d in (a, b)]
         src, sout, crc, cout = r.pair(ns, a, b, argv, timeout=300)

@@ -91,11 +91,11 @@ def wait_tcp_listener(proc, port, timeout=60.0):
         time.sleep(0.02)
 
 
-def wait_cm_listener(proc, ctl, port, timeout=60.0):
-    """Waits until the server `proc` (a Popen) listens through rdma_cm on
-    `port` of the daemon whose control socket is `ctl`: rdma_cm servers
-    listen in the RDMA port space, not on a TCP socket. Raises if the
-    server exits first or the deadline passes."""
+def cm_listener(ctl, port, timeout=60.0, proc=None):
+    """The CM id listening on `port` (any port space) of the daemon whose
+    control socket is `ctl`, once it appears: rdma_cm servers listen in the
+    RDMA port space, not on a TCP socket. None at the deadline, or as soon
+    as the server `proc` (a Popen, if given) has exited."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -105,16 +105,85 @@ def wait_cm_listener(proc, ctl, port, timeout=60.0):
                                   for e in s["cm_ids"]]
         except (OSError, ValueError, KeyError, IndexError):
             ids = []
-        if any(e["listener"] and int(e["service_id"], 16) & 0xFFFF == port
-               for e in ids):
-            return
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited ({proc.returncode}) before "
-                                 f"listening on rdma_cm port {port}")
+        for e in ids:
+            if e["listener"] and int(e["service_id"], 16) & 0xFFFF == port:
+                return e
+        if proc is not None and proc.poll() is not None:
+            return None
         if time.monotonic() > deadline:
-            raise AssertionError(f"server not listening on rdma_cm port "
-                                 f"{port} after {timeout} s")
+            return None
         time.sleep(0.02)
+
+
+def wait_cm_listener(proc, ctl, port, timeout=60.0):
+    """cm_listener for a server that must listen: raises if `proc` exits
+    first or the deadline passes."""
+    if cm_listener(ctl, port, timeout, proc) is not None:
+        return
+    if proc.poll() is not None:
+        raise AssertionError(f"server exited ({proc.returncode}) before "
+                             f"listening on rdma_cm port {port}")
+    raise AssertionError(f"server not listening on rdma_cm port "
+                         f"{port} after {timeout} s")
+
+
+def collect(procs, timeout, on_hang=None):
+    """(returncode, output) of each Popen (stdout piped, text), all within
+    `timeout` seconds; one still running at the deadline is killed (its
+    process group if it leads one) and reported with returncode None (it
+    hung: no exit status) and "(timed out)" after its output. `on_hang`,
+    if given, is called once before the first kill (while the hung
+    program's QPs still exist: the place to ask the daemons why) and its
+    text is added to that program's output."""
+    outs = []
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=max(1, deadline -
+                                               time.monotonic()))
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            note = ""
+            if on_hang is not None:
+                note, on_hang = "\n" + on_hang(), None
+            try:
+                if os.getpgid(p.pid) == p.pid:
+                    os.killpg(p.pid, signal.SIGKILL)
+                else:
+                    p.kill()
+            except ProcessLookupError:
+                pass
+            out, _ = p.communicate()
+            out = (out or "") + "\n(timed out)" + note
+            rc = None
+        outs.append((rc, out))
+    return outs
+
+
+def qp_story(ctl, what):
+    """Every QP of the daemon whose control socket is `ctl`, with its
+    flight recorder's account (`rocemu-ctl qp N --why`), and every
+    client's CQs and QPs, as text headed by `what`: what a hung test
+    prints before it kills its programs."""
+    lines = [f"--- {what}: QPs and their flight recorders ---"]
+    try:
+        ports = control(ctl, {"cmd": "qps"}, timeout=10)["ports"]
+        ports = ports.values() if isinstance(ports, dict) else ports
+        for port in ports:
+            for q in port.get("qps", []):
+                w = control(ctl, {"cmd": "qp_why", "qpn": q["qpn"]},
+                            timeout=10)
+                lines.append(w.get("report") or json.dumps(w))
+        # The sessions' side: each client's CQs (produced, unconsumed,
+        # armed) and QPs, for a hang the wire does not explain.
+        for port in control(ctl, {"cmd": "clients"}, timeout=10)["ports"]:
+            for c in port.get("verbs", {}).get("clients", []):
+                c = {k: c[k] for k in ("id", "pid", "name", "cqs", "qps")
+                     if k in c}
+                lines.append(f"client {json.dumps(c)}")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        lines.append(f"(could not ask: {e})")
+    return "\n".join(lines)
 
 
 def write_rocemud_config(path, prefix, ports, eal=None, **sections):

@@ -1,6 +1,5 @@
 #include "emulator/capture/pcap_writer.h"
 
-#include <pcap/pcap.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,35 +7,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/emulator/libpcap_frames.h"
 #include "tests/temp_dir.h"
 
 namespace rocemu::emulator {
 namespace {
 
-struct Frame {
-  uint64_t ns;
-  std::vector<uint8_t> data;
-};
-
-std::vector<Frame> ReadAll(const std::string& path) {
-  char err[PCAP_ERRBUF_SIZE];
-  pcap_t* p = pcap_open_offline_with_tstamp_precision(
-      path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
-  EXPECT_NE(p, nullptr) << err;
-  std::vector<Frame> out;
-  if (p == nullptr) return out;
-  EXPECT_EQ(pcap_get_tstamp_precision(p), PCAP_TSTAMP_PRECISION_NANO);
-  EXPECT_EQ(pcap_datalink(p), DLT_EN10MB);
-  pcap_pkthdr* h;
-  const u_char* d;
-  while (pcap_next_ex(p, &h, &d) == 1) {
-    out.push_back({static_cast<uint64_t>(h->ts.tv_sec) * 1000000000 +
-                       static_cast<uint64_t>(h->ts.tv_usec),
-                   std::vector<uint8_t>(d, d + h->caplen)});
-  }
-  pcap_close(p);
-  return out;
-}
+using Frame = test_support::CapturedFrame;
+using test_support::ReadWithLibpcap;
 
 class PcapWriterTest : public ::testing::Test {
  protected:
@@ -54,7 +32,7 @@ TEST_F(PcapWriterTest, WritesFramesWithNanosecondTimestamps) {
     w.Write(f2, 1795320326'155226999ull);
     EXPECT_EQ(w.frames(), 2u);
   }
-  std::vector<Frame> got = ReadAll(path);
+  std::vector<Frame> got = ReadWithLibpcap(path);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].ns, 1795320326'155226304ull);
   EXPECT_EQ(got[1].ns, 1795320326'155226999ull);
@@ -76,10 +54,10 @@ TEST_F(PcapWriterTest, RotatesBySizeWithoutLosingFrames) {
   EXPECT_EQ(w.errors(), 0u);
   std::vector<Frame> all;
   for (uint32_t r = 1; r <= w.rotations(); ++r) {
-    std::vector<Frame> part = ReadAll(path + "." + std::to_string(r));
+    std::vector<Frame> part = ReadWithLibpcap(path + "." + std::to_string(r));
     all.insert(all.end(), part.begin(), part.end());
   }
-  std::vector<Frame> last = ReadAll(path);
+  std::vector<Frame> last = ReadWithLibpcap(path);
   all.insert(all.end(), last.begin(), last.end());
   ASSERT_EQ(all.size(), 20u);
   for (int i = 0; i < 20; ++i) {
@@ -102,12 +80,12 @@ TEST_F(PcapWriterTest, ReopenNeverTruncatesACapture) {
   ASSERT_TRUE(w.Reopen().ok());
   w.Write(f, 3);
   w.Close();
-  ASSERT_EQ(ReadAll(path + ".1").size(), 1u);
-  EXPECT_EQ(ReadAll(path + ".1")[0].ns, 1u);
-  ASSERT_EQ(ReadAll(tmp_.path() + "/moved.pcap").size(), 1u);
-  EXPECT_EQ(ReadAll(tmp_.path() + "/moved.pcap")[0].ns, 2u);
-  ASSERT_EQ(ReadAll(path).size(), 1u);
-  EXPECT_EQ(ReadAll(path)[0].ns, 3u);
+  ASSERT_EQ(ReadWithLibpcap(path + ".1").size(), 1u);
+  EXPECT_EQ(ReadWithLibpcap(path + ".1")[0].ns, 1u);
+  ASSERT_EQ(ReadWithLibpcap(tmp_.path() + "/moved.pcap").size(), 1u);
+  EXPECT_EQ(ReadWithLibpcap(tmp_.path() + "/moved.pcap")[0].ns, 2u);
+  ASSERT_EQ(ReadWithLibpcap(path).size(), 1u);
+  EXPECT_EQ(ReadWithLibpcap(path)[0].ns, 3u);
 }
 
 TEST_F(PcapWriterTest, UnwritablePathIsAnError) {

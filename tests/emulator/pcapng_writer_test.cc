@@ -3,7 +3,6 @@
 // 4.0 decodes it: direction, packet id, hardware verdict, comment).
 #include "emulator/capture/pcapng_writer.h"
 
-#include <pcap/pcap.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,35 +12,14 @@
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/emulator/libpcap_frames.h"
 #include "tests/temp_dir.h"
 
 namespace rocemu::capture {
 namespace {
 
-struct Frame {
-  uint64_t ns;
-  uint32_t len;
-  std::vector<uint8_t> data;
-};
-
-std::vector<Frame> ReadWithLibpcap(const std::string& path) {
-  char err[PCAP_ERRBUF_SIZE];
-  pcap_t* p = pcap_open_offline_with_tstamp_precision(
-      path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
-  EXPECT_NE(p, nullptr) << err;
-  std::vector<Frame> out;
-  if (p == nullptr) return out;
-  EXPECT_EQ(pcap_datalink(p), DLT_EN10MB);
-  pcap_pkthdr* h;
-  const u_char* d;
-  while (pcap_next_ex(p, &h, &d) == 1) {
-    out.push_back({static_cast<uint64_t>(h->ts.tv_sec) * 1000000000 +
-                       static_cast<uint64_t>(h->ts.tv_usec),
-                   h->len, std::vector<uint8_t>(d, d + h->caplen)});
-  }
-  pcap_close(p);
-  return out;
-}
+using Frame = test_support::CapturedFrame;
+using test_support::ReadWithLibpcap;
 
 // tshark's fields, one vector per frame.
 std::vector<std::vector<std::string>> Tshark(const std::string& path,

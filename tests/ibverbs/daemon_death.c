@@ -26,23 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)             \
-  do {                               \
-    const int ok_ = (cond);          \
-    const int err_ = errno;          \
-    printf(ok_ ? "ok   " : "FAIL "); \
-    printf(__VA_ARGS__);             \
-    printf(" (errno %d)\n", err_);   \
-    if (!ok_) ++failures;            \
-  } while (0)
-#define REQUIRE(cond, ...)    \
-  do {                        \
-    const int ok2_ = (cond);  \
-    CHECK(ok2_, __VA_ARGS__); \
-    if (!ok2_) exit(1);       \
-  } while (0)
+#include "probe_checks.h"
 
 enum { kRecvs = 16, kFirstRecv = 200, kThreadRecvs = 8, kThreadRecv = 300 };
 
@@ -58,16 +42,6 @@ struct dev {
   size_t len;
   struct ibv_mr* mr;
 };
-
-static struct ibv_context* open_first(void) {
-  int n = 0;
-  struct ibv_device** list = ibv_get_device_list(&n);
-  REQUIRE(list != NULL && n >= 1, "a device is listed (%d)", n);
-  struct ibv_context* ctx = ibv_open_device(list[0]);
-  REQUIRE(ctx != NULL, "ibv_open_device(%s)", ibv_get_device_name(list[0]));
-  ibv_free_device_list(list);
-  return ctx;
-}
 
 static struct ibv_qp* make_qp(struct dev* d, struct ibv_cq* scq,
                               struct ibv_cq* rcq) {
@@ -85,46 +59,11 @@ static struct ibv_qp* make_qp(struct dev* d, struct ibv_cq* scq,
   return qp;
 }
 
-/* To RTS towards `dest` on the same device (the RNIC loops frames back);
- * rnr_retry 7 retries for ever, so a SEND nobody posted a receive for
- * stays outstanding. */
+/* rnr_retry 7 retries for ever, so a SEND nobody posted a receive for
+ * stays outstanding; min_rnr_timer 24: 41 ms between its retries. */
 static void connect_qp(struct dev* d, struct ibv_qp* qp, uint32_t dest) {
-  struct ibv_qp_attr a;
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  REQUIRE(ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                            IBV_QP_ACCESS_FLAGS) == 0,
-          "QP %u to INIT", qp->qp_num);
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = dest;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 24; /* 41 ms between a stalled SEND's retries */
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = 1;
-  a.ah_attr.grh.hop_limit = 64;
-  REQUIRE(ibv_query_gid(d->ctx, 1, 0, &a.ah_attr.grh.dgid) == 0, "GID 0");
-  REQUIRE(
-      ibv_modify_qp(qp, &a,
-                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
-      "QP %u to RTR", qp->qp_num);
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 1;
-  REQUIRE(ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-                            IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                            IBV_QP_MAX_QP_RD_ATOMIC) == 0,
-          "QP %u to RTS", qp->qp_num);
+  const struct loopback_rc c = {0, 1, 24, 0};
+  connect_loopback_rc(d->ctx, qp, dest, &c);
 }
 
 static void open_dev(struct dev* d) {

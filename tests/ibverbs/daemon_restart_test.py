@@ -63,30 +63,13 @@ def wait_traffic(d, wqes, timeout=60):
 
 
 def wait_listener(d, port, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        c = netns_util.control(d.ctl, {"cmd": "cm"}, timeout=10)
-        for e in c["ports"][0]["cm_ids"]:
-            if e["listener"] and int(e["service_id"], 16) & 0xFFFF == port:
-                return True
-        time.sleep(0.05)
-    return False
+    return netns_util.cm_listener(d.ctl, port, timeout) is not None
 
 
 def finish(procs):
-    """(returncode, output) of each, killing one that outlives HANG."""
-    outs = []
-    deadline = time.monotonic() + HANG
-    for p in procs:
-        try:
-            out, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
-            out += "\n(hung: killed)"
-            p.returncode = None
-        outs.append((p.returncode, out))
-    return outs
+    """(returncode, output) of each; one that outlives HANG is killed and
+    has returncode None."""
+    return netns_util.collect(procs, HANG)
 
 
 def spawn(argv, env):

@@ -31,51 +31,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-/* Both evaluate `cond` exactly once (it is often the call under test). */
-static int check(int ok, int err) {
-  printf(ok ? "ok   " : "FAIL ");
-  if (!ok) ++failures;
-  errno = err;
-  return ok;
-}
-
-#define CHECK(cond, ...)                     \
-  do {                                       \
-    const int ok_ = (cond);                  \
-    const int err_ = errno;                  \
-    check(ok_, err_);                        \
-    printf(__VA_ARGS__);                     \
-    printf(" (errno %d)\n", err_);           \
-    fflush(stdout);                          \
-  } while (0)
-
-#define REQUIRE(cond, ...)                   \
-  do {                                       \
-    const int ok_ = (cond);                  \
-    const int err_ = errno;                  \
-    check(ok_, err_);                        \
-    printf(__VA_ARGS__);                     \
-    printf(" (errno %d)\n", err_);           \
-    fflush(stdout);                          \
-    if (!ok_) exit(1);                       \
-  } while (0)
+#include "probe_checks.h"
 
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static struct ibv_context* open_first(void) {
-  int n = 0;
-  struct ibv_device** list = ibv_get_device_list(&n);
-  REQUIRE(list != NULL && n >= 1, "a device is listed (%d)", n);
-  struct ibv_context* ctx = ibv_open_device(list[0]);
-  REQUIRE(ctx != NULL, "ibv_open_device(%s)", ibv_get_device_name(list[0]));
-  ibv_free_device_list(list);
-  return ctx;
 }
 
 /* Two RC QPs of one device connected to each other (the RNIC loops the
@@ -107,57 +68,19 @@ static struct ibv_qp* make_qp(struct pair* p, uint32_t depth) {
   return qp;
 }
 
+/* PSN 7 and 4 reads in flight (not the defaults); UCX's all-ones flow
+ * label, which the kernel and the providers keep to the 20 bits the GRH
+ * carries. */
 static void connect_qp(struct pair* p, struct ibv_qp* qp, uint32_t dest) {
+  const struct loopback_rc c = {7, 4, 1, 0xFFFFFFFF};
+  connect_loopback_rc(p->ctx, qp, dest, &c);
   struct ibv_qp_attr a;
+  struct ibv_qp_init_attr init;
   memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  REQUIRE(ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                            IBV_QP_ACCESS_FLAGS) == 0,
-          "QP %u to INIT", qp->qp_num);
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = dest;
-  a.rq_psn = 7;
-  a.max_dest_rd_atomic = 4;
-  a.min_rnr_timer = 1;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.port_num = 1;
-  a.ah_attr.grh.hop_limit = 64;
-  /* UCX passes all ones; the kernel and the providers keep the 20 bits
-   * the GRH carries. */
-  a.ah_attr.grh.flow_label = 0xFFFFFFFF;
-  REQUIRE(ibv_query_gid(p->ctx, 1, 0, &a.ah_attr.grh.dgid) == 0,
-          "our own GID 0");
-  REQUIRE(ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                            IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                            IBV_QP_MAX_DEST_RD_ATOMIC |
-                            IBV_QP_MIN_RNR_TIMER) == 0,
-          "QP %u to RTR", qp->qp_num);
-  {
-    struct ibv_qp_init_attr init;
-    memset(&a, 0, sizeof(a));
-    REQUIRE(ibv_query_qp(qp, &a, IBV_QP_AV, &init) == 0 &&
-                a.ah_attr.grh.flow_label == 0xFFFFF,
-            "QP %u flow label kept to 20 bits: 0x%x", qp->qp_num,
-            a.ah_attr.grh.flow_label);
-  }
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = 7;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 4;
-  REQUIRE(ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-                            IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                            IBV_QP_MAX_QP_RD_ATOMIC) == 0,
-          "QP %u to RTS", qp->qp_num);
+  REQUIRE(ibv_query_qp(qp, &a, IBV_QP_AV, &init) == 0 &&
+              a.ah_attr.grh.flow_label == 0xFFFFF,
+          "QP %u flow label kept to 20 bits: 0x%x", qp->qp_num,
+          a.ah_attr.grh.flow_label);
 }
 
 static void make_pair(struct pair* p, uint32_t depth, int with_channel) {
@@ -399,9 +322,9 @@ static void* poster(void* arg) {
     const size_t src = slot % (g_pair.len / 2);
     memset(g_pair.buf + src, (t * 31 + i) & 0xff, kChunk);
     int rc;
-    while ((rc = post_write(g_pair.a, &g_pair,
-                            ((uint64_t)t << 32) | (uint64_t)i, src,
-                            g_pair.len / 2 + src, kChunk)) == ENOMEM) {
+    while (
+        (rc = post_write(g_pair.a, &g_pair, ((uint64_t)t << 32) | (uint64_t)i,
+                         src, g_pair.len / 2 + src, kChunk)) == ENOMEM) {
     }
     if (rc != 0) {
       printf("FAIL thread %d post %d: %d\n", t, i, rc);
@@ -427,8 +350,7 @@ static int probe_threads(void) {
     for (int k = 0; k < n; ++k) {
       const int t = (int)(wc[k].wr_id >> 32);
       const int i = (int)(wc[k].wr_id & 0xffffffff);
-      if (wc[k].status != IBV_WC_SUCCESS || t >= kThreads ||
-          i >= kPerThread) {
+      if (wc[k].status != IBV_WC_SUCCESS || t >= kThreads || i >= kPerThread) {
         ++bad;
         continue;
       }
@@ -603,8 +525,8 @@ static int write_wait(struct pair* p, uint64_t laddr, uint32_t lkey,
 static int probe_memory(void) {
   struct pair p;
   make_pair(&p, 16, 0);
-  const unsigned rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                      IBV_ACCESS_REMOTE_READ;
+  const unsigned rw =
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   enum { kLen = 65536 };
   uint8_t* mem;
   REQUIRE(posix_memalign((void**)&mem, 4096, kLen) == 0, "buffer");
@@ -625,8 +547,8 @@ static int probe_memory(void) {
   struct ibv_mr* zero = ibv_reg_mr_iova2(p.pd, mem, kLen, 0, rw);
   CHECK(zero != NULL, "ibv_reg_mr_iova2 at iova 0 (zero-based)");
   if (zero != NULL) {
-    CHECK(write_wait(&p, (uintptr_t)p.buf + 100, p.mr->lkey, 40000,
-                     zero->rkey, 1000) == IBV_WC_SUCCESS &&
+    CHECK(write_wait(&p, (uintptr_t)p.buf + 100, p.mr->lkey, 40000, zero->rkey,
+                     1000) == IBV_WC_SUCCESS &&
               memcmp(mem + 40000, p.buf + 100, 1000) == 0,
           "a WRITE to address 40000 of the zero-based region");
     CHECK(ibv_dereg_mr(zero) == 0, "ibv_dereg_mr (zero-based)");
@@ -635,7 +557,8 @@ static int probe_memory(void) {
 
   struct ibv_device_attr_ex ax;
   REQUIRE(ibv_query_device_ex(p.ctx, NULL, &ax) == 0, "ibv_query_device_ex");
-  CHECK(ax.max_dm_size >= 4096, "max_dm_size %lu", (unsigned long)ax.max_dm_size);
+  CHECK(ax.max_dm_size >= 4096, "max_dm_size %lu",
+        (unsigned long)ax.max_dm_size);
   struct ibv_alloc_dm_attr big = {.length = ax.max_dm_size + 1};
   errno = 0;
   CHECK(ibv_alloc_dm(p.ctx, &big) == NULL && errno == EINVAL,
@@ -658,8 +581,7 @@ static int probe_memory(void) {
         "ibv_reg_dm_mr without IBV_ACCESS_ZERO_BASED: EINVAL");
   errno = 0;
   CHECK(ibv_reg_dm_mr(p.pd, dm, 2048, 4096,
-                      IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE) ==
-                NULL &&
+                      IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE) == NULL &&
             errno == EINVAL,
         "ibv_reg_dm_mr past the DM's end: EINVAL");
   struct ibv_mr* dmr =
@@ -767,10 +689,10 @@ static int probe_refuse(void) {
   CHECK(mw != NULL && ibv_dealloc_pd(pd) == EBUSY,
         "ibv_dealloc_pd with a window: EBUSY");
   CHECK(mw != NULL && ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw");
-  struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD |
-                                               IBV_XRCD_INIT_ATTR_OFLAGS,
-                                  .fd = -1,
-                                  .oflags = O_CREAT};
+  struct ibv_xrcd_init_attr xa = {
+      .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+      .fd = -1,
+      .oflags = O_CREAT};
   errno = 0;
   CHECK(ibv_open_xrcd(ctx, &xa) == NULL &&
             (errno == EOPNOTSUPP || errno == ENOSYS),
@@ -780,16 +702,14 @@ static int probe_refuse(void) {
   struct ibv_mr* odp =
       ibv_reg_mr(pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
   CHECK(odp != NULL, "ibv_reg_mr with IBV_ACCESS_ON_DEMAND (ODP)");
-  struct ibv_sge pre = {.addr = (uintptr_t)mem,
-                        .length = 8192,
-                        .lkey = odp ? odp->lkey : 0};
-  CHECK(odp != NULL &&
-            ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
-                          IBV_ADVISE_MR_FLAG_FLUSH, &pre, 1) == 0,
+  struct ibv_sge pre = {
+      .addr = (uintptr_t)mem, .length = 8192, .lkey = odp ? odp->lkey : 0};
+  CHECK(odp != NULL && ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+                                     IBV_ADVISE_MR_FLAG_FLUSH, &pre, 1) == 0,
         "ibv_advise_mr: a prefetch of the ODP region");
-  CHECK(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80, &pre, 1) ==
-            EINVAL,
-        "ibv_advise_mr with an unknown flag: EINVAL");
+  CHECK(
+      ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80, &pre, 1) == EINVAL,
+      "ibv_advise_mr with an unknown flag: EINVAL");
   if (odp) ibv_dereg_mr(odp);
   struct ibv_mr* implicit = ibv_reg_mr(
       pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
@@ -799,17 +719,16 @@ static int probe_refuse(void) {
   CHECK(ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE) == NULL &&
             errno == EINVAL,
         "the whole address space without ODP: EINVAL");
-  struct ibv_mr* mr =
-      ibv_reg_mr(pd, mem, 8192,
-                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+  struct ibv_mr* mr = ibv_reg_mr(
+      pd, mem, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
   CHECK(mr != NULL, "an optional access bit (relaxed ordering) is ignored");
   if (mr) ibv_dereg_mr(mr);
   errno = 0;
   CHECK(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE) == NULL &&
             errno == EOPNOTSUPP,
         "ibv_reg_dmabuf_mr: EOPNOTSUPP");
-  struct ibv_cq_init_attr_ex cqa = {
-      .cqe = 16, .wc_flags = IBV_WC_EX_WITH_FLOW_TAG};
+  struct ibv_cq_init_attr_ex cqa = {.cqe = 16,
+                                    .wc_flags = IBV_WC_EX_WITH_FLOW_TAG};
   errno = 0;
   CHECK(ibv_create_cq_ex(ctx, &cqa) == NULL && errno == EOPNOTSUPP,
         "ibv_create_cq_ex with flow tags: EOPNOTSUPP");
@@ -835,8 +754,10 @@ static int probe_refuse(void) {
   CHECK(qp != NULL && ibv_create_flow(qp, &fa) == NULL &&
             (errno == EOPNOTSUPP || errno == ENOSYS),
         "ibv_create_flow: not supported");
-  struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ, .max_wr = 4,
-                                .max_sge = 1, .pd = pd,
+  struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ,
+                                .max_wr = 4,
+                                .max_sge = 1,
+                                .pd = pd,
                                 .cq = ibv_cq_ex_to_cq(cqx)};
   errno = 0;
   CHECK(ibv_create_wq(ctx, &wa) == NULL,

@@ -71,18 +71,7 @@ class Hosts(hostslib.Cluster):
 
     def finish(self, procs, timeout):
         """(returncode, output) of each process; killed at the deadline."""
-        outs = []
-        deadline = time.monotonic() + timeout
-        for p in procs:
-            try:
-                out, _ = p.communicate(timeout=max(1, deadline -
-                                                   time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, 9)
-                out, _ = p.communicate()
-                out += "\n(timed out)"
-            outs.append((p.returncode, out))
-        return outs
+        return netns_util.collect(procs, timeout)
 
     def remote_shell(self):
         """A stand-in for ssh/rsh, as the MPI launchers call it (options,

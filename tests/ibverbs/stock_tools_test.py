@@ -83,7 +83,9 @@ class Run(netns_util.NetRun):
 
     def pair(self, ns, a, b, argv, timeout=240, addr="127.0.0.1"):
         """Server on daemon A, then the client on daemon B (connecting to
-        `addr`: A's RoCE address for rdma_cm); both outputs."""
+        `addr`: A's RoCE address for rdma_cm); both outputs. A pair that
+        hangs is killed at `timeout`, after both daemons' account of their
+        QPs is added to the client's output."""
         # Two pairs may run at once (check_shards): each keeps its own port.
         with self.port_lock:
             self.port += 1
@@ -97,18 +99,10 @@ class Run(netns_util.NetRun):
         else:
             netns_util.wait_tcp_listener(srv, tcp_port)
         cli = self.tool(ns, b, argv + port + [addr], timeout)
-        outs = []
-        deadline = time.monotonic() + timeout
-        for p in (cli, srv):
-            try:
-                out, _ = p.communicate(timeout=max(1, deadline -
-                                                   time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                out, _ = p.communicate()
-                out += "\n(timed out)"
-            outs.append((p.returncode, out))
-        (crc, cout), (src, sout) = outs
+        (crc, cout), (src, sout) = netns_util.collect(
+            (cli, srv), timeout, on_hang=lambda: "\n".join(
+                netns_util.qp_story(d["ctl"], f"daemon {d['name']}")
+                for d in (a, b)))
         return src, sout, crc, cout
 
 

@@ -129,13 +129,7 @@ class Host:
 
     def wait_listener(self, port, timeout=30):
         """Whether this host's CM lists a listener on TCP-space `port`."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for e in self.control("cm")["ports"][0]["cm_ids"]:
-                if e["listener"] and int(e["service_id"], 16) & 0xFFFF == port:
-                    return True
-            time.sleep(0.05)
-        return False
+        return netns_util.cm_listener(self.ctl, port, timeout) is not None
 
     def kill(self, sig=signal.SIGTERM, timeout=15):
         self.proc.send_signal(sig)

@@ -70,18 +70,7 @@ class CmRun(stock.Run):
         return self.collect((cli, srv), timeout)
 
     def collect(self, procs, timeout):
-        outs = []
-        deadline = time.monotonic() + timeout
-        for p in procs:
-            try:
-                out, _ = p.communicate(timeout=max(1, deadline -
-                                                   time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, 9)
-                out, _ = p.communicate()
-                out += "\n(timed out)"
-            outs.append((p.returncode, out))
-        return outs
+        return netns_util.collect(procs, timeout)
 
 
 def cm_ids(d):
@@ -91,13 +80,7 @@ def cm_ids(d):
 
 def wait_listener(d, port, timeout=20):
     """A's CM id listening on `port` (any port space), or None."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for e in cm_ids(d):
-            if e["listener"] and int(e["service_id"], 16) & 0xFFFF == port:
-                return e
-        time.sleep(0.05)
-    return None
+    return netns_util.cm_listener(d["ctl"], port, timeout)
 
 
 def wait_group(d, gid, members, timeout=20):
