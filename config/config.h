@@ -23,9 +23,9 @@ using MacAddr = std::array<uint8_t, 6>;
 using IpAddr = std::array<uint8_t, 16>;
 
 enum class Hugepages : uint8_t {
-  kAuto,  // use them when /proc/sys/vm/nr_hugepages > 0
+  kAuto,  // use them when memory_mb of them are free, else --no-huge
   kNo,    // --no-huge
-  kYes,   // require them (--in-memory)
+  kYes,   // require them (--in-memory); an error when too few are free
 };
 
 struct EalConfig {
@@ -37,8 +37,12 @@ struct EalConfig {
   // per lcore (emulator/shard.h); the first lcore also runs the ports.
   uint32_t lcores = 1;
   Hugepages hugepages = Hugepages::kAuto;
-  std::string file_prefix;   // empty: rocemu-<pid>
-  uint32_t memory_mb = 512;  // -m
+  std::string file_prefix;  // empty: rocemu-<pid>
+  // -m. A port's mbuf pool (8191 mbufs) is ~20 MiB at MTU 1500 and ~45
+  // MiB at 4200: 256 fits four ports at 4200 with room for the rest. With
+  // hugepages this many are taken at start (the heap may grow beyond);
+  // with --no-huge it is the ceiling, touched only where used.
+  uint32_t memory_mb = 256;
   std::string log_level = "*:warning";
   // 0: poll without pause (lowest latency, one core busy). Otherwise,
   // after idle_spin_us without work, the loop sleeps until a doorbell, a

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <ctime>
 #include <iterator>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +22,7 @@
 #include "emulator/control/socket_path.h"
 #include "emulator/logging.h"
 #include "emulator/port/eal_args.h"
+#include "emulator/port/hugepages.h"
 #include "emulator/port/intr_thread.h"
 #include "nic/cm/cm_agent.h"
 #include "protocol/pfc.h"
@@ -51,8 +53,13 @@ Daemon::~Daemon() { Shutdown(); }
 
 absl::Status Daemon::Init() {
   if (absl::Status s = OpenNetdevs(); !s.ok()) return s;
-  std::vector<std::string> args =
-      BuildEalArgs(config_, getpid(), HostHasHugepages());
+  // The lock is held until the EAL has taken its pages.
+  std::optional<HugepageLock> lock;
+  absl::StatusOr<HugepageChoice> huge = ChooseHostHugepages(config_.eal, &lock);
+  if (!huge.ok()) return huge.status();
+  if (!huge->use) lock.reset();  // takes no pages: no need to make others wait
+  ROCEMU_LOG_INFO("%s", huge->why);
+  std::vector<std::string> args = BuildEalArgs(config_, getpid(), huge->use);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   ROCEMU_LOG_INFO("EAL: %s", absl::StrJoin(args, " "));
@@ -60,6 +67,7 @@ absl::Status Daemon::Init() {
     return absl::UnavailableError(
         absl::StrCat("DPDK EAL init failed: ", rte_strerror(rte_errno)));
   }
+  lock.reset();
   eal_ready_ = true;
   if (!RegisterMbufTag()) {
     return absl::InternalError(absl::StrCat(

@@ -38,6 +38,12 @@ if [[ -x $peer/build-guest.sh && $(id -u) -eq 0 ]]; then
   "$peer/build-guest.sh" >/dev/null || echo "setup: the rxe peer image did not build (interop tests will say so)" >&2
 fi
 
+# Hugepages for the daemons (docs/daemon.md, "Hugepages"): as root, and
+# where the kernel lets us, reserve 2 MiB pages and mount hugetlbfs.
+# Anywhere else (not root, a container's read-only /proc/sys) the daemons'
+# eal.hugepages: auto runs them with --no-huge, so this never fails.
+scripts/hugepages.sh reserve || true
+
 ((no_build)) && exit 0
 
 # ns3/ (rocemu-ns3 and its tests in the sim suite) is on: libns3-dev is in

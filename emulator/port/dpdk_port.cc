@@ -117,7 +117,9 @@ absl::StatusOr<DpdkPort> DpdkPort::Open(const config::PortConfig& c,
   port.pool_ = rte_pktmbuf_pool_create(
       pool_name.c_str(), pool_size, kPoolCache, 0,
       static_cast<uint16_t>(room + RTE_PKTMBUF_HEADROOM), socket_id);
-  if (port.pool_ == nullptr) return PortError(c, "mbuf pool", rte_errno);
+  if (port.pool_ == nullptr) {
+    return PortError(c, "mbuf pool (raise eal.memory_mb?)", rte_errno);
+  }
 
   rte_eth_conf conf{};
   conf.rxmode.mtu = port.dpdk_mtu_;

@@ -1,7 +1,5 @@
 #include "emulator/port/eal_args.h"
 
-#include <fstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
@@ -28,14 +26,8 @@ std::string DeviceName(const std::string& devargs) {
   return devargs.substr(0, devargs.find(','));
 }
 
-bool HostHasHugepages() {
-  std::ifstream in("/proc/sys/vm/nr_hugepages");
-  long pages = 0;
-  return (in >> pages) && pages > 0;
-}
-
 std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
-                                      bool host_has_hugepages) {
+                                      bool hugepages) {
   const config::EalConfig& eal = config.eal;
   std::vector<std::string> args = {"rocemud"};
   args.push_back("-l");
@@ -46,9 +38,16 @@ std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
   args.push_back(eal.file_prefix.empty() ? absl::StrCat("rocemu-", pid)
                                          : eal.file_prefix);
   args.push_back("--no-shconf");
-  bool huge = eal.hugepages == config::Hugepages::kYes ||
-              (eal.hugepages == config::Hugepages::kAuto && host_has_hugepages);
-  args.push_back(huge ? "--in-memory" : "--no-huge");
+  if (hugepages) {
+    args.push_back("--in-memory");
+    // One memfd per segment list rather than per page: virtio_user shares
+    // them with vhost and fails with one per page ("Too many memory
+    // regions"); memif's zero-copy=yes needs it too (docs/daemon.md,
+    // "Hugepages", on why that is not set by default).
+    args.push_back("--single-file-segments");
+  } else {
+    args.push_back("--no-huge");
+  }
   args.push_back("-m");
   args.push_back(absl::StrCat(eal.memory_mb));
   args.push_back(absl::StrCat("--log-level=", eal.log_level));

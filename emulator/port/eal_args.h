@@ -1,7 +1,8 @@
 // The DPDK EAL command line generated from the config: one polling lcore, no
 // shared config, a per-process file prefix, hugepages only where the host
-// reserved them (--no-huge and --in-memory are never combined), and the
-// configured ports as --vdev (virtual) or -a (PCI) devices.
+// has them free (hugepages.h; --no-huge and --in-memory are never
+// combined), and the configured ports as --vdev (virtual) or -a (PCI)
+// devices.
 #ifndef ROCEMU_EMULATOR_PORT_EAL_ARGS_H_
 #define ROCEMU_EMULATOR_PORT_EAL_ARGS_H_
 
@@ -16,11 +17,11 @@ namespace rocemu::emulator {
 bool IsPciDevargs(const std::string& devargs);
 // The ethdev name DPDK gives the port: the device part of devargs.
 std::string DeviceName(const std::string& devargs);
-// True when /proc/sys/vm/nr_hugepages is above zero.
-bool HostHasHugepages();
 
+// `hugepages`: --in-memory (ChooseHugepages decided the host has them),
+// else --no-huge.
 std::vector<std::string> BuildEalArgs(const config::Config& config, int pid,
-                                      bool host_has_hugepages);
+                                      bool hugepages);
 
 }  // namespace rocemu::emulator
 

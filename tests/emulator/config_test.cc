@@ -239,7 +239,7 @@ TEST(ConfigTest, DefaultsApplyWhenKeysAreAbsent) {
   EXPECT_EQ(cfg->eal.idle_sleep_us, 50u);
   EXPECT_EQ(cfg->eal.idle_spin_us, 200u);
   EXPECT_TRUE(cfg->eal.idle_yield);
-  EXPECT_EQ(cfg->eal.memory_mb, 512u);
+  EXPECT_EQ(cfg->eal.memory_mb, 256u);
   EXPECT_TRUE(cfg->pfc.enabled[3]);
   EXPECT_FALSE(cfg->pfc.enabled[0]);
 }

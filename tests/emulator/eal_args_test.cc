@@ -36,7 +36,7 @@ TEST(EalArgsTest, DefaultIsNoHugepagesUniquePrefixOneLcore) {
   EXPECT_TRUE(Has(a, "--force-max-simd-bitwidth=512"));
   EXPECT_EQ(After(a, "--file-prefix"), "rocemu-4242");
   EXPECT_EQ(After(a, "-l"), "0");
-  EXPECT_EQ(After(a, "-m"), "512");
+  EXPECT_EQ(After(a, "-m"), "256");
   EXPECT_EQ(After(a, "--vdev"), "net_tap0,iface=rocemu0");
 }
 
@@ -49,15 +49,21 @@ TEST(EalArgsTest, SeveralLcoresAreARange) {
   EXPECT_EQ(After(BuildEalArgs(c, 1, false), "-l"), "3");
 }
 
-TEST(EalArgsTest, HugepagesUsedWhenTheHostHasThem) {
+TEST(EalArgsTest, HugepagesAreInMemoryWithSingleFileSegments) {
   config::Config c = OnePort("net_null0");
   std::vector<std::string> a = BuildEalArgs(c, 1, true);
   EXPECT_TRUE(Has(a, "--in-memory"));
+  EXPECT_TRUE(Has(a, "--single-file-segments"));
   EXPECT_FALSE(Has(a, "--no-huge"));
-  c.eal.hugepages = config::Hugepages::kNo;
-  a = BuildEalArgs(c, 1, true);
+  a = BuildEalArgs(c, 1, false);
   EXPECT_TRUE(Has(a, "--no-huge"));
   EXPECT_FALSE(Has(a, "--in-memory"));
+  EXPECT_FALSE(Has(a, "--single-file-segments"));
+  // memif zero copy stays off (docs/daemon.md, "Hugepages"): devargs pass
+  // through as written.
+  c = OnePort("net_memif0,role=client,socket=x");
+  EXPECT_EQ(After(BuildEalArgs(c, 1, true), "--vdev"),
+            "net_memif0,role=client,socket=x");
 }
 
 TEST(EalArgsTest, PciPortsAreAllowedNotVdevs) {
