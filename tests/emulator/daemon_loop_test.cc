@@ -116,8 +116,8 @@ TEST(DaemonLoopTest, EndpointFramesRoundTripThroughTheRing) {
   DaemonSignals signals;
   LoopbackEndpoint endpoint(&signals);
   daemon.AttachEndpoint(0, &endpoint);
-  const nlohmann::json before = nlohmann::json::parse(
-      daemon.CountersJson(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json before = nlohmann::json::parse(daemon.CountersJson(), nullptr,
+                                                /*allow_exceptions=*/false);
   EXPECT_EQ(before["rnic_attached"], true) << before;
   EXPECT_TRUE(before["ports"]["r0"]["rx_packets"].is_number_unsigned())
       << before;
@@ -137,8 +137,8 @@ TEST(DaemonLoopTest, CountersJsonNamesThePortAndItsCounters) {
       "ports: [{name: r0, devargs: net_ring0}]\n", "x.yaml");
   ASSERT_TRUE(cfg.ok());
   Daemon idle(*cfg);
-  const nlohmann::json counters = nlohmann::json::parse(
-      idle.CountersJson(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json counters = nlohmann::json::parse(idle.CountersJson(), nullptr,
+                                                  /*allow_exceptions=*/false);
   EXPECT_EQ(counters["rnic_attached"], false) << counters;
   EXPECT_EQ(counters["ports"], nlohmann::json::object()) << counters;
   const nlohmann::json bogus =

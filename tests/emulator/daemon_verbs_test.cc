@@ -242,10 +242,10 @@ TEST(DaemonVerbsTest, RingPostedWriteCompletesThroughTheLoop) {
   }
 
   // The session server's state and the congestion counters are exported.
-  const nlohmann::json counters = nlohmann::json::parse(
+  nlohmann::json counters = nlohmann::json::parse(
       daemon.CountersJson(), nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(counters.is_object()) << counters;
-  const nlohmann::json& r0 = counters["ports"]["r0"];
+  nlohmann::json& r0 = counters["ports"]["r0"];
   EXPECT_EQ(r0["verbs"]["socket"], vsock) << counters;
   EXPECT_EQ(r0["pfc"]["counters"]["rx_prio3_pause"], 0) << counters;
   EXPECT_EQ(r0["dcqcn"]["counters"]["np_cnp_sent"], 0) << counters;
