@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "absl/strings/escaping.h"
@@ -18,6 +19,7 @@
 #include "emulator/daemon.h"
 #include "emulator/logging.h"
 #include "nic/qp_why.h"
+#include "verbs/server/json_writer.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -149,23 +151,21 @@ std::string Daemon::DumpQp(size_t port, const nic::Rnic& rnic,
 }
 
 std::string Daemon::WhyJson() const {
-  std::string out = "{\"qps\":[";
-  bool first = true;
+  nlohmann::ordered_json qps = nlohmann::ordered_json::array();
   for (size_t i = 0; i < rnics_.size(); ++i) {
     if (rnics_[i] == nullptr) continue;
     auto one = [&](const nic::QpStory& q) {
       const nic::QpErrorCause& c = q.cause;
-      absl::StrAppendFormat(
-          &out,
-          "%s{\"port\":\"%s\",\"qpn\":%u,\"type\":\"%s\",\"state\":\"%s\","
-          "\"destroyed\":%s,\"from\":\"%s\",\"reason\":\"%s\","
-          "\"packet_id\":%u,\"time_ns\":%u,\"why\":\"%s\"}",
-          first ? "" : ",", JsonEscape(ports_[i]->config.name), q.qpn,
-          nic::QpTypeName(q.type), nic::QpStateName(q.state),
-          q.destroyed ? "true" : "false", nic::QpStateName(c.from),
-          nic::DropReasonName(c.reason), c.packet_id, wall_base_ns_ + c.time,
-          JsonEscape(nic::QpWhyLine(c)));
-      first = false;
+      qps.push_back({{"port", ports_[i]->config.name},
+                     {"qpn", q.qpn},
+                     {"type", nic::QpTypeName(q.type)},
+                     {"state", nic::QpStateName(q.state)},
+                     {"destroyed", q.destroyed},
+                     {"from", nic::QpStateName(c.from)},
+                     {"reason", nic::DropReasonName(c.reason)},
+                     {"packet_id", c.packet_id},
+                     {"time_ns", wall_base_ns_ + c.time},
+                     {"why", nic::QpWhyLine(c)}});
     };
     auto add = [&](const nic::Rnic& rnic) {
       rnic.ForEachQp([&](const nic::Qp& qp) {
@@ -180,14 +180,13 @@ std::string Daemon::WhyJson() const {
     add(rnics_[i]->rnic());
     for (const auto& s : ports_[i]->shards) add(s->rnic().rnic());
   }
-  absl::StrAppend(&out, "]}");
-  return out;
+  return verbs::DumpJson(nlohmann::ordered_json{{"qps", std::move(qps)}});
 }
 
 std::string Daemon::QpWhyJson(std::string_view request) const {
   uint64_t qpn = 0;
   if (!JsonUintField(request, "qpn", &qpn)) {
-    return "{\"error\":\"qp_why needs \\\"qpn\\\": a QP number\"}";
+    return JsonError("qp_why needs \"qpn\": a QP number");
   }
   const std::string port_name = JsonStringField(request, "port");
   for (size_t i = 0; i < rnics_.size(); ++i) {
@@ -203,13 +202,14 @@ std::string Daemon::QpWhyJson(std::string_view request) const {
         capture::WriteRecorder(qp->recorder, rnic.verdicts(), wall_base_ns_, w);
         (void)w.Close();
       }
-      return absl::StrCat(
-          "{\"port\":\"", JsonEscape(ports_[i]->config.name),
-          "\",\"qpn\":", qpn, ",\"state\":\"", nic::QpStateName(qp->state),
-          "\",\"destroyed\":", qp->destroyed ? "true" : "false", ",\"why\":\"",
-          JsonEscape(nic::QpWhyLine(qp->cause)), "\",\"report\":\"",
-          JsonEscape(nic::QpWhyReport(*qp, rnic.verdicts(), wall_base_ns_)),
-          "\",\"pcapng_base64\":\"", absl::Base64Escape(pcapng), "\"}");
+      return verbs::DumpJson(nlohmann::ordered_json{
+          {"port", ports_[i]->config.name},
+          {"qpn", qpn},
+          {"state", nic::QpStateName(qp->state)},
+          {"destroyed", qp->destroyed},
+          {"why", nic::QpWhyLine(qp->cause)},
+          {"report", nic::QpWhyReport(*qp, rnic.verdicts(), wall_base_ns_)},
+          {"pcapng_base64", absl::Base64Escape(pcapng)}});
     };
     std::string r = find(rnics_[i]->rnic());
     for (const auto& s : ports_[i]->shards) {
@@ -217,7 +217,7 @@ std::string Daemon::QpWhyJson(std::string_view request) const {
     }
     if (!r.empty()) return r;
   }
-  return absl::StrCat("{\"error\":\"no QP ", qpn, "\"}");
+  return JsonError(absl::StrCat("no QP ", qpn));
 }
 
 }  // namespace rocemu::emulator

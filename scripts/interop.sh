@@ -287,8 +287,16 @@ cm_listening_here() {
 }
 # A QP of rocemud's is attached to the multicast group (mckey's receiver).
 group_joined_here() {
-    "$CTL" --socket "$RUN/ctl.sock" --json qps 2>/dev/null |
-        grep -q "\"gid\":\"$MCAST_GROUP\",\"qpns\":\[[0-9]"
+    "$CTL" --socket "$RUN/ctl.sock" --json qps 2>/dev/null | python3 -c '
+import json, sys
+try:
+    ports = json.load(sys.stdin)["ports"]
+except (ValueError, KeyError):
+    sys.exit(1)
+groups = [g for p in ports for s in [p] + p.get("shards", [])
+          for g in s["multicast_groups"]]
+sys.exit(0 if any(g["gid"] == sys.argv[1] and g["qpns"] for g in groups)
+         else 1)' "$MCAST_GROUP"
 }
 # The harness' cap_start without packet batching: libpcap's TPACKET_V3 ring
 # hands tcpdump a block only when it fills or after its timeout (1 s), so a

@@ -4,11 +4,13 @@
 #include <arpa/inet.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "emulator/daemon.h"
 #include "emulator/port/memif_guard.h"
+#include "verbs/server/json_writer.h"
 
 namespace rocemu::emulator {
 
@@ -40,9 +42,10 @@ std::string Daemon::HandleControl(std::string_view request) {
     // The next memif burst faults as a departing peer's teardown makes it
     // (emulator/port/memif_guard.h): the containment, on demand.
     MemifGuard::InjectFault();
-    return "{\"ok\":true}";
+    return verbs::DumpJson(nlohmann::ordered_json{{"ok", true}});
   }
-  if (cmd == "ping") return "{\"ok\":true}";
+  if (cmd == "ping")
+    return verbs::DumpJson(nlohmann::ordered_json{{"ok", true}});
   if (cmd == "resolve") {
     // Drives the resolver by hand: the first call for an unknown address
     // sends an ARP request / neighbour solicitation, later calls report.
@@ -58,33 +61,34 @@ std::string Daemon::HandleControl(std::string_view request) {
       } else if (inet_pton(AF_INET6, ip_text.c_str(), &a6) == 1) {
         std::memcpy(ip.data(), &a6, 16);
       } else {
-        return "{\"error\":\"resolve needs \\\"ip\\\": an IPv4 or IPv6 "
-               "address\"}";
+        return JsonError("resolve needs \"ip\": an IPv4 or IPv6 address");
       }
       std::optional<MacAddr> mac = ResolveNeighbour(i, ip);
-      if (!mac.has_value()) return "{\"ok\":true,\"mac\":null}";
-      return absl::StrCat("{\"ok\":true,\"mac\":\"", config::FormatMac(*mac),
-                          "\"}");
+      return verbs::DumpJson(nlohmann::ordered_json{
+          {"ok", true},
+          {"mac", mac.has_value()
+                      ? nlohmann::ordered_json(config::FormatMac(*mac))
+                      : nlohmann::ordered_json(nullptr)}});
     }
-    return absl::StrCat("{\"error\":\"no port '", JsonEscape(port_name),
-                        "'\"}");
+    return JsonError(absl::StrCat("no port '", port_name, "'"));
   }
   if (cmd == "capture") {
     bool enable = false;
     if (!JsonBoolField(request, "enable", &enable)) {
-      return "{\"error\":\"capture needs \\\"enable\\\": true|false\"}";
+      return JsonError("capture needs \"enable\": true|false");
     }
     absl::Status s = SetCapture(enable);
     if (!s.ok()) {
-      return absl::StrCat("{\"error\":\"", JsonEscape(s.ToString()), "\"}");
+      return JsonError(s.ToString());
     }
-    return absl::StrCat(
-        "{\"ok\":true,\"capture\":", capture_on_ ? "true" : "false", "}");
+    return verbs::DumpJson(
+        nlohmann::ordered_json{{"ok", true}, {"capture", capture_on_}});
   }
-  return absl::StrCat("{\"error\":\"unknown command '", JsonEscape(cmd),
-                      "' (counters, devices, ports, qps, clients, mrs, pfc, "
-                      "dcqcn, why, qp_why, capture, resolve, ping",
-                      hooks_ != nullptr ? ", test hooks" : "", ")\"}");
+  return JsonError(absl::StrCat(
+      "unknown command '", cmd,
+      "' (counters, devices, ports, qps, clients, mrs, pfc, dcqcn, why, "
+      "qp_why, capture, resolve, ping",
+      hooks_ != nullptr ? ", test hooks" : "", ")"));
 }
 
 }  // namespace rocemu::emulator

@@ -90,11 +90,6 @@ bool JsonUintField(std::string_view json, std::string_view key,
   return true;
 }
 
-std::string JsonEscape(std::string_view s) {
-  const std::string quoted = verbs::DumpJson(nlohmann::json(std::string(s)));
-  return quoted.substr(1, quoted.size() - 2);
-}
-
 std::string JsonError(std::string_view message) {
   return verbs::DumpJson(nlohmann::json{{"error", std::string(message)}});
 }

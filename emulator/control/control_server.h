@@ -27,9 +27,6 @@ bool JsonUintField(std::string_view json, std::string_view key,
                    uint64_t* value);
 // Whether the request is an object with a top-level field `key`.
 bool JsonHasField(std::string_view json, std::string_view key);
-// Escapes a string for the inside of a JSON string literal (the quotes
-// are the caller's); for views that still assemble replies by hand.
-std::string JsonEscape(std::string_view s);
 // The reply to a request that failed: {"error":"<message>"}, the message
 // escaped as every control reply is (bytes that are not UTF-8 as U+FFFD).
 std::string JsonError(std::string_view message);

@@ -2,14 +2,17 @@
 // daemon (counters, devices, ports, QPs, CM, sessions, PFC, DCQCN). The
 // commands that choose among them are in control/control_dispatch.cc.
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "emulator/daemon.h"
+#include "verbs/server/json_writer.h"
 
 namespace rocemu::emulator {
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 // Every per-port counter with its exported name, in one place for JSON and
 // Prometheus.
@@ -68,12 +71,8 @@ void ForEachCounter(const PortCounters& c, const NetCounters& n,
 }
 
 // A session's state, or null for a port without a verbs socket.
-void AppendSessionJson(const verbs::SessionServer* session, std::string* out) {
-  if (session != nullptr) {
-    session->AppendStateJson(out);
-  } else {
-    absl::StrAppend(out, "null");
-  }
+Json SessionJson(const verbs::SessionServer* session) {
+  return session != nullptr ? session->StateJson() : Json(nullptr);
 }
 
 // The pid behind a session's client, and behind the client owning a QP.
@@ -93,20 +92,20 @@ std::optional<int64_t> QpPid(const verbs::SessionServer* session,
   return ClientPid(session, *client);
 }
 
-// eal.lcores > 1: `,"shards":[{"shard":k,...},...]` with the other shards
-// of a port, f(shard) writing each one's members; nothing with one lcore.
+// eal.lcores > 1: "shards":[{"shard":k,...},...] in `port`, the other
+// shards of a port, f(shard, &entry) adding each one's members; nothing
+// with one lcore.
 template <typename F>
-void AppendShards(const std::vector<std::unique_ptr<Shard>>& shards,
-                  std::string* out, F f) {
+void AddShards(const std::vector<std::unique_ptr<Shard>>& shards, Json& port,
+               F f) {
   if (shards.empty()) return;
-  absl::StrAppend(out, ",\"shards\":[");
+  Json list = Json::array();
   for (const auto& s : shards) {
-    absl::StrAppend(out, s->index() == 1 ? "" : ",", "{\"shard\":", s->index(),
-                    ",");
-    f(*s);
-    absl::StrAppend(out, "}");
+    Json entry = {{"shard", s->index()}};
+    f(*s, entry);
+    list.push_back(std::move(entry));
   }
-  absl::StrAppend(out, "]");
+  port["shards"] = std::move(list);
 }
 
 }  // namespace
@@ -122,77 +121,60 @@ nic::DropReasonCounters Daemon::PortReasons(size_t i) const {
 }
 
 std::string Daemon::CountersJson() const {
-  std::string out = absl::StrFormat(
-      "{\"uptime_ns\":%d,\"rnic_attached\":%s,\"capture\":%s",
-      clock_ ? clock_->Now() : 0, any_endpoint() ? "true" : "false",
-      capture_on_ ? "true" : "false");
-  absl::StrAppend(&out, ",\"loops\":", loops_);
-  ForEachIdleCounter(idle_.counters(), [&](const char* name, uint64_t v) {
-    absl::StrAppend(&out, ",\"", name, "\":", v);
-  });
-  absl::StrAppend(&out, ",\"ports\":{");
-  bool first_port = true;
+  Json out = {{"uptime_ns", clock_ ? clock_->Now() : 0},
+              {"rnic_attached", any_endpoint()},
+              {"capture", capture_on_},
+              {"loops", loops_}};
+  ForEachIdleCounter(idle_.counters(),
+                     [&](const char* name, uint64_t v) { out[name] = v; });
+  Json ports = Json::object();
   for (const auto& p : ports_) {
-    absl::StrAppend(&out, first_port ? "" : ",", "\"",
-                    JsonEscape(p->config.name), "\":{\"mac\":\"",
-                    config::FormatMac(p->stack->mac()), "\"");
-    first_port = false;
+    Json port = {{"mac", config::FormatMac(p->stack->mac())}};
     ForEachCounter(p->counters, p->stack->counters(), p->rx_faults->counters(),
-                   p->tx_faults->counters(), [&](const char* name, uint64_t v) {
-                     absl::StrAppend(&out, ",\"", name, "\":", v);
-                   });
-    absl::StrAppend(&out, ",\"neighbours\":", p->neighbours.size());
+                   p->tx_faults->counters(),
+                   [&](const char* name, uint64_t v) { port[name] = v; });
+    port["neighbours"] = p->neighbours.size();
     const size_t index = static_cast<size_t>(&p - ports_.data());
     // Frames dropped, NAKed, ignored or held by the RNIC and the daemon,
     // per reason (nic/drop_reason.h): the reasons met at least once.
-    absl::StrAppend(&out, ",\"drops\":{");
-    const nic::DropReasonCounters drops = PortReasons(index);
-    bool first_drop = true;
+    Json drops = Json::object();
+    const nic::DropReasonCounters reasons = PortReasons(index);
     for (size_t r = 1; r < nic::kDropReasonCount; ++r) {
-      if (drops.count[r] == 0) continue;
-      absl::StrAppend(&out, first_drop ? "" : ",", "\"",
-                      nic::kDropReasonNames[r], "\":", drops.count[r]);
-      first_drop = false;
+      if (reasons.count[r] != 0) {
+        drops[nic::kDropReasonNames[r]] = reasons.count[r];
+      }
     }
-    absl::StrAppend(&out, "}");
+    port["drops"] = std::move(drops);
     if (index < rnics_.size()) {
-      absl::StrAppend(&out, ",\"rnic\":");
-      rnics_[index]->AppendCountersJson(&out);
-      absl::StrAppend(&out, ",\"pfc\":");
-      rnics_[index]->AppendPfcJson(clock_->Now(), &out);
-      absl::StrAppend(&out, ",\"dcqcn\":");
-      rnics_[index]->AppendDcqcnJson(&out);
+      port["rnic"] = rnics_[index]->CountersJson();
+      port["pfc"] = rnics_[index]->PfcJson(clock_->Now());
+      port["dcqcn"] = rnics_[index]->DcqcnJson();
     }
     if (p->ingress != nullptr) {
-      absl::StrAppend(&out, ",\"congestion_point\":");
-      p->ingress->AppendJson(&out);
+      port["congestion_point"] = p->ingress->StateJson();
     }
-    absl::StrAppend(&out, ",\"verbs\":");
-    AppendSessionJson(
-        index < sessions_.size() ? sessions_[index].get() : nullptr, &out);
+    port["verbs"] = SessionJson(
+        index < sessions_.size() ? sessions_[index].get() : nullptr);
     // Each other shard's RNIC counters and QPs, DCQCN state, verbs
     // session and loop counters.
-    AppendShards(p->shards, &out, [&](const Shard& s) {
-      absl::StrAppend(&out, "\"rnic\":");
-      s.rnic().AppendCountersJson(&out);
-      absl::StrAppend(&out, ",\"dcqcn\":");
-      s.rnic().AppendDcqcnJson(&out);
-      absl::StrAppend(&out, ",\"verbs\":");
-      AppendSessionJson(s.session(), &out);
+    AddShards(p->shards, port, [&](const Shard& s, Json& entry) {
+      entry["rnic"] = s.rnic().CountersJson();
+      entry["dcqcn"] = s.rnic().DcqcnJson();
+      entry["verbs"] = SessionJson(s.session());
       const ShardCounters& c = s.counters();
-      absl::StrAppend(&out, ",\"rx_frames\":", c.rx_frames,
-                      ",\"tx_frames\":", c.tx_frames,
-                      ",\"tx_backpressure\":", c.tx_backpressure,
-                      ",\"tx_nombuf\":", c.tx_nombuf,
-                      ",\"clients_adopted\":", c.clients_adopted);
+      entry["rx_frames"] = c.rx_frames;
+      entry["tx_frames"] = c.tx_frames;
+      entry["tx_backpressure"] = c.tx_backpressure;
+      entry["tx_nombuf"] = c.tx_nombuf;
+      entry["clients_adopted"] = c.clients_adopted;
       ForEachIdleCounter(s.idle_counters(), [&](const char* name, uint64_t v) {
-        absl::StrAppend(&out, ",\"", name, "\":", v);
+        entry[name] = v;
       });
     });
-    absl::StrAppend(&out, "}");
+    ports[p->config.name] = std::move(port);
   }
-  absl::StrAppend(&out, "}}");
-  return out;
+  out["ports"] = std::move(ports);
+  return verbs::DumpJson(out);
 }
 
 // The views below are lists with one entry per port, each naming the port
@@ -201,146 +183,123 @@ namespace {
 
 template <typename F>
 std::string PerPort(const char* key, size_t n, F f) {
-  std::string out = absl::StrCat("{\"", key, "\":[");
-  for (size_t i = 0; i < n; ++i) {
-    if (i > 0) out += ',';
-    f(i, &out);
-  }
-  absl::StrAppend(&out, "]}");
-  return out;
+  Json list = Json::array();
+  for (size_t i = 0; i < n; ++i) list.push_back(f(i));
+  return verbs::DumpJson(Json{{key, std::move(list)}});
 }
 
 }  // namespace
 
 std::string Daemon::DevicesJson() const {
-  return PerPort("devices", rnics_.size(), [&](size_t i, std::string* out) {
+  return PerPort("devices", rnics_.size(), [&](size_t i) {
     const Port& p = *ports_[i];
     const bool verbs = i < sessions_.size() && sessions_[i] != nullptr;
-    absl::StrAppend(out, "{\"device\":\"rocemu_", JsonEscape(p.config.name),
-                    "\",\"port\":\"", JsonEscape(p.config.name),
-                    "\",\"devargs\":\"", JsonEscape(p.config.devargs),
-                    "\",\"verbs_socket\":");
+    Json d = {{"device", "rocemu_" + p.config.name},
+              {"port", p.config.name},
+              {"devargs", p.config.devargs}};
     if (verbs) {
       size_t clients = sessions_[i]->num_clients();
       for (const auto& s : p.shards) {
         if (s->session() != nullptr) clients += s->session()->num_clients();
       }
-      absl::StrAppend(out, "\"", JsonEscape(sessions_[i]->socket_path()),
-                      "\",\"clients\":", clients);
+      d["verbs_socket"] = sessions_[i]->socket_path();
+      d["clients"] = clients;
     } else {
-      absl::StrAppend(out, "null,\"clients\":0");
+      d["verbs_socket"] = nullptr;
+      d["clients"] = 0;
     }
-    absl::StrAppend(out, ",\"attr\":");
-    rnics_[i]->AppendDeviceJson(out);
-    absl::StrAppend(out, "}");
+    d["attr"] = rnics_[i]->DeviceJson();
+    return d;
   });
 }
 
 std::string Daemon::PortsJson() const {
-  return PerPort("ports", ports_.size(), [&](size_t i, std::string* out) {
+  return PerPort("ports", ports_.size(), [&](size_t i) {
     const Port& p = *ports_[i];
-    absl::StrAppend(out, "{\"port\":\"", JsonEscape(p.config.name),
-                    "\",\"device\":\"rocemu_", JsonEscape(p.config.name),
-                    "\",\"mac\":\"", config::FormatMac(p.stack->mac()),
-                    "\",\"link_mtu\":", p.config.mtu, ",\"netdev\":");
+    Json j = {{"port", p.config.name},
+              {"device", "rocemu_" + p.config.name},
+              {"mac", config::FormatMac(p.stack->mac())},
+              {"link_mtu", p.config.mtu},
+              {"netdev", nullptr}};
     if (p.netdev != nullptr) {
       const InterfaceState& st = p.netdev->state();
-      absl::StrAppend(out, "{\"interface\":\"", JsonEscape(st.name),
-                      "\",\"index\":", st.index,
-                      ",\"exists\":", st.exists ? "true" : "false",
-                      ",\"up\":", st.up ? "true" : "false", ",\"mtu\":", st.mtu,
-                      ",\"mode\":\"", JsonEscape(p.netdev->Describe()), "\"}");
-    } else {
-      absl::StrAppend(out, "null");
+      j["netdev"] = {{"interface", st.name}, {"index", st.index},
+                     {"exists", st.exists},  {"up", st.up},
+                     {"mtu", st.mtu},        {"mode", p.netdev->Describe()}};
     }
-    absl::StrAppend(out, ",\"addresses\":[");
-    for (size_t a = 0; a < p.config.addresses.size(); ++a) {
-      const config::IpPrefix& pre = p.config.addresses[a];
-      absl::StrAppend(out, a == 0 ? "" : ",", "\"",
-                      config::FormatIp(pre.addr, pre.ipv6), "/", pre.prefix_len,
-                      "\"");
+    Json addresses = Json::array();
+    for (const config::IpPrefix& pre : p.config.addresses) {
+      addresses.push_back(absl::StrCat(config::FormatIp(pre.addr, pre.ipv6),
+                                       "/", pre.prefix_len));
     }
-    absl::StrAppend(out, "],\"neighbours\":", p.neighbours.size(),
-                    ",\"rx_packets\":", p.counters.rx_packets,
-                    ",\"tx_packets\":", p.counters.tx_packets, ",\"attr\":");
-    if (i < rnics_.size()) {
-      rnics_[i]->AppendPortJson(out);
-    } else {
-      absl::StrAppend(out, "null");
-    }
-    absl::StrAppend(out, "}");
+    j["addresses"] = std::move(addresses);
+    j["neighbours"] = p.neighbours.size();
+    j["rx_packets"] = p.counters.rx_packets;
+    j["tx_packets"] = p.counters.tx_packets;
+    j["attr"] = i < rnics_.size() ? rnics_[i]->PortJson() : Json(nullptr);
+    return j;
   });
 }
 
 std::string Daemon::QpsJson() const {
-  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
-    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
-                    "\",\"device\":\"rocemu_",
-                    JsonEscape(ports_[i]->config.name), "\",\"qps\":");
+  return PerPort("ports", rnics_.size(), [&](size_t i) {
     const verbs::SessionServer* session =
         i < sessions_.size() ? sessions_[i].get() : nullptr;
-    rnics_[i]->AppendQpsJson(
-        [session](uint32_t qpn) { return QpPid(session, qpn); }, out);
-    absl::StrAppend(out, ",\"multicast_groups\":");
-    rnics_[i]->AppendMulticastJson(out);
-    AppendShards(ports_[i]->shards, out, [&](const Shard& s) {
-      absl::StrAppend(out, "\"qps\":");
-      s.rnic().AppendQpsJson(
-          [&s](uint32_t qpn) { return QpPid(s.session(), qpn); }, out);
-      absl::StrAppend(out, ",\"multicast_groups\":");
-      s.rnic().AppendMulticastJson(out);
+    Json j = {{"port", ports_[i]->config.name},
+              {"device", "rocemu_" + ports_[i]->config.name},
+              {"qps", rnics_[i]->QpsJson([session](uint32_t qpn) {
+                 return QpPid(session, qpn);
+               })},
+              {"multicast_groups", rnics_[i]->MulticastJson()}};
+    AddShards(ports_[i]->shards, j, [&](const Shard& s, Json& entry) {
+      entry["qps"] = s.rnic().QpsJson(
+          [&s](uint32_t qpn) { return QpPid(s.session(), qpn); });
+      entry["multicast_groups"] = s.rnic().MulticastJson();
     });
-    absl::StrAppend(out, "}");
+    return j;
   });
 }
 
 std::string Daemon::CmJson() const {
-  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
-    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
-                    "\",\"device\":\"rocemu_",
-                    JsonEscape(ports_[i]->config.name), "\",\"cm_ids\":");
+  return PerPort("ports", rnics_.size(), [&](size_t i) {
     const verbs::SessionServer* session =
         i < sessions_.size() ? sessions_[i].get() : nullptr;
-    rnics_[i]->AppendCmJson(
-        [session](uint32_t client) { return ClientPid(session, client); }, out);
-    AppendShards(ports_[i]->shards, out, [&](const Shard& s) {
-      absl::StrAppend(out, "\"cm_ids\":");
-      s.rnic().AppendCmJson(
-          [&s](uint32_t client) { return ClientPid(s.session(), client); },
-          out);
+    Json j = {{"port", ports_[i]->config.name},
+              {"device", "rocemu_" + ports_[i]->config.name},
+              {"cm_ids", rnics_[i]->CmJson([session](uint32_t client) {
+                 return ClientPid(session, client);
+               })}};
+    AddShards(ports_[i]->shards, j, [&](const Shard& s, Json& entry) {
+      entry["cm_ids"] = s.rnic().CmJson(
+          [&s](uint32_t client) { return ClientPid(s.session(), client); });
     });
-    absl::StrAppend(out, "}");
+    return j;
   });
 }
 
 std::string Daemon::SessionsJson() const {
-  return PerPort("ports", ports_.size(), [&](size_t i, std::string* out) {
-    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
-                    "\",\"verbs\":");
-    AppendSessionJson(i < sessions_.size() ? sessions_[i].get() : nullptr, out);
-    AppendShards(ports_[i]->shards, out, [&](const Shard& s) {
-      absl::StrAppend(out, "\"verbs\":");
-      AppendSessionJson(s.session(), out);
+  return PerPort("ports", ports_.size(), [&](size_t i) {
+    Json j = {{"port", ports_[i]->config.name},
+              {"verbs", SessionJson(i < sessions_.size() ? sessions_[i].get()
+                                                         : nullptr)}};
+    AddShards(ports_[i]->shards, j, [&](const Shard& s, Json& entry) {
+      entry["verbs"] = SessionJson(s.session());
     });
-    absl::StrAppend(out, "}");
+    return j;
   });
 }
 
 std::string Daemon::PfcJson() const {
-  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
-    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
-                    "\",\"pfc\":");
-    rnics_[i]->AppendPfcJson(clock_->Now(), out);
-    absl::StrAppend(out, "}");
+  return PerPort("ports", rnics_.size(), [&](size_t i) {
+    return Json{{"port", ports_[i]->config.name},
+                {"pfc", rnics_[i]->PfcJson(clock_->Now())}};
   });
 }
 
 std::string Daemon::DcqcnJson() const {
-  return PerPort("ports", rnics_.size(), [&](size_t i, std::string* out) {
-    absl::StrAppend(out, "{\"port\":\"", JsonEscape(ports_[i]->config.name),
-                    "\",\"dcqcn\":");
-    rnics_[i]->AppendDcqcnJson(out);
-    absl::StrAppend(out, "}");
+  return PerPort("ports", rnics_.size(), [&](size_t i) {
+    return Json{{"port", ports_[i]->config.name},
+                {"dcqcn", rnics_[i]->DcqcnJson()}};
   });
 }
 

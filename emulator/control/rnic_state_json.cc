@@ -1,4 +1,4 @@
-// RnicPort's control-plane views: what rocemu-ctl shows as devices, ports,
+// RnicPort's control-plane views: what rocemu-ctl shows as counters, devices,
 // QPs and PFC/DCQCN state. Control path only (allocates freely).
 #include <arpa/inet.h>
 
@@ -72,36 +72,54 @@ const char* GidTypeName(nic::GidType t) {
 
 }  // namespace
 
-void RnicPort::AppendDeviceJson(std::string* out) const {
+Json RnicPort::CountersJson() const {
+  Json j = Json::object();
+  rnic_->QueryCounters().Enumerate(
+      [&](std::string_view name, uint64_t v) { j[std::string(name)] = v; });
+  Json qps = Json::object();
+  rnic_->ForEachQp([&](const nic::Qp& qp) {
+    Json q = {{"type", nic::QpTypeName(qp.type())},
+              {"state", nic::QpStateName(qp.state())},
+              {"sq_outstanding", qp.sq_outstanding()},
+              {"rq_outstanding", qp.rq_outstanding()}};
+    ForEachQpCounter(qp.counters(),
+                     [&](const char* name, uint64_t v) { q[name] = v; });
+    qps[absl::StrCat(qp.qpn())] = std::move(q);
+  });
+  j["qps"] = std::move(qps);
+  return j;
+}
+
+Json RnicPort::DeviceJson() const {
   const nic::DeviceAttr& d = rnic_->device_attr();
   const uint64_t guid =
       d.node_guid != 0 ? d.node_guid : nic::GuidFromMac(rnic_->config().mac);
   const uint64_t sys_guid = d.sys_image_guid != 0 ? d.sys_image_guid : guid;
   uint32_t qps = 0;
   rnic_->ForEachQp([&](const nic::Qp&) { ++qps; });
-  const Json j = {{"transport", "InfiniBand"},
-                  {"fw_ver", d.fw_ver},
-                  {"node_guid", FormatGuid(guid)},
-                  {"sys_image_guid", FormatGuid(sys_guid)},
-                  {"vendor_id", absl::StrFormat("0x%x", d.vendor_id)},
-                  {"vendor_part_id", d.vendor_part_id},
-                  {"hw_ver", absl::StrFormat("0x%x", d.hw_ver)},
-                  {"phys_port_cnt", 1},
-                  {"max_qp", d.max_qp},
-                  {"max_qp_wr", d.max_qp_wr},
-                  {"max_sge", d.max_sge},
-                  {"max_cq", d.max_cq},
-                  {"max_cqe", d.max_cqe},
-                  {"max_mr", d.max_mr},
-                  {"max_pd", d.max_pd},
-                  {"max_qp_rd_atom", d.max_qp_rd_atom},
-                  {"max_qp_init_rd_atom", d.max_qp_init_rd_atom},
-                  {"max_mr_size", d.max_mr_size},
-                  {"qps", qps}};
-  out->append(verbs::DumpJson(j));
+  Json j = {{"transport", "InfiniBand"},
+            {"fw_ver", d.fw_ver},
+            {"node_guid", FormatGuid(guid)},
+            {"sys_image_guid", FormatGuid(sys_guid)},
+            {"vendor_id", absl::StrFormat("0x%x", d.vendor_id)},
+            {"vendor_part_id", d.vendor_part_id},
+            {"hw_ver", absl::StrFormat("0x%x", d.hw_ver)},
+            {"phys_port_cnt", 1},
+            {"max_qp", d.max_qp},
+            {"max_qp_wr", d.max_qp_wr},
+            {"max_sge", d.max_sge},
+            {"max_cq", d.max_cq},
+            {"max_cqe", d.max_cqe},
+            {"max_mr", d.max_mr},
+            {"max_pd", d.max_pd},
+            {"max_qp_rd_atom", d.max_qp_rd_atom},
+            {"max_qp_init_rd_atom", d.max_qp_init_rd_atom},
+            {"max_mr_size", d.max_mr_size},
+            {"qps", qps}};
+  return j;
 }
 
-void RnicPort::AppendPortJson(std::string* out) const {
+Json RnicPort::PortJson() const {
   const nic::PortAttr& p = rnic_->port_attr();
   const auto& mac = rnic_->config().mac;
   Json j = {{"port", 1},
@@ -135,10 +153,10 @@ void RnicPort::AppendPortJson(std::string* out) const {
     j["pkeys"].push_back(
         {{"index", i}, {"pkey", absl::StrFormat("0x%04x", k)}});
   }
-  out->append(verbs::DumpJson(j));
+  return j;
 }
 
-void RnicPort::AppendQpsJson(const QpOwnerFn& owner, std::string* out) const {
+Json RnicPort::QpsJson(const QpOwnerFn& owner) const {
   Json list = Json::array();
   rnic_->ForEachQp([&](const nic::Qp& qp) {
     const nic::QpAttr& a = qp.attr();
@@ -173,19 +191,19 @@ void RnicPort::AppendQpsJson(const QpOwnerFn& owner, std::string* out) const {
            {"rp_cnp_ignored", rp.rp_cnp_ignored()},
            {"priority", rnic_->congestion().PriorityOf(qp)}}}});
   });
-  out->append(verbs::DumpJson(list));
+  return list;
 }
 
-void RnicPort::AppendMulticastJson(std::string* out) const {
+Json RnicPort::MulticastJson() const {
   Json list = Json::array();
   rnic_->multicast_groups().ForEach(
       [&](const nic::Gid& mgid, const std::vector<uint32_t>& qpns) {
         list.push_back({{"gid", nic::GidToString(mgid)}, {"qpns", qpns}});
       });
-  out->append(verbs::DumpJson(list));
+  return list;
 }
 
-void RnicPort::AppendCmJson(const ClientPidFn& owner, std::string* out) const {
+Json RnicPort::CmJson(const ClientPidFn& owner) const {
   Json list = Json::array();
   rnic_->cm().ForEachId([&](const nic::CmIdInfo& i) {
     std::optional<int64_t> pid = owner ? owner(i.client) : std::nullopt;
@@ -205,10 +223,10 @@ void RnicPort::AppendCmJson(const ClientPidFn& owner, std::string* out) const {
          {"client", i.client},
          {"pid", pid.has_value() ? Json(*pid) : Json(nullptr)}});
   });
-  out->append(verbs::DumpJson(list));
+  return list;
 }
 
-void RnicPort::AppendPfcJson(nic::TimeNs now, std::string* out) const {
+Json RnicPort::PfcJson(nic::TimeNs now) const {
   const nic::CongestionControl& cc = rnic_->congestion();
   Json j = {{"enabled", PriorityList(cc.config().pfc_rx.pfc_enable)},
             {"paused", PriorityList(cc.paused_mask())},
@@ -216,10 +234,10 @@ void RnicPort::AppendPfcJson(nic::TimeNs now, std::string* out) const {
   cc.PortCounters(now).ForEach([&](std::string_view name, uint64_t v) {
     j["counters"][std::string(name)] = v;
   });
-  out->append(verbs::DumpJson(j));
+  return j;
 }
 
-void RnicPort::AppendDcqcnJson(std::string* out) const {
+Json RnicPort::DcqcnJson() const {
   const nic::CongestionControl& cc = rnic_->congestion();
   const pfc_ecn::DcqcnParams& d = cc.dcqcn();
   const nic::DeviceCounters c = rnic_->QueryCounters();
@@ -265,7 +283,7 @@ void RnicPort::AppendDcqcnJson(std::string* out) const {
          {"rp_cnp_ignored", rp.rp_cnp_ignored()},
          {"cnp_received", qp.counters().cnp_received}});
   });
-  out->append(verbs::DumpJson(j));
+  return j;
 }
 
 void RnicPort::AppendCongestionPrometheus(const std::string& port_name,

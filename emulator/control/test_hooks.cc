@@ -4,11 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "emulator/control/control_server.h"
 #include "nic/gid_table.h"
+#include "verbs/server/json_writer.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -161,12 +162,11 @@ bool TestHooks::Handles(std::string_view cmd) {
 }
 
 std::string TestHooks::Handle(std::string_view cmd, std::string_view request) {
-  absl::StatusOr<std::string> r = Dispatch(cmd, request);
-  if (r.ok()) return *r;
-  return absl::StrCat("{\"error\":\"", A(cmd), ": ",
-                      JsonEscape(std::string(r.status().message())), "\"",
-                      absl::IsUnavailable(r.status()) ? ",\"retry\":true" : "",
-                      "}");
+  absl::StatusOr<Reply> r = Dispatch(cmd, request);
+  if (r.ok()) return verbs::DumpJson(*r);
+  Reply error = {{"error", absl::StrCat(A(cmd), ": ", r.status().message())}};
+  if (absl::IsUnavailable(r.status())) error["retry"] = true;
+  return verbs::DumpJson(error);
 }
 
 absl::StatusOr<TestHooks::PortState*> TestHooks::Port(
@@ -186,8 +186,8 @@ absl::StatusOr<TestHooks::PortState*> TestHooks::Port(
   return absl::NotFoundError(absl::StrCat("no port '", name, "'"));
 }
 
-absl::StatusOr<std::string> TestHooks::Dispatch(std::string_view cmd,
-                                                std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::Dispatch(std::string_view cmd,
+                                                     std::string_view req) {
   HOOK_ASSIGN(p, Port(req));
   if (cmd == "reg_mr") return RegMr(*p, req);
   if (cmd == "dereg_mr") return DeregMr(*p, req);
@@ -206,8 +206,8 @@ absl::StatusOr<std::string> TestHooks::Dispatch(std::string_view cmd,
   return absl::InvalidArgumentError("not a test hook");
 }
 
-absl::StatusOr<std::string> TestHooks::RegMr(PortState& p,
-                                             std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::RegMr(PortState& p,
+                                                  std::string_view req) {
   HOOK_ASSIGN(len, Required(req, "len", kMaxBufferBytes));
   HOOK_ASSIGN(seed, Num(req, "seed", 0));
   HOOK_ASSIGN(acc,
@@ -230,19 +230,18 @@ absl::StatusOr<std::string> TestHooks::RegMr(PortState& p,
   const uint64_t addr = reinterpret_cast<uint64_t>(b.data());
   buffer_bytes_ += len;
   p.buffers[*key] = std::move(b);
-  return absl::StrCat("{\"ok\":true,\"key\":", *key, ",\"addr\":", addr,
-                      ",\"len\":", len, "}");
+  return Reply{{"ok", true}, {"key", *key}, {"addr", addr}, {"len", len}};
 }
 
-absl::StatusOr<std::string> TestHooks::DeregMr(PortState& p,
-                                               std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::DeregMr(PortState& p,
+                                                    std::string_view req) {
   HOOK_ASSIGN(key, Required(req, "key", 0xFFFFFFFF));
   auto it = p.buffers.find(static_cast<uint32_t>(key));
   if (it == p.buffers.end()) return absl::NotFoundError("no such MR");
   if (absl::Status s = p.port->rnic().DeregMr(it->first); !s.ok()) return s;
   buffer_bytes_ -= it->second.len;
   p.buffers.erase(it);
-  return std::string("{\"ok\":true}");
+  return Reply{{"ok", true}};
 }
 
 // The hooks act only on what they created: an application's QPs and CQs
@@ -270,18 +269,18 @@ absl::StatusOr<uint64_t> TestHooks::OwnCq(const PortState& p,
   return cq;
 }
 
-absl::StatusOr<std::string> TestHooks::CreateCq(PortState& p,
-                                                std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::CreateCq(PortState& p,
+                                                     std::string_view req) {
   HOOK_ASSIGN(cqe, Num(req, "cqe", 4096, 1u << 22));
   absl::StatusOr<nic::CqHandle> cq =
       p.port->rnic().CreateCq(static_cast<uint32_t>(cqe));
   if (!cq.ok()) return cq.status();
   p.cqs.insert(*cq);
-  return absl::StrCat("{\"ok\":true,\"cq\":", *cq, "}");
+  return Reply{{"ok", true}, {"cq", *cq}};
 }
 
-absl::StatusOr<std::string> TestHooks::CreateQp(PortState& p,
-                                                std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::CreateQp(PortState& p,
+                                                     std::string_view req) {
   nic::QpInitAttr init;
   std::string type = JsonStringField(req, "type");
   if (type == "RC" || type.empty()) {
@@ -306,12 +305,12 @@ absl::StatusOr<std::string> TestHooks::CreateQp(PortState& p,
   if (!qpn.ok()) return qpn.status();
   p.port->TrackQp(*qpn);
   p.qps.insert(*qpn);
-  return absl::StrCat("{\"ok\":true,\"qpn\":", *qpn, "}");
+  return Reply{{"ok", true}, {"qpn", *qpn}};
 }
 
 // Applies the fields present in `req` (besides "state") to one modify.
-absl::StatusOr<std::string> TestHooks::ModifyQp(PortState& p,
-                                                std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::ModifyQp(PortState& p,
+                                                     std::string_view req) {
   namespace qa = nic::qp_attr;
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   nic::QpAttr a;
@@ -380,8 +379,8 @@ absl::StatusOr<std::string> TestHooks::ModifyQp(PortState& p,
 
 // RESET -> INIT -> RTR -> RTS in one request (the QP's current state is
 // the starting point, so a retry after an unresolved neighbour resumes).
-absl::StatusOr<std::string> TestHooks::Connect(PortState& p,
-                                               std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::Connect(PortState& p,
+                                                    std::string_view req) {
   namespace qa = nic::qp_attr;
   HOOK_ASSIGN(qpn32, OwnQp(p, req));
   const uint32_t qpn = static_cast<uint32_t>(qpn32);
@@ -454,21 +453,23 @@ absl::StatusOr<std::string> TestHooks::Connect(PortState& p,
   return QueryQp(p, req);
 }
 
-absl::StatusOr<std::string> TestHooks::QueryQp(PortState& p,
-                                               std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::QueryQp(PortState& p,
+                                                    std::string_view req) {
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   absl::StatusOr<nic::QpAttr> a =
       p.port->rnic().QueryQp(static_cast<uint32_t>(qpn));
   if (!a.ok()) return a.status();
-  return absl::StrCat("{\"ok\":true,\"qpn\":", qpn, ",\"state\":\"",
-                      nic::QpStateName(a->qp_state),
-                      "\",\"sq_psn\":", a->sq_psn, ",\"rq_psn\":", a->rq_psn,
-                      ",\"dest_qpn\":", a->dest_qp_num,
-                      ",\"mtu\":", nic::PathMtuBytes(a->path_mtu), "}");
+  return Reply{{"ok", true},
+               {"qpn", qpn},
+               {"state", nic::QpStateName(a->qp_state)},
+               {"sq_psn", a->sq_psn},
+               {"rq_psn", a->rq_psn},
+               {"dest_qpn", a->dest_qp_num},
+               {"mtu", nic::PathMtuBytes(a->path_mtu)}};
 }
 
-absl::StatusOr<std::string> TestHooks::DestroyQp(PortState& p,
-                                                 std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::DestroyQp(PortState& p,
+                                                      std::string_view req) {
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   if (absl::Status s = p.port->rnic().DestroyQp(static_cast<uint32_t>(qpn));
       !s.ok()) {
@@ -476,11 +477,11 @@ absl::StatusOr<std::string> TestHooks::DestroyQp(PortState& p,
   }
   p.port->UntrackQp(static_cast<uint32_t>(qpn));
   p.qps.erase(static_cast<uint32_t>(qpn));
-  return std::string("{\"ok\":true}");
+  return Reply{{"ok", true}};
 }
 
-absl::StatusOr<std::string> TestHooks::CreateAh(PortState& p,
-                                                std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::CreateAh(PortState& p,
+                                                     std::string_view req) {
   HOOK_ASSIGN(dgid, ParseIp(req, "remote_ip"));
   HOOK_ASSIGN(dmac, ResolveMac(*p.port, dgid));
   HOOK_ASSIGN(sgid_index, Num(req, "sgid_index", 0, 255));
@@ -493,11 +494,11 @@ absl::StatusOr<std::string> TestHooks::CreateAh(PortState& p,
   attr.sl = static_cast<uint8_t>(sl);
   absl::StatusOr<nic::AhHandle> ah = p.port->rnic().CreateAh(p.pd, attr, dmac);
   if (!ah.ok()) return ah.status();
-  return absl::StrCat("{\"ok\":true,\"ah\":", *ah, "}");
+  return Reply{{"ok", true}, {"ah", *ah}};
 }
 
-absl::StatusOr<std::string> TestHooks::PostSend(PortState& p,
-                                                std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::PostSend(PortState& p,
+                                                     std::string_view req) {
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   HOOK_ASSIGN(op, ParseOpcode(JsonStringField(req, "opcode")));
   HOOK_ASSIGN(wr_id, Num(req, "wr_id", 0));
@@ -556,11 +557,11 @@ absl::StatusOr<std::string> TestHooks::PostSend(PortState& p,
       break;
     }
   }
-  return absl::StrCat("{\"ok\":true,\"posted\":", posted, "}");
+  return Reply{{"ok", true}, {"posted", posted}};
 }
 
-absl::StatusOr<std::string> TestHooks::PostRecv(PortState& p,
-                                                std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::PostRecv(PortState& p,
+                                                     std::string_view req) {
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   HOOK_ASSIGN(wr_id, Num(req, "wr_id", 0));
   HOOK_ASSIGN(count, Num(req, "count", 1, kMaxPostCount));
@@ -581,17 +582,17 @@ absl::StatusOr<std::string> TestHooks::PostRecv(PortState& p,
       break;
     }
   }
-  return absl::StrCat("{\"ok\":true,\"posted\":", posted, "}");
+  return Reply{{"ok", true}, {"posted", posted}};
 }
 
-absl::StatusOr<std::string> TestHooks::PollCq(PortState& p,
-                                              std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::PollCq(PortState& p,
+                                                   std::string_view req) {
   HOOK_ASSIGN(cq, OwnCq(p, req, "cq", std::nullopt));
   HOOK_ASSIGN(max, Num(req, "max", 16, kMaxPollBatch));
   // "summary": only counts per status (for load runs).
   bool summary = false;
   JsonBoolField(req, "summary", &summary);
-  std::string out = "{\"ok\":true,\"wcs\":[";
+  Reply wcs = Reply::array();
   nic::WorkCompletion wc[64];
   uint64_t total = 0, ok = 0, errors = 0, bytes = 0;
   std::string first_error;
@@ -610,25 +611,29 @@ absl::StatusOr<std::string> TestHooks::PollCq(PortState& p,
         if (first_error.empty()) first_error = nic::WcStatusName(w.status);
       }
       if (summary) continue;
-      absl::StrAppend(&out, total + i == 0 ? "" : ",", "{\"wr_id\":", w.wr_id,
-                      ",\"status\":\"", nic::WcStatusName(w.status),
-                      "\",\"opcode\":\"", nic::WcOpcodeName(w.opcode),
-                      "\",\"byte_len\":", w.byte_len, ",\"imm\":", w.imm_data,
-                      ",\"with_imm\":",
-                      (w.wc_flags & nic::wc_flags::kWithImm) ? "true" : "false",
-                      ",\"qp_num\":", w.qp_num, ",\"src_qp\":", w.src_qp, "}");
+      wcs.push_back({{"wr_id", w.wr_id},
+                     {"status", nic::WcStatusName(w.status)},
+                     {"opcode", nic::WcOpcodeName(w.opcode)},
+                     {"byte_len", w.byte_len},
+                     {"imm", w.imm_data},
+                     {"with_imm", (w.wc_flags & nic::wc_flags::kWithImm) != 0},
+                     {"qp_num", w.qp_num},
+                     {"src_qp", w.src_qp}});
     }
     total += n;
   }
-  absl::StrAppend(&out, "],\"count\":", total, ",\"success\":", ok,
-                  ",\"errors\":", errors, ",\"bytes\":", bytes,
-                  ",\"first_error\":\"", first_error, "\"}");
-  return out;
+  return Reply{{"ok", true},
+               {"wcs", std::move(wcs)},
+               {"count", total},
+               {"success", ok},
+               {"errors", errors},
+               {"bytes", bytes},
+               {"first_error", first_error}};
 }
 
-absl::StatusOr<std::string> TestHooks::MrRead(PortState& p,
-                                              std::string_view req,
-                                              bool digest) {
+absl::StatusOr<TestHooks::Reply> TestHooks::MrRead(PortState& p,
+                                                   std::string_view req,
+                                                   bool digest) {
   HOOK_ASSIGN(key, Required(req, "key", 0xFFFFFFFF));
   auto it = p.buffers.find(static_cast<uint32_t>(key));
   if (it == p.buffers.end()) return absl::NotFoundError("no such MR");
@@ -648,8 +653,8 @@ absl::StatusOr<std::string> TestHooks::MrRead(PortState& p,
       crc = crc32(crc, data + done, chunk);
       done += chunk;
     }
-    return absl::StrFormat("{\"ok\":true,\"crc32\":%u,\"len\":%u}",
-                           static_cast<uint32_t>(crc), len);
+    return Reply{
+        {"ok", true}, {"crc32", static_cast<uint32_t>(crc)}, {"len", len}};
   }
   if (len > kMaxReadBytes) {
     return absl::OutOfRangeError(
@@ -663,7 +668,7 @@ absl::StatusOr<std::string> TestHooks::MrRead(PortState& p,
     hex += kHex[data[i] >> 4];
     hex += kHex[data[i] & 15];
   }
-  return absl::StrCat("{\"ok\":true,\"hex\":\"", hex, "\"}");
+  return Reply{{"ok", true}, {"hex", std::move(hex)}};
 }
 
 }  // namespace rocemu::emulator

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,8 @@ class TestHooks {
   std::string Handle(std::string_view cmd, std::string_view request);
 
  private:
+  // A hook's answer, printed by Handle().
+  using Reply = nlohmann::ordered_json;
   struct Buffer {
     std::unique_ptr<uint64_t[]> words;  // 8-byte aligned for atomics
     uint64_t len = 0;
@@ -65,22 +68,21 @@ class TestHooks {
                                  std::optional<uint64_t> fallback);
 
   absl::StatusOr<PortState*> Port(std::string_view request);
-  absl::StatusOr<std::string> Dispatch(std::string_view cmd,
-                                       std::string_view request);
-  absl::StatusOr<std::string> RegMr(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> DeregMr(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> CreateCq(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> CreateQp(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> ModifyQp(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> Connect(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> QueryQp(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> DestroyQp(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> CreateAh(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> PostSend(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> PostRecv(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> PollCq(PortState& p, std::string_view req);
-  absl::StatusOr<std::string> MrRead(PortState& p, std::string_view req,
-                                     bool digest);
+  absl::StatusOr<Reply> Dispatch(std::string_view cmd,
+                                 std::string_view request);
+  absl::StatusOr<Reply> RegMr(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> DeregMr(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> CreateCq(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> CreateQp(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> ModifyQp(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> Connect(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> QueryQp(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> DestroyQp(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> CreateAh(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> PostSend(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> PostRecv(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> PollCq(PortState& p, std::string_view req);
+  absl::StatusOr<Reply> MrRead(PortState& p, std::string_view req, bool digest);
 
   std::vector<PortState> ports_;
   std::vector<std::string> names_;

@@ -34,12 +34,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "verbs/server/json_writer.h"
 
 ABSL_FLAG(std::string, mode, "rx", "tx, rx, loop, ping or pong");
 ABSL_FLAG(uint32_t, iterations, 10000, "ping: round trips measured");
@@ -80,6 +82,14 @@ bool SetUpPort(uint16_t port, rte_mempool* pool) {
 }
 
 // TSC ticks in `seconds`.
+// A result: one JSON line on stdout (the bench scripts read it).
+void PrintResult(const nlohmann::ordered_json& result) {
+  std::printf("%s\n", rocemu::verbs::DumpJson(result).c_str());
+}
+
+// Microseconds and rates to 3 decimals, as the scripts' tables show them.
+double Round3(double v) { return rocemu::verbs::RoundToDecimals(v, 3); }
+
 uint64_t Ticks(double seconds) {
   return static_cast<uint64_t>(seconds * static_cast<double>(rte_get_tsc_hz()));
 }
@@ -165,11 +175,12 @@ int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
   auto one_way_us = [&](size_t i) {
     return static_cast<double>(rtt[i]) / static_cast<double>(hz) * 1e6 / 2;
   };
-  std::printf(
-      "{\"mode\":\"ping\",\"iterations\":%zu,\"p50_us\":%.3f,"
-      "\"p99_us\":%.3f,\"min_us\":%.3f,\"lost\":%u}\n",
-      rtt.size(), one_way_us(rtt.size() / 2), one_way_us(rtt.size() * 99 / 100),
-      one_way_us(0), lost);
+  PrintResult({{"mode", "ping"},
+               {"iterations", rtt.size()},
+               {"p50_us", Round3(one_way_us(rtt.size() / 2))},
+               {"p99_us", Round3(one_way_us(rtt.size() * 99 / 100))},
+               {"min_us", Round3(one_way_us(0))},
+               {"lost", lost}});
   std::fflush(stdout);
   return 0;
 }
@@ -192,8 +203,7 @@ int RunPong() {
     if (sent < n) rte_pktmbuf_free_bulk(in + sent, n - sent);
     echoed += sent;
   }
-  std::printf("{\"mode\":\"pong\",\"echoed\":%lu}\n",
-              static_cast<unsigned long>(echoed));
+  PrintResult({{"mode", "pong"}, {"echoed", echoed}});
   std::fflush(stdout);
   return echoed > 0 ? 0 : 1;
 }
@@ -359,17 +369,20 @@ int main(int argc, char** argv) {
       w.end > w.start ? static_cast<double>(w.end - w.start) / hz : 0;
   rte_eth_stats stats{};
   rte_eth_stats_get(loop ? 1 : 0, &stats);
-  std::printf(
-      "{\"mode\":\"%s\",\"packets\":%lu,\"seconds\":%.3f,\"mpps\":%.4f,"
-      "\"gbps\":%.3f,\"complete\":%s,\"sent\":%lu,\"imissed\":%lu,"
-      "\"ierrors\":%lu,\"rx_nombuf\":%lu}\n",
-      mode.c_str(), static_cast<unsigned long>(w.packets), secs,
-      secs > 0 ? static_cast<double>(w.packets) / secs / 1e6 : 0.0,
-      secs > 0 ? static_cast<double>(w.bytes) * 8 / secs / 1e9 : 0.0,
-      w.complete ? "true" : "false", static_cast<unsigned long>(sent),
-      static_cast<unsigned long>(stats.imissed),
-      static_cast<unsigned long>(stats.ierrors),
-      static_cast<unsigned long>(stats.rx_nombuf));
+  PrintResult(
+      {{"mode", mode},
+       {"packets", w.packets},
+       {"seconds", Round3(secs)},
+       {"mpps",
+        rocemu::verbs::RoundToDecimals(
+            secs > 0 ? static_cast<double>(w.packets) / secs / 1e6 : 0, 4)},
+       {"gbps",
+        Round3(secs > 0 ? static_cast<double>(w.bytes) * 8 / secs / 1e9 : 0)},
+       {"complete", w.complete},
+       {"sent", sent},
+       {"imissed", stats.imissed},
+       {"ierrors", stats.ierrors},
+       {"rx_nombuf", stats.rx_nombuf}});
   // The result is out before teardown, which memif has been seen to crash
   // in once its peer is gone.
   std::fflush(stdout);

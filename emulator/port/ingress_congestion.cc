@@ -1,6 +1,7 @@
 #include "emulator/port/ingress_congestion.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -193,18 +194,21 @@ nic::TimeNs IngressCongestion::NextEventTime() const {
   return t;
 }
 
-void IngressCongestion::AppendJson(std::string* out) const {
+nlohmann::ordered_json IngressCongestion::StateJson() const {
   const pfc_ecn::CongestionPointCounters& c = queue_.counters();
-  absl::StrAppendFormat(
-      out,
-      "{\"priority\":%d,\"rate_mbps\":%d,\"depth_bytes\":%d,"
-      "\"enqueued\":%d,\"dequeued\":%d,\"dequeued_bytes\":%d,"
-      "\"ecn_marked\":%d,\"tail_drops\":%d,\"max_depth_bytes\":%d,"
-      "\"pfc_asserted\":%s,\"tx_prio%d_pause\":%d}",
-      priority_, rate_mbps_, queue_.depth_bytes(), c.enqueued_packets,
-      c.dequeued_packets, c.dequeued_bytes, c.ecn_marked_packets,
-      c.tail_drop_packets, c.max_depth_bytes, pfc_asserted() ? "true" : "false",
-      priority_, tx_prio_pause());
+  nlohmann::ordered_json j = {{"priority", priority_},
+                              {"rate_mbps", rate_mbps_},
+                              {"depth_bytes", queue_.depth_bytes()},
+                              {"enqueued", c.enqueued_packets},
+                              {"dequeued", c.dequeued_packets},
+                              {"dequeued_bytes", c.dequeued_bytes},
+                              {"ecn_marked", c.ecn_marked_packets},
+                              {"tail_drops", c.tail_drop_packets},
+                              {"max_depth_bytes", c.max_depth_bytes},
+                              {"pfc_asserted", pfc_asserted()}};
+  j[absl::StrCat("tx_prio", static_cast<int>(priority_), "_pause")] =
+      tx_prio_pause();
+  return j;
 }
 
 }  // namespace rocemu::emulator

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
 
@@ -62,9 +63,10 @@ class IngressCongestion {
   nic::TimeNs NextEventTime() const;
 
   uint8_t priority() const { return priority_; }
-  // {"rate_mbps":..,"depth_bytes":..,"enqueued":..,"ecn_marked":..,
-  //  "tail_drops":..,"tx_prioN_pause":..} (no trailing comma).
-  void AppendJson(std::string* out) const;
+  // {"priority":..,"rate_mbps":..,"depth_bytes":..,"enqueued":..,
+  //  "ecn_marked":..,"tail_drops":..,...,"tx_prioN_pause":..}: the
+  //  counters view's "congestion_point".
+  nlohmann::ordered_json StateJson() const;
   const pfc_ecn::CongestionPointCounters& counters() const {
     return queue_.counters();
   }

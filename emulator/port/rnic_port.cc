@@ -136,31 +136,6 @@ size_t RnicPort::FlushAll() {
   return moved;
 }
 
-void RnicPort::AppendCountersJson(std::string* out) const {
-  absl::StrAppend(out, "{");
-  bool first = true;
-  rnic_->QueryCounters().Enumerate([&](std::string_view name, uint64_t v) {
-    absl::StrAppend(out, first ? "" : ",", "\"", std::string(name), "\":", v);
-    first = false;
-  });
-  absl::StrAppend(out, ",\"qps\":{");
-  first = true;
-  rnic_->ForEachQp([&](const nic::Qp& q) {
-    const nic::Qp* qp = &q;
-    absl::StrAppend(out, first ? "" : ",", "\"", qp->qpn(), "\":{\"type\":\"",
-                    nic::QpTypeName(qp->type()), "\",\"state\":\"",
-                    nic::QpStateName(qp->state()),
-                    "\",\"sq_outstanding\":", qp->sq_outstanding(),
-                    ",\"rq_outstanding\":", qp->rq_outstanding());
-    first = false;
-    ForEachQpCounter(qp->counters(), [&](const char* name, uint64_t v) {
-      absl::StrAppend(out, ",\"", name, "\":", v);
-    });
-    absl::StrAppend(out, "}");
-  });
-  absl::StrAppend(out, "}}");
-}
-
 void RnicPort::AppendPrometheus(const std::string& port_name,
                                 std::string* out) const {
   rnic_->QueryCounters().Enumerate([&](std::string_view name, uint64_t v) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,35 +81,36 @@ class RnicPort {
   // Moves every QP to ERR: outstanding work requests complete with
   // WR_FLUSH_ERR. Returns the number of QPs moved.
   size_t FlushAll();
-  // "rnic":{device counters...,"qps":{"17":{"type":..,"state":..,...}}}
-  void AppendCountersJson(std::string* out) const;
   // Prometheus lines for the device counters and per-QP counters.
   void AppendPrometheus(const std::string& port_name, std::string* out) const;
 
   // --- control-plane views (emulator/control/rnic_state_json.cc), one JSON
-  // object each, no trailing comma; `now` for the time-based PFC counters. ---
+  // value each; `now` for the time-based PFC counters. ---
   // The pid of the application owning a QP, if one does.
   using QpOwnerFn = std::function<std::optional<int64_t>(uint32_t qpn)>;
+  // The counters view's "rnic": the device counters, then
+  // "qps":{"17":{"type":..,"state":..,per-QP counters...}}.
+  nlohmann::ordered_json CountersJson() const;
   // ibv_devinfo's device part: GUIDs, firmware, limits.
-  void AppendDeviceJson(std::string* out) const;
+  nlohmann::ordered_json DeviceJson() const;
   // ibv_devinfo's port part: state, MTUs, link layer, GID and P_Key tables.
-  void AppendPortJson(std::string* out) const;
+  nlohmann::ordered_json PortJson() const;
   // `rdma resource show qp` plus per-QP counters and rate-limiter state:
   // a JSON list, every QP of the RNIC (the daemon's and applications').
-  void AppendQpsJson(const QpOwnerFn& owner, std::string* out) const;
+  nlohmann::ordered_json QpsJson(const QpOwnerFn& owner) const;
   // [{"gid":..., "qpns":[...]}]: the UD QPs attached to each multicast
   // group.
-  void AppendMulticastJson(std::string* out) const;
+  nlohmann::ordered_json MulticastJson() const;
   // `rdma resource show cm_id`: every id of the Communication Manager
   // (listeners, connections, SIDR exchanges) with its state; `owner` gives
   // the pid behind a session client id.
   using ClientPidFn = std::function<std::optional<int64_t>(uint32_t client)>;
-  void AppendCmJson(const ClientPidFn& owner, std::string* out) const;
+  nlohmann::ordered_json CmJson(const ClientPidFn& owner) const;
   // PFC: enabled/paused priorities and the mlx5 port counters
   // (rx_prioN_pause, rx_prioN_pause_duration, tx_prioN_pause).
-  void AppendPfcJson(nic::TimeNs now, std::string* out) const;
+  nlohmann::ordered_json PfcJson(nic::TimeNs now) const;
   // DCQCN: parameters, NP/RP counters, and each QP's reaction point.
-  void AppendDcqcnJson(std::string* out) const;
+  nlohmann::ordered_json DcqcnJson() const;
   // Prometheus lines for the PFC and per-QP DCQCN state.
   void AppendCongestionPrometheus(const std::string& port_name, nic::TimeNs now,
                                   std::string* out) const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -14,7 +15,6 @@
 #include "emulator/capture/frame_notes.h"
 #include "emulator/capture/pcapng_writer.h"
 #include "emulator/replay/pcap_io.h"
-#include "emulator/tools/json_writer.h"
 #include "nic/cm/cm_agent.h"
 #include "nic/rnic.h"
 #include "verbs/server/json_writer.h"
@@ -22,6 +22,7 @@
 namespace rocemu::replay {
 namespace {
 
+using Json = nlohmann::ordered_json;
 using nic::TimeNs;
 
 // A frame the RNIC received or sent, kept for the summary's counts.
@@ -485,127 +486,109 @@ absl::StatusOr<std::string> Runner::Run(const std::vector<InputFrame>& frames,
   return Summary(total_read, frames.size());
 }
 
-std::string Runner::Summary(size_t total_read, size_t fed) const {
-  using tools::JsonWriter;
+// The summary laid out for diffs of golden files: one top-level field a
+// line, and a list's items one a line.
+std::string SummaryText(const Json& summary) {
   std::string s = "{\n";
-  auto line = [&](const std::string& key, const std::string& value,
-                  bool last = false) {
-    std::string k;
-    verbs::AppendJsonString(key, &k);
-    absl::StrAppend(&s, "  ", k, ": ", value, last ? "\n" : ",\n");
-  };
-  auto list = [](const std::vector<std::string>& items) {
-    if (items.empty()) return std::string("[]");
-    std::string r = "[\n";
-    for (size_t i = 0; i < items.size(); ++i) {
-      absl::StrAppend(&r, "    ", items[i],
-                      i + 1 < items.size() ? ",\n" : "\n");
+  size_t n = 0;
+  for (const auto& [key, value] : summary.items()) {
+    absl::StrAppend(&s, "  ", verbs::DumpJson(Json(key)), ": ");
+    if (value.is_array() && !value.empty()) {
+      s += "[\n";
+      for (size_t i = 0; i < value.size(); ++i) {
+        absl::StrAppend(&s, "    ", verbs::DumpJson(value[i]),
+                        i + 1 < value.size() ? ",\n" : "\n");
+      }
+      s += "  ]";
+    } else {
+      s += verbs::DumpJson(value);
     }
-    return r + "  ]";
-  };
-  std::string name;
-  verbs::AppendJsonString(c_.name, &name);
-  line("case", name);
-  line("input_frames", absl::StrCat(total_read));
-  line("received_frames", absl::StrCat(fed));
-  line("output_frames", absl::StrCat(out_frames_));
-  line("last_output_ns", absl::StrCat(last_out_ns_));
-  line("quiet", nic_.NextEventTime() == nic::kNever ? "true" : "false");
+    s += ++n < summary.size() ? ",\n" : "\n";
+  }
+  return s + "}\n";
+}
 
-  std::vector<std::string> items;
+std::string Runner::Summary(size_t total_read, size_t fed) const {
+  Json summary = {{"case", c_.name},
+                  {"input_frames", total_read},
+                  {"received_frames", fed},
+                  {"output_frames", out_frames_},
+                  {"last_output_ns", last_out_ns_},
+                  {"quiet", nic_.NextEventTime() == nic::kNever}};
+
+  Json completions = Json::array();
   for (const Completion& c : completions_) {
-    JsonWriter w;
-    w.BeginObject();
-    w.Field("cq", c.cq);
-    w.Field("time_ns", uint64_t{c.time_ns});
-    w.Field("qp_num", c.wc.qp_num);
-    w.Field("wr_id", c.wc.wr_id);
-    w.Field("status", nic::WcStatusName(c.wc.status));
-    w.Field("opcode", nic::WcOpcodeName(c.wc.opcode));
-    w.Field("byte_len", c.wc.byte_len);
-    w.Field("wc_flags", c.wc.wc_flags);
+    Json w = {{"cq", c.cq},
+              {"time_ns", uint64_t{c.time_ns}},
+              {"qp_num", c.wc.qp_num},
+              {"wr_id", c.wc.wr_id},
+              {"status", nic::WcStatusName(c.wc.status)},
+              {"opcode", nic::WcOpcodeName(c.wc.opcode)},
+              {"byte_len", c.wc.byte_len},
+              {"wc_flags", c.wc.wc_flags}};
     if (c.wc.wc_flags & nic::wc_flags::kWithImm) {
-      w.Field("imm_data", c.wc.imm_data);
+      w["imm_data"] = c.wc.imm_data;
     }
     if (c.wc.wc_flags & nic::wc_flags::kWithInv) {
-      w.Field("invalidated_rkey", c.wc.invalidated_rkey);
+      w["invalidated_rkey"] = c.wc.invalidated_rkey;
     }
-    if (c.wc.src_qp != 0) w.Field("src_qp", c.wc.src_qp);
-    w.EndObject();
-    items.push_back(w.str());
+    if (c.wc.src_qp != 0) w["src_qp"] = c.wc.src_qp;
+    completions.push_back(std::move(w));
   }
-  line("completions", list(items));
+  summary["completions"] = std::move(completions);
 
   if (!c_.cm_listens.empty()) {
-    items.clear();
+    Json events = Json::array();
     for (const CmEventSeen& e : cm_events_) {
-      JsonWriter w;
-      w.BeginObject();
-      w.Field("time_ns", uint64_t{e.time_ns});
-      w.Field("type", nic::CmEventName(e.type));
-      w.Field("id", e.id);
-      w.EndObject();
-      items.push_back(w.str());
+      events.push_back({{"time_ns", uint64_t{e.time_ns}},
+                        {"type", nic::CmEventName(e.type)},
+                        {"id", e.id}});
     }
-    line("cm_events", list(items));
-    items.clear();
+    summary["cm_events"] = std::move(events);
   }
-  if (!deferred_.empty()) {
-    line("sends_never_posted", absl::StrCat(deferred_.size()));
-  }
+  if (!deferred_.empty()) summary["sends_never_posted"] = deferred_.size();
 
   // Non-zero counters only, so that a counter added to the RNIC later does
   // not change every golden file.
-  JsonWriter counters;
-  counters.BeginObject();
+  Json counters = Json::object();
   const nic::DeviceCounters dc = nic_.QueryCounters();
   for (const nic::CounterField& f : nic::kCounterFields) {
-    if (dc.*f.field != 0) counters.Field(f.name, dc.*f.field);
+    if (dc.*f.field != 0) counters[f.name] = dc.*f.field;
   }
-  counters.EndObject();
-  line("counters", counters.str());
+  summary["counters"] = std::move(counters);
 
-  items.clear();
   std::vector<const QpSpec*> qps;
   for (const QpSpec& q : c_.qps) qps.push_back(&q);
   std::sort(qps.begin(), qps.end(),
             [](const QpSpec* a, const QpSpec* b) { return a->qpn < b->qpn; });
+  Json qp_list = Json::array();
   for (const QpSpec* q : qps) {
     const nic::Qp* qp = nic_.GetQp(q->qpn);
-    JsonWriter w;
-    w.BeginObject();
-    w.Field("qpn", q->qpn);
-    w.Field("state", nic::QpStateName(qp->state()));
-    w.Field("sq_outstanding", qp->sq_outstanding());
-    w.Field("rq_outstanding", qp->rq_outstanding());
-    w.Field("rcvd_pkts", qp->counters().rcvd_pkts);
-    w.Field("sent_pkts", qp->counters().sent_pkts);
-    w.Field("acks_sent", qp->counters().acks_sent);
-    w.Field("naks_sent", qp->counters().naks_sent);
-    w.Field("duplicate_request", qp->counters().duplicate_request);
-    w.Field("out_of_sequence", qp->counters().out_of_sequence);
-    w.EndObject();
-    items.push_back(w.str());
+    qp_list.push_back({{"qpn", q->qpn},
+                       {"state", nic::QpStateName(qp->state())},
+                       {"sq_outstanding", qp->sq_outstanding()},
+                       {"rq_outstanding", qp->rq_outstanding()},
+                       {"rcvd_pkts", qp->counters().rcvd_pkts},
+                       {"sent_pkts", qp->counters().sent_pkts},
+                       {"acks_sent", qp->counters().acks_sent},
+                       {"naks_sent", qp->counters().naks_sent},
+                       {"duplicate_request", qp->counters().duplicate_request},
+                       {"out_of_sequence", qp->counters().out_of_sequence}});
   }
-  line("qps", list(items));
+  summary["qps"] = std::move(qp_list);
 
-  items.clear();
+  Json mrs = Json::array();
   for (const MrSpec& spec : c_.mrs) {
     const Mr& mr = mrs_.at(spec.name);
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, mr.buf.data(), static_cast<uInt>(mr.buf.size()));
-    JsonWriter w;
-    w.BeginObject();
-    w.Field("name", spec.name);
-    w.Field("rkey", absl::StrFormat("0x%x", mr.key));
-    w.Field("length", uint64_t{spec.length});
-    w.Field("crc32", absl::StrFormat("0x%08x", crc));
-    w.EndObject();
-    items.push_back(w.str());
+    mrs.push_back({{"name", spec.name},
+                   {"rkey", absl::StrFormat("0x%x", mr.key)},
+                   {"length", uint64_t{spec.length}},
+                   {"crc32", absl::StrFormat("0x%08x", crc)}});
   }
-  line("mrs", list(items), /*last=*/true);
-  s += "}\n";
-  return s;
+  summary["mrs"] = std::move(mrs);
+  return SummaryText(summary);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "emulator/tools/json_value.h"
 #include "nic/drop_reason.h"
+#include "verbs/server/json_writer.h"
 
 ABSL_FLAG(std::string, socket, "/run/rocemu/rocemud.sock",
           "the daemon's control socket (control.socket)");
@@ -120,6 +122,11 @@ absl::StatusOr<std::string> Ask(const std::string& path,
 }
 
 // --socket, or the socket `rocemud --netdev IFACE` listens on.
+// A request naming only its command.
+std::string Request(const std::string& cmd) {
+  return verbs::DumpJson(nlohmann::ordered_json{{"cmd", cmd}});
+}
+
 std::string SocketPath() {
   const std::string netdev = absl::GetFlag(FLAGS_netdev);
   if (!netdev.empty())
@@ -194,7 +201,7 @@ std::string Mtu(const JsonValue& v) {
 
 int PrintDevices(bool json) {
   std::string raw;
-  absl::StatusOr<JsonValue> devs = Query("{\"cmd\":\"devices\"}", &raw);
+  absl::StatusOr<JsonValue> devs = Query(Request("devices"), &raw);
   if (!devs.ok()) {
     std::fprintf(stderr, "rocemu-ctl: %s\n", devs.status().ToString().c_str());
     return 1;
@@ -203,7 +210,7 @@ int PrintDevices(bool json) {
     std::printf("%s\n", raw.c_str());
     return 0;
   }
-  absl::StatusOr<JsonValue> ports = Query("{\"cmd\":\"ports\"}", nullptr);
+  absl::StatusOr<JsonValue> ports = Query(Request("ports"), nullptr);
   if (!ports.ok()) {
     std::fprintf(stderr, "rocemu-ctl: %s\n", ports.status().ToString().c_str());
     return 1;
@@ -579,7 +586,7 @@ int Watch() {
   timespec start{};
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (int i = 0; samples <= 0 || i < samples; ++i) {
-    absl::StatusOr<JsonValue> v = Query("{\"cmd\":\"counters\"}", nullptr);
+    absl::StatusOr<JsonValue> v = Query(Request("counters"), nullptr);
     if (!v.ok()) {
       std::fprintf(stderr, "rocemu-ctl: %s\n", v.status().ToString().c_str());
       return 1;
@@ -651,18 +658,18 @@ int Run(const std::vector<char*>& args) {
       return 2;
     }
     qpn = absl::StrCat(n);
-    request = absl::StrCat("{\"cmd\":\"qp_why\",\"qpn\":", n);
+    nlohmann::ordered_json r = {{"cmd", "qp_why"}, {"qpn", n}};
     const std::string port = absl::GetFlag(FLAGS_port);
-    if (!port.empty()) absl::StrAppend(&request, ",\"port\":\"", port, "\"");
-    absl::StrAppend(&request, "}");
+    if (!port.empty()) r["port"] = port;
+    request = verbs::DumpJson(r);
   } else if (cmd == "capture") {
     const std::string arg = args.size() == 3 ? args[2] : "";
     if (arg != "on" && arg != "off") {
       std::fprintf(stderr, "usage: rocemu-ctl capture on|off\n");
       return 2;
     }
-    request = absl::StrCat("{\"cmd\":\"capture\",\"enable\":",
-                           arg == "on" ? "true" : "false", "}");
+    request = verbs::DumpJson(
+        nlohmann::ordered_json{{"cmd", "capture"}, {"enable", arg == "on"}});
   } else if (args.size() != 2) {
     std::fprintf(stderr, "usage: %s\n", kUsage);
     return 2;
@@ -689,7 +696,7 @@ int Run(const std::vector<char*>& args) {
                  cmd.c_str(), kUsage);
     return 2;
   }
-  if (request.empty()) request = absl::StrCat("{\"cmd\":\"", cmd, "\"}");
+  if (request.empty()) request = Request(cmd);
   std::string raw;
   absl::StatusOr<JsonValue> v = Query(request, &raw);
   if (!v.ok()) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -26,7 +27,9 @@ TEST(JsonFieldsTest, ReadsStringAndBoolFields) {
   EXPECT_TRUE(JsonBoolField(R"({"enable":false})", "enable", &v));
   EXPECT_FALSE(v);
   EXPECT_FALSE(JsonBoolField(R"({"enable":"yes"})", "enable", &v));
-  EXPECT_EQ(JsonEscape("a\"b\\c\n"), "a\\\"b\\\\c\\n");
+  // An error reply is JSON whose message reads back as given.
+  EXPECT_EQ(nlohmann::json::parse(JsonError("a\"b\\c\n")),
+            nlohmann::json({{"error", "a\"b\\c\n"}}));
 }
 
 TEST(JsonFieldsTest, StringsAreDecodedAndOnlyTopLevelFieldsCount) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -115,8 +116,12 @@ TEST(DaemonLoopTest, EndpointFramesRoundTripThroughTheRing) {
   DaemonSignals signals;
   LoopbackEndpoint endpoint(&signals);
   daemon.AttachEndpoint(0, &endpoint);
-  std::string before = daemon.CountersJson();
-  EXPECT_NE(before.find("\"rnic_attached\":true"), std::string::npos);
+  nlohmann::json before = nlohmann::json::parse(daemon.CountersJson(), nullptr,
+                                                /*allow_exceptions=*/false);
+  EXPECT_EQ(before["rnic_attached"], true) << before;
+  EXPECT_TRUE(before["ports"]["r0"]["rx_packets"].is_number_unsigned())
+      << before;
+  EXPECT_EQ(before["ports"]["r0"]["mac"], "02:00:00:77:05:02") << before;
   daemon.Run(&signals);  // the endpoint stops it
 
   EXPECT_EQ(endpoint.sent_, kFrames);
@@ -132,10 +137,18 @@ TEST(DaemonLoopTest, CountersJsonNamesThePortAndItsCounters) {
       "ports: [{name: r0, devargs: net_ring0}]\n", "x.yaml");
   ASSERT_TRUE(cfg.ok());
   Daemon idle(*cfg);
-  EXPECT_NE(idle.CountersJson().find("\"ports\":{}"), std::string::npos);
-  EXPECT_NE(idle.HandleControl("{\"cmd\":\"bogus\"}").find("error"),
-            std::string::npos);
-  EXPECT_EQ(idle.HandleControl("ping"), "{\"ok\":true}");
+  nlohmann::json counters = nlohmann::json::parse(idle.CountersJson(), nullptr,
+                                                  /*allow_exceptions=*/false);
+  EXPECT_EQ(counters["rnic_attached"], false) << counters;
+  EXPECT_EQ(counters["ports"], nlohmann::json::object()) << counters;
+  const nlohmann::json bogus =
+      nlohmann::json::parse(idle.HandleControl("{\"cmd\":\"bogus\"}"), nullptr,
+                            /*allow_exceptions=*/false);
+  EXPECT_NE(bogus.value("error", "").find("unknown command 'bogus'"),
+            std::string::npos)
+      << bogus;
+  EXPECT_EQ(nlohmann::json::parse(idle.HandleControl("ping")),
+            nlohmann::json({{"ok", true}}));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // reach objects an application created on the same RNIC (its QPs, CQs).
 #include "emulator/control/test_hooks.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,26 @@
 namespace rocemu::emulator {
 namespace {
 
-bool Refused(const std::string& reply) {
-  return reply.find("\"error\"") != std::string::npos &&
-         reply.find("not created by the test hooks") != std::string::npos;
+using Json = nlohmann::json;
+
+// A reply as JSON; null if it is not JSON. Replies are read through
+// non-const values: a missing field is then null (a failed expectation),
+// not nlohmann's assertion.
+Json Parse(const std::string& reply) {
+  Json j = Json::parse(reply, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? Json() : j;
+}
+
+// The hook `cmd` with request `req`, its reply parsed.
+Json Call(TestHooks& hooks, const std::string& cmd, const Json& req) {
+  return Parse(hooks.Handle(cmd, req.dump()));
+}
+
+// An error reply naming the ownership check, and nothing done.
+bool Refused(const Json& reply) {
+  return reply.is_object() && !reply.contains("ok") &&
+         reply.value("error", "").find("not created by the test hooks") !=
+             std::string::npos;
 }
 
 TEST(TestHooksTest, ObjectsTheHooksDidNotCreateAreRefused) {
@@ -58,7 +76,7 @@ TEST(TestHooksTest, ObjectsTheHooksDidNotCreateAreRefused) {
        }) {
     ASSERT_TRUE(TestHooks::Handles(cmd)) << cmd;
     const std::string reply = hooks.Handle(cmd, req);
-    EXPECT_TRUE(Refused(reply)) << cmd << ": " << reply;
+    EXPECT_TRUE(Refused(Parse(reply))) << cmd << ": " << reply;
   }
   // Untouched: still there, still in RESET.
   absl::StatusOr<nic::QpAttr> a = nic.QueryQp(*app_qp);
@@ -66,23 +84,22 @@ TEST(TestHooksTest, ObjectsTheHooksDidNotCreateAreRefused) {
   EXPECT_EQ(a->qp_state, nic::QpState::kReset);
 
   // The hooks' own objects work as before.
-  const std::string cq = hooks.Handle("create_cq", R"({"port":"p0"})");
-  ASSERT_NE(cq.find("\"ok\":true"), std::string::npos) << cq;
-  const std::string own_cq = cq.substr(cq.find("\"cq\":") + 5);
-  const std::string qp =
-      hooks.Handle("create_qp", R"({"port":"p0","type":"RC","cq":)" + own_cq);
-  ASSERT_NE(qp.find("\"ok\":true"), std::string::npos) << qp;
-  const std::string own_qp = qp.substr(qp.find("\"qpn\":") + 6,
-                                       qp.find('}') - qp.find("\"qpn\":") - 6);
-  const std::string m =
-      hooks.Handle("query_qp", R"({"port":"p0","qpn":)" + own_qp + "}");
-  EXPECT_NE(m.find("\"state\":\"RESET\""), std::string::npos) << m;
-  const std::string d =
-      hooks.Handle("destroy_qp", R"({"port":"p0","qpn":)" + own_qp + "}");
-  EXPECT_NE(d.find("\"ok\":true"), std::string::npos) << d;
+  Json cq = Call(hooks, "create_cq", {{"port", "p0"}});
+  ASSERT_EQ(cq.value("ok", false), true) << cq;
+  ASSERT_TRUE(cq["cq"].is_number_unsigned()) << cq;
+  Json qp = Call(hooks, "create_qp",
+                 {{"port", "p0"}, {"type", "RC"}, {"cq", cq["cq"]}});
+  ASSERT_EQ(qp.value("ok", false), true) << qp;
+  ASSERT_TRUE(qp["qpn"].is_number_unsigned()) << qp;
+  const Json own = {{"port", "p0"}, {"qpn", qp["qpn"]}};
+  Json m = Call(hooks, "query_qp", own);
+  EXPECT_EQ(m.value("ok", false), true) << m;
+  EXPECT_EQ(m["qpn"], qp["qpn"]) << m;
+  EXPECT_EQ(m["state"], "RESET") << m;
+  Json d = Call(hooks, "destroy_qp", own);
+  EXPECT_EQ(d, Json({{"ok", true}})) << d;
   // Destroyed: its number is no longer the hooks' either.
-  EXPECT_TRUE(Refused(
-      hooks.Handle("query_qp", R"({"port":"p0","qpn":)" + own_qp + "}")));
+  EXPECT_TRUE(Refused(Call(hooks, "query_qp", own)));
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // The daemon's control socket on whatever a local client sends: the JSON
-// field readers (JsonStringField / JsonBoolField / JsonUintField) and
-// JsonEscape on arbitrary bytes for every key the daemon and its test
-// hooks look up, and a ControlServer on a temporary Unix socket fed by one
-// or two non-blocking clients that write the input in input-chosen chunks
-// (partial lines, lines over the request limit, NUL bytes, half or full
-// close), with the test hooks behind the handler when the input asks.
+// field readers (JsonStringField / JsonBoolField / JsonUintField) and the
+// replies' string escaping (verbs::DumpJson) on arbitrary bytes for every
+// key the daemon and its test hooks look up, and a ControlServer on a
+// temporary Unix socket fed by one or two non-blocking clients that write
+// the input in input-chosen chunks (partial lines, lines over the request
+// limit, NUL bytes, half or full close), with the test hooks behind the
+// handler when the input asks.
 // Each input starts from a fresh server, so it is replayable alone.
 //
 // Invariants (abort on violation):
@@ -18,9 +19,9 @@
 //    all), wherever the same text appears as a value, and a key it does not
 //    hold reads nothing (checked for the keys a reader could confuse with
 //    one it holds, and one more);
-//  - JsonEscape's output, quoted, is a JSON string that decodes back to its
-//    input (bytes that are not UTF-8 to U+FFFD), and the string reader
-//    reads that decoded value;
+//  - a string as DumpJson escapes it is a JSON string that decodes back
+//    to its input (bytes that are not UTF-8 to U+FFFD), and the string
+//    reader reads that decoded value;
 //  - every complete non-empty line a client sent gets exactly one reply
 //    line, in order, echoing it; the server closes a connection only after
 //    a half-close (answering a last unterminated line) or after refusing a
@@ -62,10 +63,19 @@
 #include "emulator/port/rnic_port.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/reference_json.h"
+#include "verbs/server/json_writer.h"
 
 namespace {
 
 using namespace rocemu::emulator;  // NOLINT
+
+// A string as the daemon's replies write it (verbs::DumpJson), without its
+// quotes: the inside of a JSON string literal, for the lines built here.
+std::string JsonEscape(std::string_view s) {
+  const std::string quoted =
+      rocemu::verbs::DumpJson(nlohmann::json(std::string(s)));
+  return quoted.substr(1, quoted.size() - 2);
+}
 
 // Every key emulator/daemon.cc and emulator/control/test_hooks.cc look up.
 // clang-format off

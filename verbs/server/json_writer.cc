@@ -28,8 +28,4 @@ double RoundToSignificant(double v, int digits) {
   return std::strtod(buf, nullptr);
 }
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  out->append(DumpJson(nlohmann::json(std::string(s))));
-}
-
 }  // namespace rocemu::verbs

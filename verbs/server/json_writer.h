@@ -7,7 +7,6 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 
 namespace rocemu::verbs {
 
@@ -21,10 +20,6 @@ std::string DumpJson(const nlohmann::json& j);
 // view shows 12.346 rather than 12.345678901234.
 double RoundToDecimals(double v, int decimals);
 double RoundToSignificant(double v, int digits);
-
-// Appends `s` to *out as a quoted JSON string, escaped as DumpJson does.
-// For writers that still assemble JSON by hand (emulator/replay).
-void AppendJsonString(std::string_view s, std::string* out);
 
 }  // namespace rocemu::verbs
 

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -199,8 +200,10 @@ class SessionServer final : private nic::RecvWqeFetcher {
   void PollPosts();
   // Completions, async events and CM events out to the rings.
   void PollCompletions();
-  // Appends one JSON object describing the server (socket, device,
-  // counters, clients and their objects), no trailing comma or newline.
+  // The server as one JSON object (socket, device, counters, clients and
+  // their objects), for the daemon's views to nest.
+  nlohmann::ordered_json StateJson() const;
+  // StateJson() printed on one line, appended to *out.
   void AppendStateJson(std::string* out) const;
 
   // An fd that becomes readable when a control message or connection

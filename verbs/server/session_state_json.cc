@@ -1,4 +1,4 @@
-// SessionServer::AppendStateJson: what rocemu-ctl and the daemon's control
+// SessionServer::StateJson: what rocemu-ctl and the daemon's control
 // socket show about application sessions. Control path only.
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -11,7 +11,7 @@
 
 namespace rocemu::verbs {
 
-void SessionServer::AppendStateJson(std::string* out) const {
+nlohmann::ordered_json SessionServer::StateJson() const {
   using Json = nlohmann::ordered_json;
   Json state = {{"socket", options_.socket_path},
                 {"device", options_.device_name},
@@ -78,7 +78,11 @@ void SessionServer::AppendStateJson(std::string* out) const {
     }
     state["clients"].push_back(std::move(client));
   }
-  out->append(DumpJson(state));
+  return state;
+}
+
+void SessionServer::AppendStateJson(std::string* out) const {
+  out->append(DumpJson(StateJson()));
 }
 
 }  // namespace rocemu::verbs

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "verbs/server/json_writer.h"
 #include "verbs/tools/perf_clock.h"
 #include "verbs/tools/perf_pattern.h"
 #include "verbs/tools/perf_stats.h"
@@ -612,14 +614,14 @@ absl::Status PerfRunner::ServerSize(uint64_t size) {
     break;
   }
   if (o.json) {
-    std::printf(
-        "{\"role\":\"server\",\"test\":\"%s\",\"bytes\":%llu,"
-        "\"iterations\":%llu,\"iterations_asked\":%llu,\"verify\":%s,"
-        "\"verified\":%s}\n",
-        TestName(o.verb, o.mode).c_str(), static_cast<unsigned long long>(size),
-        static_cast<unsigned long long>(counted),
-        static_cast<unsigned long long>(o.iters), o.verify ? "true" : "false",
-        o.verify ? "true" : "false");
+    const nlohmann::ordered_json line = {{"role", "server"},
+                                         {"test", TestName(o.verb, o.mode)},
+                                         {"bytes", size},
+                                         {"iterations", counted},
+                                         {"iterations_asked", o.iters},
+                                         {"verify", o.verify},
+                                         {"verified", o.verify}};
+    std::printf("%s\n", verbs::DumpJson(line).c_str());
     std::fflush(stdout);
   }
   return absl::OkStatus();

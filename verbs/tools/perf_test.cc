@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <string>
@@ -163,6 +164,22 @@ nic::RnicConfig Config(uint8_t id) {
   return c;
 }
 
+// The lines of a tool's output that are JSON objects (--json's results),
+// parsed; the other lines are skipped.
+std::vector<nlohmann::json> JsonLines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  size_t at = 0;
+  while (at < out.size()) {
+    size_t end = out.find('\n', at);
+    if (end == std::string::npos) end = out.size();
+    nlohmann::json j = nlohmann::json::parse(out.substr(at, end - at), nullptr,
+                                             /*allow_exceptions=*/false);
+    if (j.is_object()) lines.push_back(std::move(j));
+    at = end + 1;
+  }
+  return lines;
+}
+
 class PerfEndToEnd : public ::testing::Test {
  protected:
   using Outcome = verbs::testing::ToolOutcome;
@@ -198,20 +215,18 @@ class PerfEndToEnd : public ::testing::Test {
     SCOPED_TRACE(args[0]);
     ASSERT_EQ(o.server_exit, 0) << o.server_out;
     ASSERT_EQ(o.client_exit, 0) << o.client_out;
-    const std::string want_bytes = "\"bytes\":" + std::to_string(bytes) + ",";
-    const std::string want_iters =
-        "\"iterations\":" + std::to_string(iters) + ",";
-    EXPECT_NE(o.client_out.find("{\"test\":\"" + args[0] + "\""),
-              std::string::npos)
-        << o.client_out;
-    EXPECT_NE(o.client_out.find(want_bytes), std::string::npos) << o.client_out;
-    EXPECT_NE(o.client_out.find(want_iters), std::string::npos) << o.client_out;
-    EXPECT_NE(o.client_out.find("\"verified\":true"), std::string::npos);
-    EXPECT_NE(o.client_out.find("\"peer_iterations\":" + std::to_string(iters)),
-              std::string::npos)
-        << o.client_out;
-    EXPECT_NE(o.server_out.find("\"role\":\"server\""), std::string::npos);
-    EXPECT_NE(o.server_out.find(want_iters), std::string::npos) << o.server_out;
+    // One size: one result line each side.
+    std::vector<nlohmann::json> client = JsonLines(o.client_out);
+    ASSERT_EQ(client.size(), 1u) << o.client_out;
+    EXPECT_EQ(client[0]["test"], args[0]) << o.client_out;
+    EXPECT_EQ(client[0]["bytes"], bytes) << o.client_out;
+    EXPECT_EQ(client[0]["iterations"], iters) << o.client_out;
+    EXPECT_EQ(client[0]["verified"], true) << o.client_out;
+    EXPECT_EQ(client[0]["peer_iterations"], iters) << o.client_out;
+    std::vector<nlohmann::json> server = JsonLines(o.server_out);
+    ASSERT_EQ(server.size(), 1u) << o.server_out;
+    EXPECT_EQ(server[0]["role"], "server") << o.server_out;
+    EXPECT_EQ(server[0]["iterations"], iters) << o.server_out;
   }
 
   verbs::testing::ToolPair pair_;
@@ -246,8 +261,10 @@ TEST_F(PerfEndToEnd, DevicesByNameAndMallocMemory) {
                              "--json", "--memory=malloc", "-d", "rocemu_pb"});
   ASSERT_EQ(o.server_exit, 0) << o.server_out;
   ASSERT_EQ(o.client_exit, 0) << o.client_out;
-  EXPECT_NE(o.client_out.find("\"memory\":\"malloc\""), std::string::npos);
-  EXPECT_NE(o.client_out.find("\"peer_iterations\":30"), std::string::npos);
+  std::vector<nlohmann::json> client = JsonLines(o.client_out);
+  ASSERT_EQ(client.size(), 1u) << o.client_out;
+  EXPECT_EQ(client[0]["memory"], "malloc") << o.client_out;
+  EXPECT_EQ(client[0]["peer_iterations"], 30) << o.client_out;
   const Outcome bad = RunPair({"write_bw", "-d", "rocemu_nope"}, {"write_bw"});
   EXPECT_EQ(bad.server_exit, 1);
   EXPECT_NE(bad.server_out.find("device rocemu_nope not found"),
