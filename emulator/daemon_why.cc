@@ -117,7 +117,18 @@ std::string Daemon::DumpQp(size_t port, const nic::Rnic& rnic,
                            const nic::QpStory& qp, nic::TimeNs now) {
   const std::string& dir = config_.recorder.dump_dir;
   if (dir.empty() || qp.recorder == nullptr) return "";
-  if (mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
+  // The directory and its parents (the default /var/lib/rocemu/why does
+  // not exist before the first dump), readable by the daemon's group only:
+  // dumps hold the first bytes of frames.
+  int made = 0;
+  for (size_t slash = dir.find('/', 1); made == 0;
+       slash = dir.find('/', slash + 1)) {
+    const std::string part =
+        slash == std::string::npos ? dir : dir.substr(0, slash);
+    if (mkdir(part.c_str(), 0750) != 0 && errno != EEXIST) made = -1;
+    if (slash == std::string::npos) break;
+  }
+  if (made != 0) {
     if (!dump_dir_failed_) {
       ROCEMU_LOG_WARNING("recorder.dump_dir %s: %s", dir, std::strerror(errno));
     }

@@ -120,6 +120,28 @@ def lost_last_ack(a, b, unknown0, server, client):
     return False
 
 
+def dumps(daemons):
+    """The QP dumps (recorder.dump_dir: why/ beside each daemon's files)
+    written so far: a QP the RNIC moved to ERR, with its flight recorder."""
+    found = set()
+    for d in daemons:
+        why = os.path.join(os.path.dirname(d["ctl"]), "why")
+        if os.path.isdir(why):
+            found |= {os.path.join(why, f) for f in os.listdir(why)
+                      if f.endswith(".txt")}
+    return found
+
+
+def print_new_dumps(daemons, before):
+    """Every QP dump a failed run left, whole: the story of a QP that
+    failed and was destroyed before anyone could ask its daemon."""
+    for path in sorted(dumps(daemons) - before):
+        print(f"--- QP dump {path} ---")
+        with open(path, errors="replace") as f:
+            print(f.read().rstrip("\n"))
+    print("--- end of QP dumps ---", flush=True)
+
+
 def run_one(r, ns, a, b, name, argv, kind):
     """(ok, server output, client output) of one server/client run."""
     r.port += 1
@@ -192,6 +214,7 @@ def main():
                 if d["proc"].poll() is not None:
                     raise AssertionError(f"daemon {d['name']} exited")
             t0 = time.monotonic()
+            dumps0 = dumps((a, b))
             ok, sout, cout = run_one(r, ns, a, b, name, argv, kind)
             lost = ok == "lost_last_ack"
             if lost:
@@ -219,6 +242,7 @@ def main():
             if not ok:
                 print(f"soak: FAIL {name} (run {i})", flush=True)
                 netns_util.print_pair_output(sout, cout)
+                print_new_dumps((a, b), dumps0)
             now = time.monotonic()
             if now >= next_sample:
                 s = (now - start, rss_kib(a["proc"].pid),

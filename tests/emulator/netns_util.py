@@ -191,10 +191,16 @@ def write_rocemud_config(path, prefix, ports, eal=None, **sections):
     mappings, `sections` the other top-level keys (control, verbs,
     logging, capture, pfc, ...) as Python values; eal gets file_prefix
     `prefix` and idle_sleep_us 50 (so that daemons and tools share the
-    cores), then whatever `eal` adds or overrides. Written as JSON, which
+    cores), then whatever `eal` adds or overrides; recorder.dump_dir is
+    why/ beside the config unless `sections` has a recorder. Written as JSON, which
     YAML reads as flow style: no indentation or quoting to get wrong."""
     cfg = {"eal": {"file_prefix": prefix, "idle_sleep_us": 50, **(eal or {})},
-           "ports": ports, **sections}
+           "ports": ports,
+           # A QP's dump on ERR stays with the test's files (kept when it
+           # fails), not in the host's /var/lib/rocemu/why.
+           "recorder": {"dump_dir": os.path.join(
+               os.path.dirname(os.path.abspath(path)), "why")},
+           **sections}
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2)
         f.write("\n")
