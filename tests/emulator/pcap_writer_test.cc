@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/emulator/libpcap_frames.h"
+#include "tests/libpcap_frames.h"
 #include "tests/temp_dir.h"
 
 namespace rocemu::emulator {

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "tests/emulator/libpcap_frames.h"
+#include "tests/libpcap_frames.h"
 #include "tests/temp_dir.h"
 
 namespace rocemu::capture {

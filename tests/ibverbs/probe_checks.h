@@ -34,15 +34,11 @@ static int check(int ok, int err) {
     fflush(stdout);                \
   } while (0)
 
-#define REQUIRE(cond, ...)         \
-  do {                             \
-    const int ok_ = (cond);        \
-    const int err_ = errno;        \
-    check(ok_, err_);              \
-    printf(__VA_ARGS__);           \
-    printf(" (errno %d)\n", err_); \
-    fflush(stdout);                \
-    if (!ok_) exit(1);             \
+#define REQUIRE(cond, ...)    \
+  do {                        \
+    const int ok2_ = (cond);  \
+    CHECK(ok2_, __VA_ARGS__); \
+    if (!ok2_) exit(1);       \
   } while (0)
 
 static struct ibv_context* open_first(void) {

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
-#include <pcap/pcap.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "tests/libpcap_frames.h"
 #include "tests/simnet/network.h"
 #include "tests/simnet/pcap_writer.h"
 #include "tests/simnet/test_host.h"
@@ -12,28 +12,12 @@
 namespace rocemu::simnet {
 namespace {
 
-struct Record {
-  nic::TimeNs t;
-  std::vector<uint8_t> bytes;
-};
+using Record = test_support::CapturedFrame;
 
+// Every frame, checked to be whole (the simulated ports capture all of it).
 std::vector<Record> ReadPcap(const std::string& path) {
-  char err[PCAP_ERRBUF_SIZE];
-  pcap_t* p = pcap_open_offline_with_tstamp_precision(
-      path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
-  EXPECT_NE(p, nullptr) << err;
-  std::vector<Record> out;
-  if (p == nullptr) return out;
-  EXPECT_EQ(pcap_datalink(p), DLT_EN10MB);
-  pcap_pkthdr* hdr;
-  const u_char* data;
-  while (pcap_next_ex(p, &hdr, &data) == 1) {
-    EXPECT_EQ(hdr->caplen, hdr->len);
-    out.push_back(Record{nic::TimeNs(hdr->ts.tv_sec) * 1'000'000'000 +
-                             nic::TimeNs(hdr->ts.tv_usec),
-                         std::vector<uint8_t>(data, data + hdr->caplen)});
-  }
-  pcap_close(p);
+  std::vector<Record> out = test_support::ReadWithLibpcap(path);
+  for (const Record& r : out) EXPECT_EQ(r.data.size(), r.len);
   return out;
 }
 
@@ -72,14 +56,14 @@ TEST(PcapTest, PortCaptureHasVirtualTimestampsAndBytes) {
   for (int k = 0; k < 3; ++k) {
     std::vector<uint8_t> sent(1000);
     TestHost::BuildTestFrame(spec, k, sent);
-    EXPECT_EQ(tx[k].t, 800u * k);
-    EXPECT_EQ(tx[k].bytes, sent);
-    EXPECT_EQ(rx[k].t, 1'500'000'000u + 800u * (k + 1));
-    EXPECT_EQ(rx[k].t, b.arrivals()[k].time);
-    EXPECT_EQ(rx[k].bytes, b.frames()[k]);
+    EXPECT_EQ(tx[k].ns, 800u * k);
+    EXPECT_EQ(tx[k].data, sent);
+    EXPECT_EQ(rx[k].ns, 1'500'000'000u + 800u * (k + 1));
+    EXPECT_EQ(rx[k].ns, b.arrivals()[k].time);
+    EXPECT_EQ(rx[k].data, b.frames()[k]);
   }
   // The receive side shows the corruption, the send side does not.
-  EXPECT_NE(rx[1].bytes, tx[1].bytes);
+  EXPECT_NE(rx[1].data, tx[1].data);
   unlink(tx_path.c_str());
   unlink(rx_path.c_str());
 }

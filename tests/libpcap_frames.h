@@ -1,7 +1,7 @@
 // Capture files read back with libpcap, not with our own code: what the
 // writers' tests compare against.
-#ifndef ROCEMU_TESTS_EMULATOR_LIBPCAP_FRAMES_H_
-#define ROCEMU_TESTS_EMULATOR_LIBPCAP_FRAMES_H_
+#ifndef ROCEMU_TESTS_LIBPCAP_FRAMES_H_
+#define ROCEMU_TESTS_LIBPCAP_FRAMES_H_
 
 #include <pcap/pcap.h>
 
@@ -45,4 +45,4 @@ inline std::vector<CapturedFrame> ReadWithLibpcap(const std::string& path) {
 
 }  // namespace rocemu::test_support
 
-#endif  // ROCEMU_TESTS_EMULATOR_LIBPCAP_FRAMES_H_
+#endif  // ROCEMU_TESTS_LIBPCAP_FRAMES_H_
