@@ -92,11 +92,16 @@ build/emulator/tools/rocemu-ctl --socket "$sock" ports
 build/emulator/tools/rocemu-ctl --socket "$sock" pfc
 echo
 echo "== the capture, opened in tshark"
-for f in "$work"/*-rx.pcap "$work"/*-tx.pcap; do
+shown=0
+for f in "$work"/*-rx.pcap* "$work"/*-tx.pcap*; do
   [[ -s "$f" ]] || continue
   echo "-- $f"
   { tshark -r "$f" -n 2>/dev/null || true; } | head -20
+  shown=$((shown + 1))
 done
+# The capture's format (pcapng or pcap) decides the name: a glob that
+# misses it must not pass for a capture that shows nothing.
+((shown > 0)) || { echo "run.sh: no capture file in $work" >&2; exit 1; }
 
 echo
 echo "== every RoCEv2/PFC frame type the codec builds, verified by rocemu-decode"
@@ -151,7 +156,9 @@ build/emulator/tools/rocemu-ctl --socket "$sock" counters | grep -E "sent_pkts|r
 echo "-- RNIC B's"
 build/emulator/tools/rocemu-ctl --socket "$peer_sock" counters | grep -E "sent_pkts|rcvd_pkts|sent_bytes|rcvd_bytes|rx_write_requests|rdma_sends|rdma_recvs|out_of_sequence|duplicate_request" | head -12
 echo "-- the RoCEv2 frames RNIC A sent, in tshark (first 12)"
-{ tshark -r "$work/tap0-tx.pcap" -n -Y infiniband 2>/dev/null || true; } | head -12
+for f in "$work"/tap0-tx.pcap*; do
+  { tshark -r "$f" -n -Y infiniband 2>/dev/null || true; } | head -12
+done
 
 if ((once)); then
   echo "== done; stopping rocemud"
