@@ -227,13 +227,14 @@ uint16_t Daemon::ApplyFaults(Port& port, FaultInjector& faults,
         }
         break;
       case FaultAction::kReorder:
-        if (held.reorder == nullptr) {
-          mark(m, nic::DropReason::kFaultReorder, 0);
-          held.reorder = m;
-          held.reorder_deadline = now + kReorderWait;
-          continue;
-        }
-        break;
+        // One frame is held at a time: one already held goes out now and
+        // this one takes its place, so that every reorder the injector
+        // decided (and counted) is one carried out.
+        if (held.reorder != nullptr) out[k++] = held.reorder;
+        mark(m, nic::DropReason::kFaultReorder, 0);
+        held.reorder = m;
+        held.reorder_deadline = now + kReorderWait;
+        continue;
       case FaultAction::kDelay:
         if (held.count < FaultState::kCapacity) {
           mark(m, nic::DropReason::kFaultDelay,
