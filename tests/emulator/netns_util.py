@@ -167,9 +167,7 @@ def qp_story(ctl, what):
     prints before it kills its programs."""
     lines = [f"--- {what}: QPs and their flight recorders ---"]
     try:
-        ports = control(ctl, {"cmd": "qps"}, timeout=10)["ports"]
-        ports = ports.values() if isinstance(ports, dict) else ports
-        for port in ports:
+        for port in control(ctl, {"cmd": "qps"}, timeout=10)["ports"]:
             for q in port.get("qps", []):
                 w = control(ctl, {"cmd": "qp_why", "qpn": q["qpn"]},
                             timeout=10)
