@@ -619,6 +619,10 @@ void Daemon::SetUpIdleWait() {
   }
   idle_ready_ = true;
   for (auto& p : ports_) {
+    if (p->dev->memif()) {
+      idle_.WatchMemif(&*p->dev);
+      continue;
+    }
     if (!idle_.WatchRxQueue(p->dev->port_id())) {
       ROCEMU_LOG_INFO(
           "port %s: no RX interrupt; looked at every %u us while idle",

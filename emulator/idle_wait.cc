@@ -16,8 +16,10 @@
 namespace rocemu::emulator {
 namespace {
 
-// epoll_event.data: small numbers are RX queue indexes, the rest plain fds.
+// epoll_event.data: small numbers are RX queue indexes; memif ports and
+// plain fds are tagged.
 constexpr uint64_t kPlainFd = uint64_t{1} << 32;
+constexpr uint64_t kMemif = uint64_t{1} << 33;
 
 bool IsEventFd(int fd) {
   char link[64];
@@ -87,14 +89,37 @@ bool IdleWait::WatchRxQueue(uint16_t port_id) {
   return true;
 }
 
+void IdleWait::RegisterMemif(size_t index) {
+  MemifPort& m = memif_ports_[index];
+  const uint64_t generation = m.port->rx_interrupt_generation();
+  if (m.generation == generation) return;
+  // A closed eventfd left the set by itself; one still open (same file,
+  // same number) is modified instead.
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kMemif | index;
+  const int fd = m.port->rx_interrupt_fd();
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0 &&
+      (errno != EEXIST || epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0)) {
+    return;  // left on the timer, as a port without one
+  }
+  m.generation = generation;
+}
+
 void IdleWait::ArmPorts() {
   for (const RxQueue& q : rx_queues_) rte_eth_dev_rx_intr_enable(q.port_id, 0);
+  for (size_t i = 0; i < memif_ports_.size(); ++i) {
+    if (!memif_ports_[i].port->rx_interrupt_ready()) continue;
+    RegisterMemif(i);
+    memif_ports_[i].port->ArmRxInterrupt();
+  }
 }
 
 void IdleWait::DisarmPorts() {
   for (const RxQueue& q : rx_queues_) {
     rte_eth_dev_rx_intr_disable(q.port_id, 0);
   }
+  for (MemifPort& m : memif_ports_) m.port->DisarmRxInterrupt();
 }
 
 bool IdleWait::Wait(int64_t timeout_ns) {
@@ -115,8 +140,19 @@ bool IdleWait::Wait(int64_t timeout_ns) {
     return false;
   }
   ++counters_.idle_wakeups_fd;
+  bool rx = false;
   for (int i = 0; i < n; ++i) {
     if ((ev[i].data.u64 & kPlainFd) != 0) continue;
+    rx = true;
+    if ((ev[i].data.u64 & kMemif) != 0) {
+      // Disarmed after this returns, the PMD no longer reads it: we do.
+      const DpdkPort* port = memif_ports_[ev[i].data.u64 & ~kMemif].port;
+      if (port->rx_interrupt_ready()) {
+        uint64_t v;
+        (void)!read(port->rx_interrupt_fd(), &v, sizeof(v));
+      }
+      continue;
+    }
     const RxQueue& q = rx_queues_[ev[i].data.u64];
     // An eventfd stays readable until read; a tun fd is the queue itself
     // and is drained by rx_burst. Read only what epoll reported ready, so
@@ -126,6 +162,7 @@ bool IdleWait::Wait(int64_t timeout_ns) {
       (void)!read(q.fd, &v, sizeof(v));
     }
   }
+  counters_.idle_wakeups_rx += rx;
   return true;
 }
 

@@ -197,7 +197,10 @@ DpdkPort::DpdkPort(DpdkPort&& o) noexcept
       memif_client_(o.memif_client_),
       rejoin_failing_(o.rejoin_failing_),
       running_(o.running_),
-      shared_faulted_in_(o.shared_faulted_in_) {
+      shared_faulted_in_(o.shared_faulted_in_),
+      memif_faults_(o.memif_faults_),
+      rx_interrupt_(o.rx_interrupt_),
+      rx_interrupt_generation_(o.rx_interrupt_generation_) {
   o.pool_ = nullptr;
   o.started_ = false;
   o.port_id_ = RTE_MAX_ETHPORTS;
@@ -207,13 +210,20 @@ void DpdkPort::FaultInSharedMemory() {
   if (!memif_) return;
   if (!LinkUp()) {
     shared_faulted_in_ = false;  // a reconnection maps new regions
+    rx_interrupt_.Reset();
     return;
   }
   if (shared_faulted_in_) return;
   shared_faulted_in_ = true;
   const size_t bytes = FaultInMappings("memfd:memif_region");
-  ROCEMU_LOG_INFO("port %u: memif link up; %zu KiB of shared rings faulted in",
-                  port_id_, bytes >> 10);
+  const absl::Status intr = rx_interrupt_.Resolve(port_id_);
+  if (intr.ok()) ++rx_interrupt_generation_;
+  ROCEMU_LOG_INFO(
+      "port %u: memif link up; %zu KiB of shared rings faulted in; %s",
+      port_id_, bytes >> 10,
+      intr.ok() ? "receive interrupt on"
+                : absl::StrCat("no receive interrupt (", intr.message(),
+                               "): looked at on a timer while idle"));
 }
 
 bool DpdkPort::LinkUp() const {

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "emulator/net/net_types.h"
 #include "emulator/port/memif_guard.h"
+#include "emulator/port/memif_rx_interrupt.h"
 
 namespace rocemu::emulator {
 
@@ -121,8 +122,32 @@ class DpdkPort {
   }
   uint64_t memif_faults() const { return memif_faults_; }
 
+  // A memif port's receive interrupt (port/memif_rx_interrupt.h): found by
+  // FaultInSharedMemory() on each connection. Arm before the loop's last
+  // look at the ports and sleep on rx_interrupt_fd(); disarm on waking.
+  // False, or a no-op, while there is none (link down, not memif).
+  bool rx_interrupt_ready() const { return rx_interrupt_.ready(); }
+  int rx_interrupt_fd() const { return rx_interrupt_.fd(); }
+  // Counts the connections whose interrupt was found: a new one is a new
+  // eventfd, even if it reuses the old one's number.
+  uint64_t rx_interrupt_generation() const { return rx_interrupt_generation_; }
+  void ArmRxInterrupt() { GuardRxInterrupt(true); }
+  void DisarmRxInterrupt() { GuardRxInterrupt(false); }
+
  private:
   DpdkPort() = default;
+  void GuardRxInterrupt(bool arm) {
+    if (!rx_interrupt_.ready()) return;
+    bool faulted = false;
+    MemifGuard::Run(
+        [&] {
+          arm ? rx_interrupt_.Arm() : rx_interrupt_.Disarm();
+          return uint16_t{0};
+        },
+        &faulted);
+    memif_faults_ += faulted;
+    if (faulted) rx_interrupt_.Reset();
+  }
   uint16_t port_id_ = RTE_MAX_ETHPORTS;
   MacAddr mac_{};
   rte_mempool* pool_ = nullptr;
@@ -136,6 +161,8 @@ class DpdkPort {
   bool running_ = false;
   bool shared_faulted_in_ = false;
   uint64_t memif_faults_ = 0;
+  MemifRxInterrupt rx_interrupt_;
+  uint64_t rx_interrupt_generation_ = 0;
 };
 
 }  // namespace rocemu::emulator

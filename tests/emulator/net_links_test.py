@@ -5,7 +5,10 @@ test creates:
          IPv4/IPv6 ping including 4 KiB frames (kernel MTU 9000).
   memif: two daemons joined by memif resolve each other (ARP and ND); when
          one goes, the other's port goes DOWN (link_downed counts it) and is
-         ACTIVE again when it comes back.
+         ACTIVE again when it comes back. Both sleep as soon as a pass finds
+         nothing (idle_spin_us 0), and a frame from the peer must wake them
+         through memif's receive interrupt (idle_wakeups_rx), on the first
+         connection and again after the peer came back.
 Bounded in time; always cleans up.  Usage: net_links_test.py ROCEMUD veth|memif
 """
 import os
@@ -22,11 +25,11 @@ class Run(netns_util.NetRun):
         self.daemons = self.procs
 
 
-    def start(self, ns, name, port):
+    def start(self, ns, name, port, eal=None):
         sock = os.path.join(self.tmp, f"{name}.sock")
         cfg = os.path.join(self.tmp, f"{name}.yaml")
         netns_util.write_rocemud_config(
-            cfg, f"rocemu-{name}-{self.pid}", [port],
+            cfg, f"rocemu-{name}-{self.pid}", [port], eal=eal,
             control={"socket": sock}, verbs={"socket": f"{sock}.verbs"},
             logging={"file": f"{self.tmp}/{name}.log"})
         d = netns_util.start_rocemud(ns, self.rocemud, cfg, sock, name)
@@ -71,17 +74,37 @@ def veth(r):
     r.stop(d, "veth")
 
 
+def rx_wakeups(sock):
+    return control(sock, {"cmd": "counters"})["idle_wakeups_rx"]
+
+
+def resolve_wakes(r, sock_ask, asker, sock_peer, peer, ips, mac):
+    """`asker` resolves `ips`; its requests must wake `peer`, asleep."""
+    before = rx_wakeups(sock_peer)
+    for ip in ips:
+        got = wait_for(f"{asker} resolving {ip}", lambda: control(
+            sock_ask, {"cmd": "resolve", "port": "m0", "ip": ip}).get("mac"),
+            timeout=15)
+        r.check(got == mac, f"{asker} resolved {ip} to {got}")
+    woke = rx_wakeups(sock_peer) - before
+    r.check(woke >= 1, f"{asker}'s requests woke {peer} {woke} times over "
+            "the new connection")
+
+
 def memif(r):
     ns = r.netns("rocemu-mm")
+    # Asleep whenever idle: a frame arriving then is taken only after the
+    # loop wakes, by the receive interrupt or else by its timer.
+    sleepy = {"idle_spin_us": 0}
     name = f"rocemu-memif-{r.pid}"
     port_a = netns_util.port(
         "m0", f"net_memif0,role=server,socket={name},bsize=8192",
         "02:00:00:77:02:01", ["10.77.2.1/24", "fd77:2::1/64"], 4200)
-    a, sock_a = r.start(ns, "memif-a", port_a)
+    a, sock_a = r.start(ns, "memif-a", port_a, sleepy)
     port_b = netns_util.port(
         "m0", f"net_memif0,role=client,socket={name},bsize=8192",
         "02:00:00:77:02:02", ["10.77.2.2/24", "fd77:2::2/64"], 4200)
-    b, sock_b = r.start(ns, "memif-b", port_b)
+    b, sock_b = r.start(ns, "memif-b", port_b, sleepy)
     for sock, ip, mac in ((sock_a, "10.77.2.2", "02:00:00:77:02:02"),
                           (sock_b, "10.77.2.1", "02:00:00:77:02:01"),
                           (sock_a, "fd77:2::2", "02:00:00:77:02:02"),
@@ -101,6 +124,10 @@ def memif(r):
     r.check(ca["tx_packets"] == cb["rx_packets"] and
             cb["tx_packets"] == ca["rx_packets"],
             "memif delivered every frame each way")
+    # B, idle and so asleep, received A's requests. (A's wakeups are not
+    # counted: its replies may come back before it is asleep again.)
+    wb = rx_wakeups(sock_b)
+    r.check(wb >= 1, f"A's requests woke B, asleep, {wb} times")
 
     def link(sock):
         state = control(sock, {"cmd": "ports"})["ports"][0]["attr"]["state"]
@@ -117,10 +144,24 @@ def memif(r):
     r.stop(b, "memif-b")
     got = a_link_leaves("IBV_PORT_ACTIVE")
     r.check(got == ("IBV_PORT_DOWN", 1), f"A's link down: {got}")
-    b, sock_b = r.start(ns, "memif-b", port_b)
+    b, sock_b = r.start(ns, "memif-b", port_b, sleepy)
     got = a_link_leaves("IBV_PORT_DOWN")
     r.check(got == ("IBV_PORT_ACTIVE", 1), f"A's link up again: {got}")
     r.check(link(sock_b) == ("IBV_PORT_ACTIVE", 0), "B's port ACTIVE")
+    # The new connection has new rings and eventfds: B (new, its cache
+    # empty) asks A, and A, asleep, is woken by the requests.
+    resolve_wakes(r, sock_b, "B", sock_a, "A", ("10.77.2.1", "fd77:2::1"),
+                  "02:00:00:77:02:01")
+    # The same for the client's side: A (the server) goes and comes back
+    # while B stays, B's port rejoins, then A asks B.
+    r.stop(a, "memif-a")
+    wait_for("B's link down", lambda: link(sock_b)[0] != "IBV_PORT_ACTIVE",
+             timeout=15)
+    a, sock_a = r.start(ns, "memif-a", port_a, sleepy)
+    wait_for("B's link up again",
+             lambda: link(sock_b)[0] == "IBV_PORT_ACTIVE", timeout=15)
+    resolve_wakes(r, sock_a, "A", sock_b, "B", ("10.77.2.2", "fd77:2::2"),
+                  "02:00:00:77:02:02")
     # The server stops first and the client at once, while the client's
     # interrupt thread handles the disconnect (emulator/port/intr_thread.h:
     # the client's own stop waits for it), then the same the other way.
