@@ -1,8 +1,13 @@
-// The payload copied and its CRC taken in one walk over the bytes: the
-// sender's gather of a payload into a frame and the ICRC over it (and, as a
-// benchmark of the necessary work, a receiver's). ISA-L has no fused CRC-32
-// copy (only crc16_t10dif_copy), so the copy goes in chunks small enough
-// that each is CRC'd from L1 right after it was written.
+// The payload copied and its CRC taken in one walk over the bytes, for a
+// sender's gather of a payload into a frame. ISA-L has no fused CRC-32 copy
+// (only crc16_t10dif_copy), so the copy goes in chunks small enough that
+// each is CRC'd from L1 right after it was written.
+//
+// The sender's path (nic/requester.cc) does not use it: measured against
+// the copy followed by the ICRC (tests/bench/codec_bench.cc, Send* rows;
+// docs/performance.md, issue 37) it is no faster at 4 KiB and slower at
+// 64 B, since a frame's payload is still in L1 when the second pass reads
+// it, and one walk makes more ISA-L calls per frame.
 //
 // A receiver must not use it to place a payload into a memory region: the
 // ICRC is verified over the whole frame before any byte is placed, since a
