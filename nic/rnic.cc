@@ -417,6 +417,11 @@ void Rnic::Receive(uint16_t /*port*/, std::span<const RxFrame> frames,
 }
 
 void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
+  // The ICRC is verified here, over the whole frame, before any engine
+  // places a byte: it cannot be folded into the copy into the memory region
+  // as a sender may fold it into its gather (protocol/icrc_copy.h), because
+  // a RETH corrupted on the wire can still pass the R_Key and bounds checks
+  // and would then write to the wrong place.
   static constexpr protocol::ParseOptions kVerifyAll{};
   static constexpr protocol::ParseOptions kIpChecksumGood{.verify_ip_checksum =
                                                               false};

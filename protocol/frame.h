@@ -32,6 +32,7 @@
 #include "protocol/errors.h"
 #include "protocol/ethernet.h"
 #include "protocol/headers.h"
+#include "protocol/icrc.h"
 #include "protocol/opcode.h"
 #include "protocol/pfc.h"
 
@@ -123,7 +124,15 @@ class RoceFrameWriter {
   // Returns the frame length.
   size_t Finish();
 
+  // The same in one walk over the payload (protocol/icrc_copy.h): StartIcrc
+  // takes the ICRC over the headers, the caller extends it over payload()
+  // as it fills it, in order, and Finish(acc) adds the pad.
+  void StartIcrc(IcrcAccumulator& acc) const;
+  size_t Finish(IcrcAccumulator& acc);
+
  private:
+  size_t FinishWith(uint32_t icrc);
+
   std::span<uint8_t> out_;
   std::span<uint8_t> payload_;
   size_t l3_offset_ = 0;

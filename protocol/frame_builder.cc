@@ -79,17 +79,37 @@ BuildError RoceFrameWriter::Begin(const NetHeaderTemplate& net,
 
 size_t RoceFrameWriter::Finish() {
   if (frame_len_ == 0) return 0;
-  uint8_t* pad = payload_.data() + payload_.size();
-  uint8_t* icrc = out_.data() + frame_len_ - kIcrcLen;
   // 0-3 pad bytes, then the ICRC: one 4-byte store zeroes the pad, and the
-  // ICRC is written over the rest below.
-  std::memset(pad, 0, kIcrcLen);
+  // ICRC is written over the rest in FinishWith.
+  std::memset(payload_.data() + payload_.size(), 0, kIcrcLen);
   const std::span<uint8_t> l3 =
-      out_.subspan(l3_offset_, frame_len_ - l3_offset_);
-  StoreIcrc(ComputeIcrc(l3.first(l3.size() - kIcrcLen), ipv6_), icrc);
+      out_.subspan(l3_offset_, frame_len_ - l3_offset_ - kIcrcLen);
+  return FinishWith(ComputeIcrc(l3, ipv6_));
+}
+
+void RoceFrameWriter::StartIcrc(IcrcAccumulator& acc) const {
+  // Begin made the headers, so l3 holds at least the masked ones.
+  acc.Begin(out_.subspan(l3_offset_,
+                         static_cast<size_t>(payload_.data() - out_.data()) -
+                             l3_offset_),
+            ipv6_);
+}
+
+size_t RoceFrameWriter::Finish(IcrcAccumulator& acc) {
+  if (frame_len_ == 0) return 0;
+  uint8_t* pad = payload_.data() + payload_.size();
+  std::memset(pad, 0, kIcrcLen);
+  acc.Update({pad, PadFor(payload_.size())});
+  return FinishWith(acc.value());
+}
+
+size_t RoceFrameWriter::FinishWith(uint32_t icrc) {
+  StoreIcrc(icrc, out_.data() + frame_len_ - kIcrcLen);
   // The UDP checksum covers the ICRC, while the ICRC masks the UDP checksum:
   // so the ICRC comes first.
   if (udp_checksum_) {
+    const std::span<uint8_t> l3 =
+        out_.subspan(l3_offset_, frame_len_ - l3_offset_);
     const size_t ip_len = ipv6_ ? kIpv6HeaderLen : kIpv4HeaderLen;
     const std::span<uint8_t> udp = l3.subspan(ip_len);
     StoreBe16(udp.data() + 6, UdpChecksum(l3.data(), ipv6_, udp));

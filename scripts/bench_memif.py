@@ -26,13 +26,15 @@ def _ex(ns):
     return ["ip", "netns", "exec", ns]
 
 
-def rate_once(pktio, ns, frame, tag, seconds):
+def rate_once(pktio, ns, frame, tag, seconds, work=()):
     """Frames of `frame` bytes the receiver counts per second over
     `seconds` (after a 1 s warm-up): bench_pktio's JSON, or
-    {"mpps": 0.0, "complete": False} if the receiver reported nothing."""
+    {"mpps": 0.0, "complete": False} if the receiver reported nothing.
+    `work` is more bench_pktio flags for both sides (e.g. --work rnic)."""
     sock = f"bmemif-{tag}-{os.getpid()}"
     args = lambda mode, s: [pktio, "--mode", mode, "--seconds", str(s),
-                            "--warmup", "1", "--size", str(frame)]
+                            "--warmup", "1", "--size", str(frame),
+                            *work]
     rx = subprocess.Popen(_ex(ns) + args("rx", seconds) + ["--"] +
                           eal("bmrx", 1, _memif(sock, "server")),
                           stdout=subprocess.PIPE, text=True)
@@ -48,19 +50,25 @@ def rate_once(pktio, ns, frame, tag, seconds):
     return json.loads(lines[-1])
 
 
-def rate(pktio, ns, frame, tag, seconds, tries=3):
+def rate(pktio, ns, frame, tag, seconds, tries=3, work=()):
     """The best of `tries` rate_once runs, with every run's Mpps in
     "runs". A ceiling is the best the link does: on these 2-vCPU VMs the
     same pair of processes reads anywhere from 0.6 to 8.7 Mpps of 4154 B
     frames from one run to the next (2026-11-28, all frame sizes alike),
-    so one run can understate it several times over."""
+    so one run can understate it several times over. With --work rnic,
+    "icrc_errors" and "malformed" are the sums over all runs (any is a
+    failed benchmark)."""
     best, runs = {"mpps": 0.0, "complete": False}, []
+    icrc_errors = malformed = 0
     for i in range(tries):
-        c = rate_once(pktio, ns, frame, f"{tag}{i}", seconds)
+        c = rate_once(pktio, ns, frame, f"{tag}{i}", seconds, work)
         runs.append(round(c["mpps"], 4))
+        icrc_errors += c.get("icrc_errors", 0)
+        malformed += c.get("malformed", 0)
         if c.get("complete", True) and c["mpps"] > best["mpps"]:
             best = c
-    return dict(best, runs=runs)
+    return dict(best, runs=runs, icrc_errors=icrc_errors,
+                malformed=malformed)
 
 
 def ping_pong(pktio, ns, frame, iterations=20000):

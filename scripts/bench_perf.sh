@@ -8,6 +8,14 @@
 #            message size puts on the wire (a WRITE ONLY packet: 74 B of
 #            headers + payload; multi-packet messages: 4154 B MIDDLE
 #            frames, MTU 4096);
+#   bound:   the necessary work per frame (issue 37), the same two
+#            processes and frame sizes with --work rnic: real RoCEv2 RDMA
+#            WRITE ONLY (MIDDLE for the 4154 B frames) frames; the sender
+#            copies each payload out of a 64 MiB malloc'd region it walks
+#            and writes the ICRC (protocol/ code), the receiver checks the
+#            ICRC and copies the payload into its own 64 MiB region. Best
+#            of three runs like the ceiling; a frame failing the check
+#            fails the script. It lies below the ceiling by construction.
 #            The latency ceiling: a raw DPDK ping-pong of 138 B frames (a
 #            64 B WRITE's) over the same memif, pong on lcore 1, ping on
 #            lcore 0, one-way = half the round trip.
@@ -24,7 +32,8 @@
 #            thread on lcore 0), its empty polls running the RNIC: write_lat
 #            64 B, write_bw 64 B on 16 QPs and 4 KiB .. 1 MiB on one QP,
 #            malloc'd buffers.
-# Ratio: rocemu payload rate / (ceiling frames/s x payload per frame);
+# Ratio: rocemu payload rate / (ceiling frames/s x payload per frame), and
+# the same against the bound's frames/s;
 # latency: rocemu p50 / ping-pong p50.
 # Prints a markdown table; with --append adds it, the command and the
 # machine load (uptime) to docs/performance.md. Needs root (namespaces).
@@ -71,6 +80,12 @@ def frame_of(size):
     return HDR_MIDDLE + MTU, MTU
 
 
+def work_of(frame):
+    """bench_pktio flags of the necessary-work bound for `frame` bytes."""
+    opcode = "write_middle" if frame == HDR_MIDDLE + MTU else "write_only"
+    return ["--work", "rnic", "--opcode", opcode, "--mr_mib", "64"]
+
+
 def perf_run(r, ns, a, b, test, args):
     """rocemu-perf on daemon A's and daemon B's verbs sockets."""
     return bench_pair.perf_pair(r, ns, perf, test, args,
@@ -95,7 +110,7 @@ def iters_for(size):
 
 uptime_before = subprocess.run(["uptime"], capture_output=True,
                                text=True).stdout.strip()
-ceil = {}
+ceil, bound = {}, {}
 bw, lat, mem, bw16, pingpong = {}, None, {}, None, None
 emb_lat, emb_bw16, emb_bw = None, None, {}
 r = t.Run(rocemud, perf)
@@ -105,6 +120,12 @@ try:
         ceil[frame] = bench_memif.rate(pktio, ns, frame, f"c{frame}", seconds)
         print(f"ceiling {frame} B frames: {ceil[frame]['mpps']:.3f} Mpps "
               f"(runs {ceil[frame]['runs']})", flush=True)
+        bound[frame] = bench_memif.rate(pktio, ns, frame, f"w{frame}",
+                                        seconds, work=work_of(frame))
+        print(f"necessary-work bound {frame} B frames: "
+              f"{bound[frame]['mpps']:.3f} Mpps (runs {bound[frame]['runs']}"
+              f", ICRC errors {bound[frame]['icrc_errors']}, malformed "
+              f"{bound[frame]['malformed']})", flush=True)
     pingpong = bench_memif.ping_pong(pktio, ns, frame_of(64)[0])
     print(f"ping-pong {frame_of(64)[0]} B frames: {pingpong}", flush=True)
     # Both daemons on lcore 0 (see the top): idle_sleep_us lets an idle
@@ -160,28 +181,44 @@ def human(n):
         f"{n >> 10} KiB" if n >= 1024 else f"{n} B")
 
 
+def payload_gbps(rates, frame, per_frame):
+    return rates[frame]["mpps"] * 1e6 * per_frame * 8 / 1e9
+
+
+def ratio(gbps, of):
+    return f"{gbps / of:.3f}" if of > 0 else "n/a"
+
+
 rows = []
 for size in SIZES:
     frame, per_frame = frame_of(size)
-    c = ceil[frame]
-    ceil_gbps = c["mpps"] * 1e6 * per_frame * 8 / 1e9
+    c, w = ceil[frame], bound[frame]
+    ceil_gbps = payload_gbps(ceil, frame, per_frame)
+    bound_gbps = payload_gbps(bound, frame, per_frame)
+    head = (f"| {human(size)} | {frame} | {c['mpps']:.3f} | {ceil_gbps:.2f} | "
+            f"{w['mpps']:.3f} | {bound_gbps:.2f} | "
+            f"{ratio(bound_gbps, ceil_gbps)} |")
     res = bw[size]
     if res is None:
-        rows.append(f"| {human(size)} | {frame} | {c['mpps']:.3f} | "
-                    f"{ceil_gbps:.2f} | failed | | | |")
+        rows.append(head + " failed | | | | |")
         continue
-    rows.append(f"| {human(size)} | {frame} | {c['mpps']:.3f} | "
-                f"{ceil_gbps:.2f} | {res['bw_avg_gbps']:.3f} | "
+    rows.append(head + f" {res['bw_avg_gbps']:.3f} | "
                 f"{res['msg_rate_mpps']:.4f} | {res['bw_peak_gbps']:.3f} | "
-                f"{res['bw_avg_gbps'] / ceil_gbps:.3f} |")
+                f"{ratio(res['bw_avg_gbps'], ceil_gbps)} | "
+                f"{ratio(res['bw_avg_gbps'], bound_gbps)} |")
 table = ("| message | wire frame (B) | ceiling Mpps | ceiling payload Gb/s | "
-         "rocemu-perf write_bw avg Gb/s | Mpps | peak Gb/s | avg / ceiling |\n"
-         "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
-c64 = ceil[frame_of(64)[0]]
+         "bound Mpps | bound payload Gb/s | bound / ceiling | "
+         "rocemu-perf write_bw avg Gb/s | Mpps | peak Gb/s | avg / ceiling | "
+         "avg / bound |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|---|\n" +
+         "\n".join(rows))
+c64, b64 = ceil[frame_of(64)[0]], bound[frame_of(64)[0]]
 rate_line = ("write_bw 64 B on 16 QPs: failed" if bw16 is None else
              f"write_bw 64 B on 16 QPs: {bw16['msg_rate_mpps']:.3f} Mpps = "
-             f"{bw16['msg_rate_mpps'] / c64['mpps']:.3f} of the ceiling's "
-             f"{c64['mpps']:.3f} Mpps ({frame_of(64)[0]} B frames)")
+             f"{ratio(bw16['msg_rate_mpps'], c64['mpps'])} of the ceiling's "
+             f"{c64['mpps']:.3f} Mpps, "
+             f"{ratio(bw16['msg_rate_mpps'], b64['mpps'])} of the bound's "
+             f"{b64['mpps']:.3f} Mpps ({frame_of(64)[0]} B frames)")
 ping_p50 = pingpong["p50_us"] if pingpong else 0
 lat_line = ("write_lat 64 B: failed" if lat is None else
             f"write_lat 64 B ({lat['iterations']} iterations, one-way = "
@@ -216,18 +253,36 @@ else:
     emb_lines.append("embedded write_lat 64 B: failed")
 emb_lines.append(
     "embedded write_bw 64 B on 16 QPs: failed" if emb_bw16 is None else
-    f"embedded write_bw 64 B on 16 QPs: {emb_bw16['msg_rate_mpps']:.3f} Mpps")
+    f"embedded write_bw 64 B on 16 QPs: {emb_bw16['msg_rate_mpps']:.3f} Mpps"
+    f" = {ratio(emb_bw16['msg_rate_mpps'], b64['mpps'])} of the bound")
 for size, res in emb_bw.items():
     frame, per_frame = frame_of(size)
-    ceil_gbps = ceil[frame]["mpps"] * 1e6 * per_frame * 8 / 1e9
+    ceil_gbps = payload_gbps(ceil, frame, per_frame)
+    bound_gbps = payload_gbps(bound, frame, per_frame)
     emb_lines.append(
         f"embedded write_bw {human(size)}: failed" if res is None else
         f"embedded write_bw {human(size)}: {res['bw_avg_gbps']:.3f} Gb/s = "
-        f"{res['bw_avg_gbps'] / ceil_gbps:.3f} of the ceiling")
+        f"{ratio(res['bw_avg_gbps'], ceil_gbps)} of the ceiling, "
+        f"{ratio(res['bw_avg_gbps'], bound_gbps)} of the bound")
 runs_line = ("ceiling runs, Mpps (each ceiling is the best of its runs): " +
              "; ".join(f"{f} B {ceil[f]['runs']}" for f in sorted(ceil)))
+bound_line = ("necessary-work bound runs, Mpps (best of its runs; "
+              "bench_pktio --work rnic): " +
+              "; ".join(f"{f} B {bound[f]['runs']}" for f in sorted(bound)))
+icrc_errors = sum(b["icrc_errors"] + b["malformed"] for b in bound.values())
+below = [f for f in bound if bound[f]["mpps"] > ceil[f]["mpps"]]
+checks = []
+if icrc_errors:
+    checks.append(f"FAILED: {icrc_errors} frame(s) of the bound runs failed "
+                  "the ICRC check or were malformed")
+if below:
+    checks.append("WARNING: the bound is above the ceiling at " +
+                  ", ".join(f"{f} B" for f in sorted(below)) +
+                  " (runs too noisy to compare; run again on a quiet machine)")
 print(table)
 print(runs_line)
+print(bound_line)
+print("\n".join(checks))
 print(rate_line)
 print(lat_line)
 print(ping_line)
@@ -240,6 +295,8 @@ if append:
         f.write(f"\n### Run of {time.strftime('%Y-%m-%d %H:%M')} UTC "
                 f"(`{cmd}`)\n\n"
                 f"Load: before `{uptime_before}`; after `{uptime_after}`.\n\n"
-                f"{table}\n\n- {runs_line}\n- {rate_line}\n- {lat_line}\n- {ping_line}\n" +
-                "".join(f"- {l}\n" for l in mem_lines + emb_lines))
+                f"{table}\n\n- {runs_line}\n- {bound_line}\n- {rate_line}\n"
+                f"- {lat_line}\n- {ping_line}\n" +
+                "".join(f"- {l}\n" for l in checks + mem_lines + emb_lines))
+sys.exit(1 if icrc_errors else 0)
 PY

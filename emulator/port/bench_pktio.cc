@@ -24,6 +24,15 @@
 // at once instead of parsing a bogus IP header. The header is written once
 // per buffer and the payload is left as is, like the RNIC's lent TX buffers.
 //
+// --work rnic (tx, rx, loop) adds what an RNIC must do per frame besides
+// the PMD's part (bench_rnic_work.h): the sender builds a real RoCEv2 RDMA
+// WRITE frame with the payload copied out of a --mr_mib region and its
+// ICRC, the receiver checks the ICRC and copies the payload into its own
+// region. --size is then the RoCE frame's size, and --opcode picks WRITE
+// ONLY (74 bytes of headers and ICRC) or WRITE MIDDLE (58). A frame that
+// fails the check is counted (icrc_errors, malformed) and makes the
+// receiver exit with status 3 after its result.
+//
 //   rocemu-bench-pktio --mode tx|rx|loop --seconds N --size BYTES -- EAL...
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -35,12 +44,14 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "emulator/port/bench_rnic_work.h"
 #include "verbs/server/json_writer.h"
 
 ABSL_FLAG(std::string, mode, "rx", "tx, rx, loop, ping or pong");
@@ -54,6 +65,16 @@ ABSL_FLAG(double, wait, 10, "rx: give up if no frame arrives by then");
 ABSL_FLAG(uint32_t, size, 4154, "frame bytes (without FCS)");
 ABSL_FLAG(std::string, dst, "ff:ff:ff:ff:ff:ff",
           "tx: destination MAC (the peer's, or broadcast)");
+ABSL_FLAG(std::string, work, "none",
+          "tx/rx/loop: none (the raw ceiling) or rnic (RoCE frames with "
+          "the ICRC and one copy out of / into a region per frame)");
+ABSL_FLAG(std::string, opcode, "write_only",
+          "--work rnic: write_only (with a RETH) or write_middle frames");
+ABSL_FLAG(uint32_t, mr_mib, 64,
+          "--work rnic: MiB of each side's region, walked a payload at a "
+          "time so that it is not all in cache (perftest's buffers)");
+
+using rocemu::emulator::RnicFrameWork;
 
 namespace {
 
@@ -102,24 +123,44 @@ void FillFrame(rte_mbuf* m, const uint8_t* header, uint32_t size) {
   m->pkt_len = size;
 }
 
-// Sends one burst of frames built from `header`; returns frames accepted.
+// Sends one burst of frames built from `header`, or by `work` when it is
+// set; returns frames accepted.
 uint16_t SendBurst(uint16_t port, rte_mempool* pool, const uint8_t* header,
-                   uint32_t size) {
+                   uint32_t size, RnicFrameWork* work) {
   rte_mbuf* burst[kBurst];
   if (rte_pktmbuf_alloc_bulk(pool, burst, kBurst) != 0) return 0;
-  for (rte_mbuf* m : burst) FillFrame(m, header, size);
+  for (rte_mbuf* m : burst) {
+    if (work == nullptr) {
+      FillFrame(m, header, size);
+      continue;
+    }
+    const size_t len =
+        work->Build({rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m)});
+    m->data_len = static_cast<uint16_t>(len);
+    m->pkt_len = static_cast<uint32_t>(len);
+  }
   const uint16_t n = rte_eth_tx_burst(port, 0, burst, kBurst);
   if (n < kBurst) rte_pktmbuf_free_bulk(burst + n, kBurst - n);
   return n;
 }
 
 // Receives everything queued on `port`, counting frames that arrive while
-// the window is open. Returns frames received (in or out of the window).
-uint16_t Drain(uint16_t port, uint64_t now, Window& w) {
+// the window is open; with `work`, each frame gets the receiver's work
+// (frames that fail it are counted there). Returns frames received (in or
+// out of the window).
+uint16_t Drain(uint16_t port, uint64_t now, Window& w, RnicFrameWork* work) {
   rte_mbuf* burst[kBurst];
   uint16_t total = 0;
   uint16_t n;
   while ((n = rte_eth_rx_burst(port, 0, burst, kBurst)) > 0) {
+    if (work != nullptr) {
+      for (uint16_t i = 0; i < n; ++i) {
+        // Ports here hand over whole frames in one segment (a 9 KiB data
+        // room); a chained one would fail the ICRC check, visibly.
+        work->Receive(
+            {rte_pktmbuf_mtod(burst[i], const uint8_t*), burst[i]->data_len});
+      }
+    }
     if (w.start != 0 && now >= w.start && now < w.end) {
       w.packets += n;
       for (uint16_t i = 0; i < n; ++i) w.bytes += rte_pktmbuf_pkt_len(burst[i]);
@@ -305,6 +346,32 @@ int main(int argc, char** argv) {
   }
   uint8_t header[RTE_ETHER_HDR_LEN];
   WriteHeader(header, dst, src);
+  const std::string work_mode = absl::GetFlag(FLAGS_work);
+  const std::string opcode = absl::GetFlag(FLAGS_opcode);
+  if ((work_mode != "none" && work_mode != "rnic") ||
+      (work_mode == "rnic" && (mode == "ping" || mode == "pong")) ||
+      (opcode != "write_only" && opcode != "write_middle")) {
+    std::fprintf(stderr,
+                 "bench_pktio: --work is none or rnic (not with ping/pong), "
+                 "--opcode write_only or write_middle\n");
+    return 2;
+  }
+  std::optional<RnicFrameWork> work_state;
+  if (work_mode == "rnic") {
+    rocemu::protocol::MacAddr s, d;
+    std::memcpy(s.data(), src.addr_bytes, s.size());
+    std::memcpy(d.data(), dst.addr_bytes, d.size());
+    auto w =
+        RnicFrameWork::Create(size, opcode == "write_middle",
+                              size_t{absl::GetFlag(FLAGS_mr_mib)} << 20, s, d);
+    if (!w.ok()) {
+      std::fprintf(stderr, "bench_pktio: %s\n",
+                   std::string(w.status().message()).c_str());
+      return 2;
+    }
+    work_state.emplace(*std::move(w));
+  }
+  RnicFrameWork* work = work_state ? &*work_state : nullptr;
   if (mode == "ping" || mode == "pong") {
     const int rc = mode == "ping" ? RunPing(pool, header, size) : RunPong();
     TearDown(ports);
@@ -319,7 +386,7 @@ int main(int argc, char** argv) {
   Window w;
   if (mode == "tx") {
     while (rte_rdtsc() - begin < window) {
-      sent += SendBurst(0, pool, header, size);
+      sent += SendBurst(0, pool, header, size, work);
     }
     w.start = begin;
     w.end = rte_rdtsc();
@@ -336,22 +403,24 @@ int main(int argc, char** argv) {
         w.complete = true;
         break;
       }
-      sent += SendBurst(0, pool, header, size);
-      if (Drain(rx_port, now, w) > 0 && w.start == 0) {
+      sent += SendBurst(0, pool, header, size, work);
+      if (Drain(rx_port, now, w, work) > 0 && w.start == 0) {
         w.start = now + warmup;
         w.end = w.start + window;
       }
     }
     // Let the kernel hand over what is still in flight before stopping.
     const uint64_t quiet = rte_rdtsc();
-    while (rte_rdtsc() - quiet < hz / 10) Drain(rx_port, rte_rdtsc(), w);
+    while (rte_rdtsc() - quiet < hz / 10) {
+      Drain(rx_port, rte_rdtsc(), w, work);
+    }
   } else {
     uint64_t last = 0;
     while (true) {
       const uint64_t now = rte_rdtsc();
       if (w.start == 0 && now - begin > Ticks(absl::GetFlag(FLAGS_wait))) break;
       if (last != 0 && now - last > hz / 2) break;  // the sender stopped
-      if (Drain(0, now, w) > 0) {
+      if (Drain(0, now, w, work) > 0) {
         last = now;
         if (w.start == 0) {
           w.start = now + warmup;
@@ -369,23 +438,42 @@ int main(int argc, char** argv) {
       w.end > w.start ? static_cast<double>(w.end - w.start) / hz : 0;
   rte_eth_stats stats{};
   rte_eth_stats_get(loop ? 1 : 0, &stats);
-  PrintResult(
-      {{"mode", mode},
-       {"packets", w.packets},
-       {"seconds", Round3(secs)},
-       {"mpps",
-        rocemu::verbs::RoundToDecimals(
-            secs > 0 ? static_cast<double>(w.packets) / secs / 1e6 : 0, 4)},
-       {"gbps",
-        Round3(secs > 0 ? static_cast<double>(w.bytes) * 8 / secs / 1e9 : 0)},
-       {"complete", w.complete},
-       {"sent", sent},
-       {"imissed", stats.imissed},
-       {"ierrors", stats.ierrors},
-       {"rx_nombuf", stats.rx_nombuf}});
+  nlohmann::ordered_json result;
+  result["mode"] = mode;
+  result["work"] = work_mode;
+  result["packets"] = w.packets;
+  result["seconds"] = Round3(secs);
+  result["mpps"] = rocemu::verbs::RoundToDecimals(
+      secs > 0 ? static_cast<double>(w.packets) / secs / 1e6 : 0, 4);
+  result["gbps"] =
+      Round3(secs > 0 ? static_cast<double>(w.bytes) * 8 / secs / 1e9 : 0);
+  result["complete"] = w.complete;
+  result["sent"] = sent;
+  result["imissed"] = stats.imissed;
+  result["ierrors"] = stats.ierrors;
+  result["rx_nombuf"] = stats.rx_nombuf;
+  const bool failed =
+      work != nullptr && (work->icrc_errors() > 0 || work->malformed() > 0);
+  if (work != nullptr) {
+    result["payload_bytes"] = work->payload_len();
+    if (mode != "tx") {
+      result["icrc_errors"] = work->icrc_errors();
+      result["malformed"] = work->malformed();
+      result["placed_bytes"] = work->placed_bytes();
+    }
+  }
+  PrintResult(result);
   // The result is out before teardown, which memif has been seen to crash
   // in once its peer is gone.
   std::fflush(stdout);
   TearDown(ports);
+  if (failed) {
+    std::fprintf(stderr,
+                 "bench_pktio: %lu frame(s) failed the ICRC check, %lu "
+                 "malformed\n",
+                 static_cast<unsigned long>(work->icrc_errors()),
+                 static_cast<unsigned long>(work->malformed()));
+    return 3;
+  }
   return 0;
 }
