@@ -143,6 +143,9 @@ std::string DescribeReason(DropReason r, const uint64_t* a) {
     case R::kBadIcrc:
     case R::kIpChecksum:
       return Text(r);
+    case R::kFlushInvalid:
+      return absl::StrFormat("%s: placement type 0x%x, selectivity level %u",
+                             Text(r), a[0], a[1]);
     case R::kMalformed:
       return absl::StrCat(Text(r), " (",
                           std::string(protocol::ParseErrorName(

@@ -65,6 +65,7 @@ const char* VerdictActionName(VerdictAction a);
 //     [2] corrupt: the bit flipped; delay: ns
 //   cp_tail_drop, cp_ecn_mark: [0] queue depth bytes  [1] limit/threshold
 //   pfc_paused: [0] priority
+//   flush_invalid: [0] FETH placement type  [1] selectivity level
 enum : uint64_t {
   kLenPosition = 0,
   kLenWriteRemaining = 1,

@@ -486,7 +486,7 @@ Step ExecuteFlush(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   const AccessFlags need = FlushNeeds(feth);
   if (need == 0 || (feth.placement_type & ~uint8_t{3}) != 0 ||
       feth.selectivity_level > protocol::feth::kMemoryRegion) {
-    *j = Reject(DropReason::kMalformed, NakCode::kInvalidRequest,
+    *j = Reject(DropReason::kFlushInvalid, NakCode::kInvalidRequest,
                 WcStatus::kRemInvReqErr, feth.placement_type,
                 feth.selectivity_level);
     return Step::kRejected;

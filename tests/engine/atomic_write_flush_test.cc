@@ -288,6 +288,41 @@ TEST(FlushTest, Refusals) {
   }
 }
 
+// A FETH the requester would never build (it refuses such a FLUSH
+// locally), sent by a peer: NAK invalid request, the QP to ERR.
+TEST(FlushTest, ResponderRefusesAnUndefinedFeth) {
+  const protocol::Feth bad[] = {
+      {.placement_type = 0},
+      {.placement_type = 4},
+      {.placement_type = feth::kGlobal, .selectivity_level = 2}};
+  for (const protocol::Feth& f : bad) {
+    SCOPED_TRACE(f.Encode());
+    BackToBack net;
+    Pair p = Connect(net, FlushOptions());
+    // A's own FLUSH never arrives: its first transmission is the template.
+    net.drop = [](const WireFrame& w) {
+      return w.dir == 0 && w.parsed.hdr.bth.opcode == Opcode::kRcFlush;
+    };
+    ASSERT_TRUE(net.a().PostSend(p.ea.qpn, FlushWr(p, 1, 0, 64)).ok());
+    net.RunUntil(net.clock().Now() + 1000000);
+    auto sent = net.Frames(0, Opcode::kRcFlush);
+    ASSERT_EQ(sent.size(), 1u);
+    protocol::FrameSpec spec = protocol::SpecFromParsed(sent[0]->parsed);
+    spec.hdr.feth = f;
+    std::vector<uint8_t> frame(
+        protocol::RoceFrameLength(spec.net, Opcode::kRcFlush, 0));
+    ASSERT_EQ(protocol::BuildRoceFrame(spec, {}, frame), frame.size());
+    net.Inject(1, frame);
+    EXPECT_EQ(net.b().reason_counters()[DropReason::kFlushInvalid], 1u);
+    EXPECT_EQ(net.b().QueryQp(p.eb.qpn)->qp_state, QpState::kErr);
+    net.Run();
+    auto sc = Poll(net.a(), p.ea.cq);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, WcStatus::kRemInvReqErr);
+    EXPECT_EQ(net.b().QueryCounters().rx_flush_requests, 0u);
+  }
+}
+
 // A lost FLUSH response: the retried FLUSH is answered from the responder
 // resource.
 TEST(FlushTest, DuplicateIsAnsweredAgain) {
