@@ -22,6 +22,7 @@ import netns_util  # noqa: E402
 def main():
     rocemud, dropin, prog = (os.path.abspath(p) for p in sys.argv[1:4])
     d = SoloDaemon(rocemud, prefix="rocemu-atomicw-")
+    failed = False
     try:
         r = subprocess.run([prog], env=d.env(dropin), capture_output=True,
                            text=True, timeout=120)
@@ -40,9 +41,12 @@ def main():
             print(("ok   " if ok else "FAIL ") +
                   f"{name} {rnic.get(name)}, {want} expected")
             failed |= not ok
-        return 1 if failed else 0
     finally:
-        d.stop()
+        rc = d.stop()
+        d.cleanup()
+    print(("ok   " if rc == 0 else "FAIL ") +
+          f"rocemud stops cleanly (exit {rc})")
+    return 1 if failed or rc != 0 else 0
 
 
 if __name__ == "__main__":
