@@ -449,7 +449,7 @@ Step ExecuteAtomicWrite(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   }
   uint64_t value;
   std::memcpy(&value, pkt.payload.data(), 8);
-  const MrStatus sm = mr->Store64(reth.va, value);
+  const MrStatus sm = mr->AtomicStore64(reth.va, value);
   if (sm != MrStatus::kOk) {
     nic.CountMrFault(sm);
     *j = RemoteAccess(nic, qp, sm, reth.rkey, reth.va, 8, access::kRemoteWrite);
