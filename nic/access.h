@@ -22,15 +22,22 @@ inline constexpr AccessFlags kMwBind = 1u << 4;     // IBV_ACCESS_MW_BIND
 inline constexpr AccessFlags kZeroBased = 1u << 5;  // IBV_ACCESS_ZERO_BASED
 inline constexpr AccessFlags kOnDemand = 1u << 6;   // IBV_ACCESS_ON_DEMAND
 inline constexpr AccessFlags kHugetlb = 1u << 7;    // IBV_ACCESS_HUGETLB
+// IBV_ACCESS_FLUSH_GLOBAL / _PERSISTENT (rdma-core 45; IBTA 1.5 FLUSH).
+inline constexpr AccessFlags kFlushGlobal = 1u << 8;
+inline constexpr AccessFlags kFlushPersistent = 1u << 9;
 inline constexpr AccessFlags kRelaxedOrdering =
     1u << 20;  // IBV_ACCESS_RELAXED_ORDERING
 
 inline constexpr AccessFlags kRemoteAny =
     kRemoteWrite | kRemoteRead | kRemoteAtomic;
-// Every flag an MR registration accepts; anything else is EINVAL.
-inline constexpr AccessFlags kAllMr = kLocalWrite | kRemoteWrite | kRemoteRead |
-                                      kRemoteAtomic | kMwBind | kZeroBased |
-                                      kOnDemand | kHugetlb | kRelaxedOrdering;
+inline constexpr AccessFlags kFlush = kFlushGlobal | kFlushPersistent;
+// Every flag an MR registration accepts; anything else is EINVAL. Not
+// kFlushPersistent: no rocemu region is persistent memory (rxe refuses it
+// too for memory that is not pmem), so a persistent FLUSH always meets
+// an R_Key that lacks the right.
+inline constexpr AccessFlags kAllMr =
+    kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic | kMwBind |
+    kZeroBased | kOnDemand | kHugetlb | kFlushGlobal | kRelaxedOrdering;
 }  // namespace access
 
 // A region writable or atomically updatable from the wire must

@@ -30,6 +30,10 @@ WcOpcode SendWcOpcode(WrOpcode op) {
       return WcOpcode::kLocalInv;
     case WrOpcode::kBindMw:
       return WcOpcode::kBindMw;
+    case WrOpcode::kFlush:
+      return WcOpcode::kFlush;
+    case WrOpcode::kAtomicWrite:
+      return WcOpcode::kAtomicWrite;
     default:
       return WcOpcode::kSend;
   }
@@ -259,7 +263,10 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   }
   SendWqe& w = qp.sq_.at(c.comp_idx);
   const bool atomic_ack = pkt.op->operation == Operation::kAtomicAcknowledge;
-  const bool is_read = w.wr.opcode == WrOpcode::kRdmaRead;
+  // ATOMIC WRITE and FLUSH are answered by a READ response without payload.
+  const bool empty_read =
+      w.wr.opcode == WrOpcode::kAtomicWrite || w.wr.opcode == WrOpcode::kFlush;
+  const bool is_read = w.wr.opcode == WrOpcode::kRdmaRead || empty_read;
   if (!w.read_or_atomic || atomic_ack == is_read) {
     // A response that does not answer this WQE's operation.
     ++qp.counters_.ghost_ack;
@@ -292,7 +299,8 @@ void ProcessResponse(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     const uint32_t mtu = qp.mtu();
     const uint64_t offset =
         static_cast<uint64_t>(PsnDiff(r, w.first_psn)) * mtu;
-    const uint64_t expect = std::min<uint64_t>(mtu, w.length - offset);
+    const uint64_t expect =
+        empty_read ? 0 : std::min<uint64_t>(mtu, w.length - offset);
     const bool last = r == w.last_psn;
     if (pkt.payload.size() != expect || last != pkt.op->IsLast()) {
       FrameVerdict& v =

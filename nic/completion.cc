@@ -65,6 +65,10 @@ const char* WcOpcodeName(WcOpcode op) {
       return "IBV_WC_BIND_MW";
     case WcOpcode::kLocalInv:
       return "IBV_WC_LOCAL_INV";
+    case WcOpcode::kFlush:
+      return "IBV_WC_FLUSH";
+    case WcOpcode::kAtomicWrite:
+      return "IBV_WC_ATOMIC_WRITE";
     case WcOpcode::kRecv:
       return "IBV_WC_RECV";
     case WcOpcode::kRecvRdmaWithImm:

@@ -46,6 +46,8 @@ enum class WcOpcode : uint8_t {
   kFetchAdd = 4,
   kBindMw = 5,
   kLocalInv = 6,
+  kFlush = 8,
+  kAtomicWrite = 9,
   kRecv = 128,
   kRecvRdmaWithImm = 129,
 };

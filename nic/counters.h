@@ -20,6 +20,8 @@
 //   rocemu's own (no standard name exists; rxe drops these silently):
 //         rx_unknown_qp rx_wrong_state rx_bad_opcode rx_malformed
 //         rx_mcast_no_group (a multicast frame no local QP is attached to)
+//         rx_atomic_write_requests rx_flush_requests (IBTA 1.5 requests
+//         executed, in the style of mlx5's rx_*_requests)
 //         mr_access_faults (a process region's pages could not be reached:
 //         the ODP page fault an RNIC could not resolve)
 #ifndef ROCEMU_NIC_COUNTERS_H_
@@ -67,6 +69,8 @@ struct DeviceCounters {
   uint64_t rx_write_requests = 0;
   uint64_t rx_read_requests = 0;
   uint64_t rx_atomic_requests = 0;
+  uint64_t rx_atomic_write_requests = 0;
+  uint64_t rx_flush_requests = 0;
   uint64_t rx_icrc_encapsulated = 0;  // frames dropped for a bad ICRC
   uint64_t np_cnp_sent = 0;
   uint64_t np_ecn_marked_roce_packets = 0;
@@ -177,6 +181,8 @@ inline constexpr CounterField kCounterFields[] = {
     {"rx_write_requests", &DeviceCounters::rx_write_requests},
     {"rx_read_requests", &DeviceCounters::rx_read_requests},
     {"rx_atomic_requests", &DeviceCounters::rx_atomic_requests},
+    {"rx_atomic_write_requests", &DeviceCounters::rx_atomic_write_requests},
+    {"rx_flush_requests", &DeviceCounters::rx_flush_requests},
     {"rx_icrc_encapsulated", &DeviceCounters::rx_icrc_encapsulated},
     {"np_cnp_sent", &DeviceCounters::np_cnp_sent},
     {"np_ecn_marked_roce_packets", &DeviceCounters::np_ecn_marked_roce_packets},

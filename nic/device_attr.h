@@ -69,6 +69,11 @@ struct DeviceAttr {
   // and type 2B (MEM_WINDOW_TYPE_2B 1<<24: bound to a QP, as rxe).
   uint32_t device_cap_flags =
       (1u << 1) | (1u << 2) | (1u << 11) | (1u << 12) | (1u << 17) | (1u << 24);
+  // The 64-bit IB_UVERBS_DEVICE_* bits above 31 (ibv_device_attr_ex's
+  // device_cap_flags_ex): IBTA 1.5 RDMA FLUSH with global placement
+  // (FLUSH_GLOBAL 1<<38; not FLUSH_PERSISTENT 1<<39: no region is
+  // persistent memory) and RDMA ATOMIC WRITE (ATOMIC_WRITE 1<<40).
+  static constexpr uint64_t kDeviceCapFlagsEx = (1ull << 38) | (1ull << 40);
   uint32_t max_sge = kMaxSge;
   uint32_t max_sge_rd = kMaxSge;
   uint32_t max_cq = 1u << 17;

@@ -123,7 +123,11 @@ namespace rocemu::nic {
   X(kNoRnic, no_rnic, "no RNIC attached to the port")                          \
   /* rx_nic_no_endpoint */                                                     \
   X(kShardRingFull, shard_ring_full,                                           \
-    "the RNIC shard's receive ring was full") /* rx_shard_ring_full */
+    "the RNIC shard's receive ring was full") /* rx_shard_ring_full */         \
+  /* --- appended: the responder (request_execution.cc) --- */                 \
+  X(kFlushInvalid, flush_invalid,                                              \
+    "invalid request: FLUSH of no or an unknown placement type, or of a "      \
+    "reserved selectivity level")
 
 enum class DropReason : uint8_t {
 #define ROCEMU_DROP_REASON_ENUM(e, name, text) e,

@@ -49,6 +49,8 @@ std::string Rights(uint64_t flags) {
   add(access::kRemoteRead, "REMOTE_READ");
   add(access::kRemoteAtomic, "REMOTE_ATOMIC");
   add(access::kMwBind, "MW_BIND");
+  add(access::kFlushGlobal, "FLUSH_GLOBAL");
+  add(access::kFlushPersistent, "FLUSH_PERSISTENT");
   return s.empty() ? "none" : s;
 }
 
@@ -141,6 +143,9 @@ std::string DescribeReason(DropReason r, const uint64_t* a) {
     case R::kBadIcrc:
     case R::kIpChecksum:
       return Text(r);
+    case R::kFlushInvalid:
+      return absl::StrFormat("%s: placement type 0x%x, selectivity level %u",
+                             Text(r), a[0], a[1]);
     case R::kMalformed:
       return absl::StrCat(Text(r), " (",
                           std::string(protocol::ParseErrorName(
@@ -188,6 +193,11 @@ std::string DescribeReason(DropReason r, const uint64_t* a) {
           return absl::StrFormat(
               "length error: last WRITE packet %u bytes, %u expected", a[0],
               a[1]);
+        case kLenAtomicWrite:
+          return absl::StrFormat(
+              "length error: ATOMIC WRITE of %u bytes, RETH length %u (8 "
+              "and 8 required)",
+              a[0], a[1]);
         default:
           return absl::StrFormat(
               "length error: payload %u bytes where the packet's position "

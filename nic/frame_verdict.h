@@ -65,7 +65,13 @@ const char* VerdictActionName(VerdictAction a);
 //     [2] corrupt: the bit flipped; delay: ns
 //   cp_tail_drop, cp_ecn_mark: [0] queue depth bytes  [1] limit/threshold
 //   pfc_paused: [0] priority
-enum : uint64_t { kLenPosition = 0, kLenWriteRemaining = 1, kLenWriteLast = 2 };
+//   flush_invalid: [0] FETH placement type  [1] selectivity level
+enum : uint64_t {
+  kLenPosition = 0,
+  kLenWriteRemaining = 1,
+  kLenWriteLast = 2,
+  kLenAtomicWrite = 3,  // [0] payload bytes  [1] RETH length; 8 and 8 needed
+};
 
 struct FrameVerdict {
   uint64_t packet_id = 0;

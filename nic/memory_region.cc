@@ -1,6 +1,7 @@
 #include "nic/memory_region.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "nic/process_memory.h"
@@ -122,6 +123,21 @@ MrStatus MemoryRegion::Load64(uint64_t va, uint64_t* value) const {
   const MrStatus st = CopyOut(va, b);
   if (st == MrStatus::kOk) std::memcpy(value, b, 8);
   return st;
+}
+
+MrStatus MemoryRegion::AtomicStore64(uint64_t va, uint64_t value) const {
+  if (kind_ != MrKind::kHost) return Store64(va, value);
+  const uint64_t off = va - iova_;
+  const size_t c = ChunkAt(off);
+  const uint64_t in_chunk = off - starts_[c];
+  uint8_t* p = chunks_[c].host + in_chunk;
+  if (in_chunk + 8 > chunks_[c].length ||
+      (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
+    return MrStatus::kMisaligned;
+  }
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p))
+      .store(value, std::memory_order_release);
+  return MrStatus::kOk;
 }
 
 MrStatus MemoryRegion::Store64(uint64_t va, uint64_t value) const {

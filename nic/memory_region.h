@@ -110,6 +110,12 @@ class MemoryRegion {
   // one page: a load or store moves all 8 bytes or none.
   MrStatus Load64(uint64_t va, uint64_t* value) const;
   MrStatus Store64(uint64_t va, uint64_t value) const;
+  // RDMA ATOMIC WRITE's store: one aligned 8-byte store, with release
+  // order after what the responder placed before (no reader sees half of
+  // it). The host address must be 8-byte aligned as well as `va` (an iova
+  // region may shift it): kMisaligned otherwise, as rxe checks both. A
+  // process region's 8 aligned bytes go in one process_vm_writev.
+  MrStatus AtomicStore64(uint64_t va, uint64_t value) const;
 
  private:
   friend class MrTable;

@@ -241,6 +241,24 @@ MrStatus MrTable::Check(uint32_t key, PdHandle pd, uint32_t qpn, uint64_t va,
   return MrStatus::kOk;
 }
 
+MrStatus MrTable::CheckRemoteFlush(uint32_t rkey, PdHandle pd, uint32_t qpn,
+                                   uint64_t va, uint64_t len, bool whole_region,
+                                   AccessFlags need,
+                                   const MemoryRegion** out) const {
+  if (whole_region || len == 0) {
+    // The key alone: check it over the region's (or window's) first byte.
+    const MemoryRegion* key = mrs_.Get(rkey);
+    if (key == nullptr) {
+      *out = nullptr;
+      return MrStatus::kInvalidKey;
+    }
+    va = key->iova();
+    len = 1;
+  }
+  return Check(rkey, pd, qpn, va, len, need, /*atomic=*/false,
+               /*remote=*/true, out);
+}
+
 MrStatus MrTable::Invalidate(uint32_t key, PdHandle pd, uint32_t qpn) {
   MemoryRegion* mr = mrs_.Get(key);
   if (mr == nullptr) return MrStatus::kInvalidKey;

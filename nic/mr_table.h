@@ -115,6 +115,18 @@ class MrTable {
     return Check(rkey, pd, qpn, va, len, need,
                  (need & access::kRemoteAtomic) != 0, /*remote=*/true, out);
   }
+  // An 8-byte, 8-byte aligned target with `need`: the atomics, and ATOMIC
+  // WRITE (which needs kRemoteWrite).
+  MrStatus CheckRemote8(uint32_t rkey, PdHandle pd, uint32_t qpn, uint64_t va,
+                        AccessFlags need, const MemoryRegion** out) const {
+    return Check(rkey, pd, qpn, va, 8, need, /*atomic=*/true, /*remote=*/true,
+                 out);
+  }
+  // FLUSH (IBTA 1.5): its R_Key is checked even for an empty range, and a
+  // FLUSH of the whole region (`whole_region`) checks no range at all.
+  MrStatus CheckRemoteFlush(uint32_t rkey, PdHandle pd, uint32_t qpn,
+                            uint64_t va, uint64_t len, bool whole_region,
+                            AccessFlags need, const MemoryRegion** out) const;
 
   // Lets SEND_WITH_INV invalidate the region, as a kernel ULP's
   // fast-registration region (ib_alloc_mr + IB_WR_REG_MR) allows.

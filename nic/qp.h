@@ -132,6 +132,9 @@ struct ResponderResource {
   // again (rxe resends the saved ATOMIC_ACKNOWLEDGE), so its AETH counts
   // the messages completed by its PSN, not those completed since.
   uint32_t msn = 0;
+  // An ATOMIC WRITE or FLUSH: answered again, never executed again, by a
+  // READ response without payload.
+  bool empty_read = false;
 };
 
 // Responder state for the message in progress.

@@ -55,9 +55,28 @@ uint8_t SendWriteOpcode(QpType type, WrOpcode wr, bool first, bool last) {
 static_assert(Opcode::kUcRdmaWriteOnlyWithImmediate ==
               Opcode::kRcRdmaWriteOnlyWithImmediate + Opcode::kUcSendFirst);
 
+// ATOMIC WRITE and FLUSH take a responder resource (the responder keeps
+// them to answer a duplicate without executing it again) and are answered
+// by a READ response: they count against max_rd_atomic like READs.
 bool IsReadOrAtomic(WrOpcode op) {
   return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp ||
-         op == WrOpcode::kAtomicFetchAndAdd;
+         op == WrOpcode::kAtomicFetchAndAdd || op == WrOpcode::kAtomicWrite ||
+         op == WrOpcode::kFlush;
+}
+
+// One packet whatever the length: no SG list, nothing gathered from it.
+bool IsOnePacketNoSg(WrOpcode op) {
+  return op == WrOpcode::kAtomicWrite || op == WrOpcode::kFlush;
+}
+
+// A FLUSH names at least one placement type rocemu knows and a defined
+// selectivity level (ibv_wr_flush's type and level).
+bool FlushValid(const SendWrHeader::Flush& f) {
+  constexpr uint8_t kTypes =
+      protocol::feth::kGlobal | protocol::feth::kPersistent;
+  return f.type != 0 && (f.type & ~kTypes) == 0 &&
+         (f.level == protocol::feth::kRange ||
+          f.level == protocol::feth::kMemoryRegion);
 }
 
 bool IsAtomic(WrOpcode op) {
@@ -217,7 +236,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
     w.read_or_atomic = IsReadOrAtomic(w.wr.opcode);
     w.npkts =
         w.length == 0 ? 1 : static_cast<uint32_t>((w.length + mtu - 1) / mtu);
-    if (IsAtomic(w.wr.opcode)) w.npkts = 1;
+    if (IsAtomic(w.wr.opcode) || IsOnePacketNoSg(w.wr.opcode)) w.npkts = 1;
     w.last_psn = PsnAdd(w.first_psn, w.npkts - 1);
     // Local checks the verbs leave to processing time.
     WcStatus err = WcStatus::kSuccess;
@@ -229,6 +248,11 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
         err = WcStatus::kLocQpOpErr;
         why = DropReason::kLocalQpOp;
       }
+    } else if (w.wr.opcode == WrOpcode::kFlush && !FlushValid(w.wr.flush)) {
+      err = WcStatus::kLocQpOpErr;
+      why = DropReason::kLocalQpOp;
+      args[0] = w.wr.flush.type;
+      args[1] = w.wr.flush.level;
     } else if (w.wr.opcode == WrOpcode::kRdmaRead && qp.type() != QpType::kRc) {
       err = WcStatus::kLocQpOpErr;
       why = DropReason::kLocalQpOp;
@@ -249,7 +273,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
     const bool source =
         w.wr.opcode != WrOpcode::kRdmaRead && !IsAtomic(w.wr.opcode);
     if (err == WcStatus::kSuccess && !w.wr.is_inline() &&
-        (!source || w.npkts > 1)) {
+        !IsOnePacketNoSg(w.wr.opcode) && (!source || w.npkts > 1)) {
       const AccessFlags need = source ? access::kNone : access::kLocalWrite;
       const MrStatus ms =
           CheckSgList(nic.mrs(), qp.pd_, w.wr.sg_list.span(), need);
@@ -348,6 +372,21 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
                               : w.wr.atomic.compare_add;
       h.atomic.compare = w.wr.atomic.compare_add;
       break;
+    case WrOpcode::kAtomicWrite:
+      h.bth.opcode = Opcode::kRcAtomicWrite;
+      h.reth.va = w.wr.rdma.remote_addr;
+      h.reth.rkey = w.wr.rdma.rkey;
+      h.reth.dma_len = 8;
+      payload_len = 8;
+      break;
+    case WrOpcode::kFlush:
+      h.bth.opcode = Opcode::kRcFlush;
+      h.feth.placement_type = w.wr.flush.type;
+      h.feth.selectivity_level = w.wr.flush.level;
+      h.reth.va = w.wr.rdma.remote_addr;
+      h.reth.rkey = w.wr.rdma.rkey;
+      h.reth.dma_len = w.wr.flush.length;
+      break;
     default:
       break;
   }
@@ -371,7 +410,9 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   }
   if (payload_len > 0) {
     std::span<uint8_t> dst = writer.payload();
-    if (w.wr.is_inline()) {
+    if (w.wr.opcode == WrOpcode::kAtomicWrite) {
+      std::memcpy(dst.data(), &w.wr.atomic.swap, 8);
+    } else if (w.wr.is_inline()) {
       std::memcpy(dst.data(), w.wr.inline_bytes + offset, payload_len);
     } else {
       SgCursor cur = SeekSg(w.wr.sg_list.span(), offset);

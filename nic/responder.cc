@@ -53,8 +53,8 @@ void Duplicate(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
       return;
     case Operation::kReadRequest: {
       for (const ResponderResource& res : qp.resources_) {
-        if (!res.valid || res.atomic || !PsnLessEq(res.first_psn, psn) ||
-            !PsnLessEq(psn, res.last_psn)) {
+        if (!res.valid || res.atomic || res.empty_read ||
+            !PsnLessEq(res.first_psn, psn) || !PsnLessEq(psn, res.last_psn)) {
           continue;
         }
         // Re-execute from the duplicate's own RETH (the requester may ask
@@ -82,6 +82,20 @@ void Duplicate(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
           Answered(nic, qp, psn);
           QueueAtomicAck(nic, qp, psn, res.msn, res.atomic_orig,
                          DropReason::kDuplicate);
+          return;
+        }
+      }
+      Unmatched(nic, qp, psn);
+      return;
+    case Operation::kAtomicWrite:
+    case Operation::kFlush:
+      for (const ResponderResource& res : qp.resources_) {
+        if (res.valid && res.empty_read && res.first_psn == psn) {
+          // Answer again; storing again could undo a later WRITE.
+          Answered(nic, qp, psn);
+          QueueReadResponse(
+              nic, qp, protocol::Reth{pkt.hdr.reth.va, pkt.hdr.reth.rkey, 0},
+              psn, res.msn, DropReason::kDuplicate);
           return;
         }
       }

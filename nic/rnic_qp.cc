@@ -27,6 +27,8 @@ bool WrAllowed(QpType t, WrOpcode op) {
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd:
     case WrOpcode::kSendWithInv:
+    case WrOpcode::kFlush:
+    case WrOpcode::kAtomicWrite:
       return t == QpType::kRc;
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
@@ -215,8 +217,9 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
   // ON_DEMAND means nothing for a QP; ConnectX and rxe take it there
   // (pyverbs' ODP tests pass the MR's flags to the QP) and so do we.
   if ((mask & kAccessFlags) &&
-      (a.qp_access_flags & ~(access::kLocalWrite | access::kRemoteAny |
-                             access::kMwBind | access::kOnDemand)) != 0) {
+      (a.qp_access_flags &
+       ~(access::kLocalWrite | access::kRemoteAny | access::kMwBind |
+         access::kOnDemand | access::kFlush)) != 0) {
     return bad("qp_access_flags");
   }
   if (mask & kAv) {
@@ -346,11 +349,13 @@ absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
     return absl::ResourceExhaustedError("send queue full");
   }
   SendWqe& w = qp->PushSendWqe(wr);
+  // A FLUSH moves no data; an ATOMIC WRITE carries its 8 bytes in the WQE.
   w.length = (wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
-              wr.opcode == WrOpcode::kAtomicFetchAndAdd)
+              wr.opcode == WrOpcode::kAtomicFetchAndAdd ||
+              wr.opcode == WrOpcode::kAtomicWrite)
                  ? 8
-             : wr.local() ? 0
-                          : wr.PayloadLength();
+             : wr.local() || wr.opcode == WrOpcode::kFlush ? 0
+                                                           : wr.PayloadLength();
   w.status = WcStatus::kSuccess;
   w.read_or_atomic = false;
   if (st == QpState::kErr || st == QpState::kSqe) {

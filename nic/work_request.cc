@@ -24,6 +24,10 @@ const char* WrOpcodeName(WrOpcode op) {
       return "IBV_WR_BIND_MW";
     case WrOpcode::kSendWithInv:
       return "IBV_WR_SEND_WITH_INV";
+    case WrOpcode::kFlush:
+      return "IBV_WR_FLUSH";
+    case WrOpcode::kAtomicWrite:
+      return "IBV_WR_ATOMIC_WRITE";
   }
   return "IBV_WR_UNKNOWN";
 }

@@ -124,6 +124,8 @@ enum class WrOpcode : uint8_t {
   kLocalInv = 7,
   kBindMw = 8,
   kSendWithInv = 9,
+  kFlush = 14,
+  kAtomicWrite = 15,
 };
 const char* WrOpcodeName(WrOpcode op);
 
@@ -156,12 +158,23 @@ struct SendWrHeader {
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
   } rdma;
+  // kAtomicWrite targets rdma.remote_addr/rkey and carries its 8 bytes in
+  // atomic.swap, as they lie in the application's memory (ibv_wr_atomic_write
+  // copies them at post time; they are placed at the target verbatim).
   struct Atomic {
     uint64_t remote_addr = 0;
     uint64_t compare_add = 0;
     uint64_t swap = 0;
     uint32_t rkey = 0;
   } atomic;
+  // kFlush (ibv_wr_flush) targets rdma.remote_addr/rkey; `type` is the FETH
+  // placement type (protocol::feth::kGlobal | kPersistent), `level` its
+  // selectivity level (kRange: [remote_addr, +length), kMemoryRegion).
+  struct Flush {
+    uint32_t length = 0;
+    uint8_t type = 0;
+    uint8_t level = 0;
+  } flush;
   struct Ud {
     AhHandle ah = kInvalidHandle;
     uint32_t remote_qpn = 0;

@@ -132,6 +132,38 @@ struct AtomicAckEth {
   friend bool operator==(const AtomicAckEth&, const AtomicAckEth&) = default;
 };
 
+// FLUSH Extended Transport Header (IBTA 1.5), 4 bytes: the placement type
+// in bits 3..0 and the selectivity level in bits 5..4 of the big-endian
+// word; the upper 26 bits are reserved.
+namespace feth {
+// Placement type bits (ibv_wr_flush's `type`, IB_FLUSH_GLOBAL/PERSISTENT).
+inline constexpr uint8_t kGlobal = 1 << 0;
+inline constexpr uint8_t kPersistent = 1 << 1;
+// Selectivity levels (ibv_wr_flush's `level`): the RETH's range, or the
+// whole memory region its R_Key names.
+inline constexpr uint8_t kRange = 0;
+inline constexpr uint8_t kMemoryRegion = 1;
+}  // namespace feth
+
+struct Feth {
+  uint8_t placement_type = 0;     // 4 bits
+  uint8_t selectivity_level = 0;  // 2 bits
+  // The reserved bits, zero when sent, kept on receive (and ignored) so
+  // that any received frame re-encodes exactly.
+  uint32_t reserved = 0;  // 26 bits
+
+  constexpr uint32_t Encode() const {
+    return (reserved << 6) | ((selectivity_level & 0x3u) << 4) |
+           (placement_type & 0xFu);
+  }
+  static constexpr Feth Decode(uint32_t w) {
+    return Feth{static_cast<uint8_t>(w & 0xF),
+                static_cast<uint8_t>((w >> 4) & 0x3), w >> 6};
+  }
+
+  friend bool operator==(const Feth&, const Feth&) = default;
+};
+
 // All extension headers of one packet; which are meaningful is given by the
 // opcode's entry in the opcode table.
 struct TransportHeaders {
@@ -143,10 +175,10 @@ struct TransportHeaders {
   AtomicAckEth atomic_ack;
   uint32_t imm = 0;        // ImmDt, as the 32 bits read big-endian
   uint32_t ieth_rkey = 0;  // IETH
-  // Only for the unsupported RD and FLUSH opcodes, so that tests and fuzzers
-  // can build them: RDETH's EE context (24 bits) and the raw FETH word.
+  Feth feth;
+  // Only for the unsupported RD opcodes, so that tests and fuzzers can build
+  // them: RDETH's EE context (24 bits).
   uint32_t rdeth_ee_context = 0;
-  uint32_t feth = 0;
 
   friend bool operator==(const TransportHeaders&,
                          const TransportHeaders&) = default;

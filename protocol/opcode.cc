@@ -46,7 +46,11 @@ static_assert(Is(0x16, "RC_SEND_LAST_WITH_INVALIDATE", kRc, kLast, 16, true));
 static_assert(Is(0x17, "RC_SEND_ONLY_WITH_INVALIDATE", kRc, kOnly, 16, true));
 static_assert(Is(0x1C, "RC_FLUSH", kRc, kOnly, 12 + 4 + 16, false));
 static_assert(Is(0x1D, "RC_ATOMIC_WRITE", kRc, kOnly, 12 + 16, true));
-static_assert(!GetOpcodeInfo(0x1C).supported && !GetOpcodeInfo(0x1D).supported);
+static_assert(GetOpcodeInfo(0x1C).supported && GetOpcodeInfo(0x1D).supported);
+static_assert(GetOpcodeInfo(0x1C).engine == Engine::kResponder &&
+              GetOpcodeInfo(0x1D).engine == Engine::kResponder);
+static_assert(GetOpcodeInfo(0x1C).Has(kExtFeth) &&
+              GetOpcodeInfo(0x1C).Has(kExtReth));
 
 // UC: the RC send/write opcodes shifted by 0x20, nothing else.
 static_assert(Is(0x20, "UC_SEND_FIRST", kUc, kFirst, 12, true));
@@ -87,7 +91,7 @@ constexpr int CountDefined(ServiceType s, bool supported_only) {
   return n;
 }
 static_assert(CountDefined(kRc, false) == 25);
-static_assert(CountDefined(kRc, true) == 23);
+static_assert(CountDefined(kRc, true) == 25);
 static_assert(CountDefined(kUc, false) == 12);
 static_assert(CountDefined(kRd, false) == 22);
 static_assert(CountDefined(kRd, true) == 0);

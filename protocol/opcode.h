@@ -5,8 +5,10 @@
 // Classification decisions:
 //  - RD (0x40-0x55) is defined but unsupported: RoCEv2 has no RD service, so
 //    the parser rejects it with kUnsupportedOpcode.
-//  - FLUSH (0x1C) and ATOMIC_WRITE (0x1D) of IBTA 1.5 are defined but
-//    unsupported.
+//  - FLUSH (0x1C: FETH + RETH, no payload) and ATOMIC_WRITE (0x1D: RETH + 8
+//    payload bytes) of IBTA 1.5 are RC requests. Both are answered by an
+//    RDMA READ RESPONSE ONLY without payload (as Linux rxe answers them), so
+//    the requester counts them among its outstanding READ/atomic requests.
 //  - 0x81 is the CNP (annex A17.9.3). 0x80 is not listed anywhere and stays
 //    reserved (defined = false), as do 0x82-0xBF and the manufacturer-specific
 //    range 0xC0-0xFF.
@@ -20,7 +22,7 @@
 namespace rocemu::protocol {
 
 // Extension headers, as bits; on the wire they always appear in this order
-// (kExtFeth, only used by the unsupported FLUSH, comes right after the BTH).
+// (kExtFeth, only used by FLUSH, comes right after the BTH).
 enum ExtHeader : uint16_t {
   kExtRdeth = 1 << 0,
   kExtDeth = 1 << 1,
@@ -64,7 +66,9 @@ enum class Operation : uint8_t {
   kCompareSwap,
   kFetchAdd,
   kCnp,
-  kOther,  // defined by IBTA but not implemented by rocemu (RD, FLUSH, ...)
+  kAtomicWrite,  // RDMA ATOMIC WRITE (IBTA 1.5)
+  kFlush,        // RDMA FLUSH (IBTA 1.5)
+  kOther,        // defined by IBTA but not implemented by rocemu (RD)
 };
 
 struct OpcodeInfo {
@@ -193,9 +197,9 @@ inline constexpr Row kRows[] = {
      true},
     {0x17, "RC_SEND_ONLY_WITH_INVALIDATE", true, kRc, O::kSend, kOnly, kExtIeth,
      true},
-    {0x1C, "RC_FLUSH", false, kRc, O::kOther, kOnly, kExtFeth | kExtReth,
-     false},
-    {0x1D, "RC_ATOMIC_WRITE", false, kRc, O::kOther, kOnly, kExtReth, true},
+    {0x1C, "RC_FLUSH", true, kRc, O::kFlush, kOnly, kExtFeth | kExtReth, false},
+    {0x1D, "RC_ATOMIC_WRITE", true, kRc, O::kAtomicWrite, kOnly, kExtReth,
+     true},
     // Unreliable Connection.
     {0x20, "UC_SEND_FIRST", true, kUc, O::kSend, kFirst, 0, true},
     {0x21, "UC_SEND_MIDDLE", true, kUc, O::kSend, kMiddle, 0, true},
@@ -275,8 +279,8 @@ constexpr std::array<OpcodeInfo, 256> BuildTable() {
     info.supported = r.supported;
     info.service = r.service;
     info.operation = r.operation;
-    // RD and the IBTA 1.5 additions keep their request/response role so a
-    // dissector can still describe them.
+    // RD keeps its request/response role so a dissector can still describe
+    // it.
     if (r.operation == O::kOther) {
       const bool ack = (r.ext & kExtAeth) != 0;
       info.kind =

@@ -99,7 +99,7 @@ void EncodeTransportHeaders(const TransportHeaders& hdr, const OpcodeInfo& info,
   EncodeBth(hdr.bth, p);
   p += kBthLen;
   if (info.Has(kExtFeth)) {
-    StoreBe32(p, hdr.feth);
+    StoreBe32(p, hdr.feth.Encode());
     p += kFethLen;
   }
   if (info.Has(kExtRdeth)) {
@@ -143,7 +143,7 @@ void DecodeExtensionHeaders(const uint8_t* p, const OpcodeInfo& info,
                             TransportHeaders* hdr) {
   p += kBthLen;
   if (info.Has(kExtFeth)) {
-    hdr->feth = LoadBe32(p);
+    hdr->feth = Feth::Decode(LoadBe32(p));
     p += kFethLen;
   }
   if (info.Has(kExtRdeth)) {

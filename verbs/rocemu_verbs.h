@@ -64,6 +64,10 @@ enum rocemu_access_flags {
    * mapped nowhere fails that access. addr NULL with length SIZE_MAX
    * registers the whole address space (implicit ODP). */
   ROCEMU_ACCESS_ON_DEMAND = 1 << 6,
+  /* RDMA FLUSH of global visibility may target it (IBV_ACCESS_FLUSH_GLOBAL
+   * of rdma-core 45). No region is persistent memory: FLUSH_PERSISTENT
+   * (1 << 9) is refused. */
+  ROCEMU_ACCESS_FLUSH_GLOBAL = 1 << 8,
 };
 
 enum rocemu_qp_type {
@@ -123,6 +127,10 @@ enum rocemu_wr_opcode {
   ROCEMU_WR_LOCAL_INV = 7, /* invalidate_rkey: a type 2 window of this QP */
   ROCEMU_WR_BIND_MW = 8,   /* through the drop-in libibverbs only */
   ROCEMU_WR_SEND_WITH_INV = 9,
+  ROCEMU_WR_FLUSH = 14, /* through the drop-in's ibv_wr_flush only */
+  /* wr.rdma names the target; the 8 bytes to store are read at post time
+   * from sg_list[0] (one entry of length 8) */
+  ROCEMU_WR_ATOMIC_WRITE = 15,
 };
 
 enum rocemu_send_flags {
@@ -149,6 +157,8 @@ enum rocemu_wc_opcode {
   ROCEMU_WC_RDMA_READ = 2,
   ROCEMU_WC_COMP_SWAP = 3,
   ROCEMU_WC_FETCH_ADD = 4,
+  ROCEMU_WC_FLUSH = 8,
+  ROCEMU_WC_ATOMIC_WRITE = 9,
   ROCEMU_WC_RECV = 128,
   ROCEMU_WC_RECV_RDMA_WITH_IMM = 129,
 };

@@ -489,6 +489,26 @@ void CmMessages(DemoBuilder& b) {
   send(false, kTid + 2, srep, 4);
 }
 
+// IBTA 1.5 on a connection of its own (so that oracles which predate it can
+// be shown the rest without it, tests/tools/demo_oracle.sh): an ATOMIC
+// WRITE (RETH + 8 bytes) and a FLUSH (FETH + RETH, global placement of a
+// range), each answered by a READ_RESPONSE_ONLY without payload.
+void Ibta15(DemoBuilder& b) {
+  Connection c{
+      kIbta15Connection, MakePath(false, false, 0, 0), 0x81, 0x82, 9000, 0};
+  const uint32_t aw_psn = c.next_psn;
+  b.Request(c, op::kRcAtomicWrite, 8, WithReth(8, kVa + 0x6010));
+  c.msn = 1;
+  b.Response(c, op::kRcRdmaReadResponseOnly, aw_psn, Aeth::Ack(4));
+  TransportHeaders flush = WithReth(4096, kVa);
+  flush.feth.placement_type = protocol::feth::kGlobal;
+  flush.feth.selectivity_level = protocol::feth::kRange;
+  const uint32_t flush_psn = c.next_psn;
+  b.Request(c, op::kRcFlush, 0, flush);
+  c.msn = 2;
+  b.Response(c, op::kRcRdmaReadResponseOnly, flush_psn, Aeth::Ack(4));
+}
+
 absl::Status CheckFrames(const std::vector<DemoFrame>& frames) {
   std::bitset<256> seen;
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -530,6 +550,7 @@ absl::StatusOr<std::vector<DemoFrame>> BuildDemoFrames() {
   RcIpv6(b, MakePath(true, true, 200, 5), "IPv6 VLAN 200 RC", 0x71, 8000);
   Congestion(b);
   CmMessages(b);
+  Ibta15(b);
   if (!b.status().ok()) return b.status();
   std::vector<DemoFrame> frames = b.TakeFrames();
   if (absl::Status s = CheckFrames(frames); !s.ok()) return s;

@@ -17,6 +17,9 @@
 namespace rocemu::tools {
 
 inline constexpr uint32_t kDemoPmtu = 256;
+// The label prefix of the frames of the IBTA 1.5 connection (RC_ATOMIC_WRITE,
+// RC_FLUSH and their responses), the demo's last frames.
+inline constexpr char kIbta15Connection[] = "IPv4 RC IBTA 1.5";
 
 struct DemoFrame {
   std::string label;  // e.g. "IPv4 RC QP 0x12 RC_SEND_FIRST psn=100"

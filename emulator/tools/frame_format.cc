@@ -88,6 +88,10 @@ void AddRoceJson(const FrameReport& r, Json* j) {
   if (op.Has(protocol::kExtDeth)) {
     (*j)["deth"] = {{"qkey", h.deth.qkey}, {"src_qp", h.deth.src_qp}};
   }
+  if (op.Has(protocol::kExtFeth)) {
+    (*j)["feth"] = {{"placement_type", h.feth.placement_type},
+                    {"selectivity_level", h.feth.selectivity_level}};
+  }
   if (op.Has(protocol::kExtReth)) {
     (*j)["reth"] = {
         {"va", h.reth.va}, {"rkey", h.reth.rkey}, {"dma_len", h.reth.dma_len}};
@@ -238,6 +242,12 @@ std::string FormatFrameText(const FrameReport& r) {
     if (op.Has(protocol::kExtDeth)) {
       absl::StrAppendFormat(&s, " DETH[qkey=0x%08x srcqp=0x%06x]", h.deth.qkey,
                             h.deth.src_qp);
+    }
+    if (op.Has(protocol::kExtFeth)) {
+      // Placement type bits: 1 global visibility, 2 persistence; selectivity
+      // level 0 the RETH's range, 1 the whole memory region.
+      absl::StrAppendFormat(&s, " FETH[plt=%u sel=%u]", h.feth.placement_type,
+                            h.feth.selectivity_level);
     }
     if (op.Has(protocol::kExtReth)) {
       absl::StrAppendFormat(&s, " RETH[va=0x%x rkey=0x%08x len=%u]", h.reth.va,

@@ -441,3 +441,31 @@ TEST_F(MrTableTest, WindowsHoldTheirPdAndRegion) {
 
 }  // namespace
 }  // namespace rocemu::nic
+
+namespace rocemu::nic {
+namespace {
+
+// RDMA ATOMIC WRITE's store: one aligned 8-byte store where the host
+// address is aligned too; an iova region that shifts the host address off
+// the 8-byte grain, or 8 bytes across two chunks, is kMisaligned (rxe
+// checks the host address as well as the iova).
+TEST(MemoryRegionTest, AtomicStore64NeedsAnAlignedHostAddress) {
+  alignas(8) uint8_t buf[64] = {};
+  const uint64_t v = 0x0102030405060708;
+  const HostChunk aligned{buf, 32};
+  MemoryRegion a(1, 0x1000, 32, access::kRemoteWrite, std::span(&aligned, 1));
+  ASSERT_EQ(a.AtomicStore64(0x1008, v), MrStatus::kOk);
+  EXPECT_EQ(std::memcmp(buf + 8, &v, 8), 0);
+  const HostChunk shifted{buf + 4, 32};
+  MemoryRegion s(1, 0x1000, 32, access::kRemoteWrite, std::span(&shifted, 1));
+  EXPECT_EQ(s.AtomicStore64(0x1010, v), MrStatus::kMisaligned);
+  EXPECT_EQ(std::memcmp(buf + 20, "\0\0\0\0\0\0\0\0", 8), 0);
+  const HostChunk split[] = {{buf + 32, 12}, {buf + 44, 16}};
+  MemoryRegion c(1, 0x2000, 28, access::kRemoteWrite, split);
+  EXPECT_EQ(c.AtomicStore64(0x2008, v), MrStatus::kMisaligned);  // 4 + 4
+  ASSERT_EQ(c.AtomicStore64(0x2010, v), MrStatus::kOk);          // second chunk
+  EXPECT_EQ(std::memcmp(buf + 48, &v, 8), 0);
+}
+
+}  // namespace
+}  // namespace rocemu::nic

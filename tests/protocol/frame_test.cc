@@ -50,6 +50,11 @@ TransportHeaders HeadersFor(uint8_t opcode) {
   if (info.Has(kExtAtomicAckEth)) h.atomic_ack = {.orig = 0xFEEDull << k % 40};
   if (info.Has(kExtImmDt)) h.imm = 0x11223344 ^ k;
   if (info.Has(kExtIeth)) h.ieth_rkey = 0x55667788 ^ k;
+  if (info.Has(kExtFeth)) {
+    h.feth = {.placement_type = static_cast<uint8_t>(k & 0xF),
+              .selectivity_level = static_cast<uint8_t>(k & 3),
+              .reserved = k};
+  }
   return h;
 }
 
@@ -127,9 +132,56 @@ TEST(FrameTest, RoundTripEveryOpcode) {
       }
     }
   }
-  // 38 supported opcodes (RC 23, UC 12, UD 2, CNP); 6 carry no payload (read
-  // request, ACK, atomic ACK, CAS, FADD, CNP).
-  EXPECT_EQ(built, (38 - 6) * 10 * 4 + 6 * 4);
+  // 40 supported opcodes (RC 25, UC 12, UD 2, CNP); 7 carry no payload (read
+  // request, ACK, atomic ACK, CAS, FADD, FLUSH, CNP).
+  EXPECT_EQ(built, (40 - 7) * 10 * 4 + 7 * 4);
+}
+
+// IBTA 1.5's two requests, byte by byte: FLUSH is BTH, FETH (placement type
+// in bits 3..0, selectivity level in bits 5..4), RETH; ATOMIC WRITE is BTH,
+// RETH and the 8 bytes to store.
+TEST(FrameTest, FlushAndAtomicWriteLayouts) {
+  constexpr size_t kBth = 14 + 20 + 8;  // Ethernet, IPv4, UDP
+  const auto be32 = [](const std::vector<uint8_t>& f, size_t at) {
+    return uint32_t{f[at]} << 24 | uint32_t{f[at + 1]} << 16 |
+           uint32_t{f[at + 2]} << 8 | f[at + 3];
+  };
+  FrameSpec spec;
+  spec.net = TestNet(false, false);
+  spec.hdr.bth.opcode = kRcFlush;
+  spec.hdr.bth.psn = 9;
+  spec.hdr.feth = {.placement_type = feth::kGlobal | feth::kPersistent,
+                   .selectivity_level = feth::kMemoryRegion};
+  spec.hdr.reth = {.va = 0x1122334455667788, .rkey = 0xABCD, .dma_len = 4096};
+  std::vector<uint8_t> f(RoceFrameLength(spec.net, kRcFlush, 0));
+  ASSERT_EQ(BuildRoceFrame(spec, {}, f), f.size());
+  EXPECT_EQ(f.size(), kBth + 12 + 4 + 16 + 4);
+  EXPECT_EQ(f[kBth], 0x1C);
+  EXPECT_EQ(be32(f, kBth + 12), 0x13u);  // SEL 1, PLT 3
+  EXPECT_EQ(be32(f, kBth + 16), 0x11223344u);
+  EXPECT_EQ(be32(f, kBth + 20), 0x55667788u);
+  EXPECT_EQ(be32(f, kBth + 24), 0xABCDu);
+  EXPECT_EQ(be32(f, kBth + 28), 4096u);
+  ParsedFrame p;
+  ASSERT_EQ(ParseFrame(f, &p), ParseError::kOk);
+  EXPECT_EQ(p.op->operation, Operation::kFlush);
+  EXPECT_EQ(p.hdr.feth, spec.hdr.feth);
+  EXPECT_EQ(p.hdr.reth, spec.hdr.reth);
+
+  spec.hdr.bth.opcode = kRcAtomicWrite;
+  spec.hdr.reth.dma_len = 8;
+  const uint8_t value[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  f.assign(RoceFrameLength(spec.net, kRcAtomicWrite, 8), 0);
+  ASSERT_EQ(BuildRoceFrame(spec, value, f), f.size());
+  EXPECT_EQ(f.size(), kBth + 12 + 16 + 8 + 4);
+  EXPECT_EQ(f[kBth], 0x1D);
+  EXPECT_EQ(be32(f, kBth + 12), 0x11223344u);  // RETH right after the BTH
+  EXPECT_EQ(be32(f, kBth + 24), 8u);
+  EXPECT_EQ(std::vector<uint8_t>(f.begin() + kBth + 28, f.begin() + kBth + 36),
+            std::vector<uint8_t>(value, value + 8));
+  ASSERT_EQ(ParseFrame(f, &p), ParseError::kOk);
+  EXPECT_EQ(p.op->operation, Operation::kAtomicWrite);
+  EXPECT_EQ(p.payload.size(), 8u);
 }
 
 TEST(FrameTest, TwoPhaseWriterFillsPayloadInPlace) {

@@ -52,6 +52,12 @@ TEST(OpcodeTest, EnginesAndKinds) {
   EXPECT_TRUE(GetOpcodeInfo(kRcSendOnly).IsLast());
   EXPECT_FALSE(GetOpcodeInfo(kRcSendMiddle).IsFirst());
   EXPECT_FALSE(GetOpcodeInfo(kRcRdmaReadRequest).payload);
+  EXPECT_EQ(GetOpcodeInfo(kRcFlush).engine, Engine::kResponder);
+  EXPECT_EQ(GetOpcodeInfo(kRcFlush).header_len, kBthLen + kFethLen + kRethLen);
+  EXPECT_FALSE(GetOpcodeInfo(kRcFlush).payload);
+  EXPECT_EQ(GetOpcodeInfo(kRcAtomicWrite).kind, OpKind::kRequest);
+  EXPECT_EQ(GetOpcodeInfo(kRcAtomicWrite).header_len, kBthLen + kRethLen);
+  EXPECT_TRUE(GetOpcodeInfo(kRcAtomicWrite).payload);
   EXPECT_TRUE(GetOpcodeInfo(kRdSendFirst).defined);
   EXPECT_FALSE(GetOpcodeInfo(kRdSendFirst).supported);
   EXPECT_FALSE(GetOpcodeInfo(0x80).defined);

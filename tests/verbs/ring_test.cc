@@ -221,6 +221,37 @@ TEST(RingSlots, InvalidSlotsAreRefused) {
   EXPECT_FALSE(RqSlotToRecvWr(r, &rwr));
 }
 
+// IBTA 1.5 requests in a slot: ATOMIC WRITE's value in `swap`, FLUSH's
+// length in `compare_add` and its placement type | level << 8 in `swap`;
+// the opcodes between them and SEND_WITH_INV (TSO, DRIVER1) are refused.
+TEST(RingSlots, AtomicWriteAndFlush) {
+  SqSlot s{};
+  nic::SendWr wr;
+  s.opcode = static_cast<uint8_t>(nic::WrOpcode::kAtomicWrite);
+  s.remote_addr = 0x7000;
+  s.rkey = 0x42;
+  s.swap = 0x1122334455667788;
+  ASSERT_TRUE(SqSlotToSendWr(s, &wr));
+  EXPECT_EQ(wr.opcode, nic::WrOpcode::kAtomicWrite);
+  EXPECT_EQ(wr.rdma.remote_addr, 0x7000u);
+  EXPECT_EQ(wr.rdma.rkey, 0x42u);
+  EXPECT_EQ(wr.atomic.swap, 0x1122334455667788u);
+  EXPECT_TRUE(wr.sg_list.empty());
+  s.opcode = static_cast<uint8_t>(nic::WrOpcode::kFlush);
+  s.compare_add = 4096;
+  s.swap = 1 | 1 << 8;
+  ASSERT_TRUE(SqSlotToSendWr(s, &wr));
+  EXPECT_EQ(wr.flush.length, 4096u);
+  EXPECT_EQ(wr.flush.type, 1);
+  EXPECT_EQ(wr.flush.level, 1);
+  s.compare_add = uint64_t{1} << 32;  // more than a RETH can say
+  EXPECT_FALSE(SqSlotToSendWr(s, &wr));
+  for (uint8_t op : {10, 11, 12, 13, 16}) {
+    s.opcode = op;
+    EXPECT_FALSE(SqSlotToSendWr(s, &wr)) << int{op};
+  }
+}
+
 TEST(RingSlots, CopiesOnlyTheUsedPartOfASlot) {
   // The source is a heap slot of exactly the slot's size, so that a copy
   // reading past it trips the sanitizer build.

@@ -42,6 +42,8 @@ inline bool SendOpcodeAllowed(int qp_type, int op) {
     case ROCEMU_WR_ATOMIC_CMP_AND_SWP:
     case ROCEMU_WR_ATOMIC_FETCH_AND_ADD:
     case ROCEMU_WR_SEND_WITH_INV:
+    case ROCEMU_WR_FLUSH:
+    case ROCEMU_WR_ATOMIC_WRITE:
       return qp_type == ROCEMU_QPT_RC;
     case ROCEMU_WR_LOCAL_INV:
     case ROCEMU_WR_BIND_MW:
@@ -155,6 +157,27 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
         break;
       }
       continue;
+    }
+    if (op == ROCEMU_WR_ATOMIC_WRITE) {
+      // ibv_send_wr has no field for the value: the one 8-byte entry of
+      // the gather list holds it, read now (as ibv_wr_atomic_write copies
+      // its argument at post time).
+      if (wr->num_sge != 1 || wr->sg_list[0].length != 8) {
+        err = EINVAL;
+        break;
+      }
+      s->remote_addr = wr->wr.rdma.remote_addr;
+      s->rkey = wr->wr.rdma.rkey;
+      std::memcpy(&s->swap, reinterpret_cast<const void*>(wr->sg_list[0].addr),
+                  8);
+      s->num_sge = 0;
+      s->inline_len = 0;
+      s->send_flags &= ~static_cast<uint32_t>(ROCEMU_SEND_INLINE);
+      continue;
+    }
+    if (op == ROCEMU_WR_FLUSH) {  // ibv_send_wr cannot say what to flush
+      err = EINVAL;
+      break;
     }
     if (op == ROCEMU_WR_ATOMIC_CMP_AND_SWP ||
         op == ROCEMU_WR_ATOMIC_FETCH_AND_ADD) {

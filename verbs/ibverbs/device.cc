@@ -16,6 +16,7 @@
 #include <mutex>
 #include <vector>
 
+#include "nic/device_attr.h"
 #include "verbs/client/client_control.h"
 #include "verbs/ibverbs/dropin.h"
 #include "verbs/wire/attr_copy.h"
@@ -135,7 +136,8 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
   if (err != 0) return err;
   ibv_device_attr_ex a{};
   FillDeviceAttr(r, &a.orig_attr);
-  a.device_cap_flags_ex = r.device_cap_flags;
+  a.device_cap_flags_ex =
+      r.device_cap_flags | nic::DeviceAttr::kDeviceCapFlagsEx;
   a.phys_port_cnt_ex = r.phys_port_cnt;
   // On-demand paging on every transport, implicit ODP included: the daemon
   // reaches an ODP region's pages at each access (ROCEMU_ACCESS_ON_DEMAND).

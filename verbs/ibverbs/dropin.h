@@ -123,8 +123,21 @@ struct SrqImpl {
   uint32_t events_reported;
 };
 
+// IBV_QP_EX_WITH_FLUSH and IBV_ACCESS_FLUSH_GLOBAL of rdma-core 45, which
+// Debian 12's headers (rdma-core 44) do not define. FLUSH_PERSISTENT
+// (1 << 9) is not offered: no region is persistent memory.
+inline constexpr uint64_t kQpExWithFlush = 1u << 11;
+inline constexpr unsigned kAccessFlushGlobal = 1u << 8;
+
+// The member rdma-core 45 appended to ibv_qp_ex (Debian 12's verbs.h, of
+// rdma-core 44, ends at wr_atomic_write): a program built against newer
+// headers calls ibv_wr_flush through it.
+using WrFlushFn = void (*)(ibv_qp_ex* qp, uint32_t rkey, uint64_t remote_addr,
+                           size_t len, uint8_t type, uint8_t level);
+
 struct QpImpl {
-  ibv_qp_ex qpx;  // qpx.qp_base is the ibv_qp applications see
+  ibv_qp_ex qpx;       // qpx.qp_base is the ibv_qp applications see
+  WrFlushFn wr_flush;  // right after qpx, where rdma-core 45 puts it
   rocemu_qp* rq;
   CtxImpl* ctx;
   bool extended;  // created with send_ops_flags: ibv_qp_to_qp_ex answers
@@ -149,6 +162,8 @@ inline CtxImpl* Ctx(ibv_context* c) {
 static_assert(offsetof(CtxImpl, vctx) == 0);
 static_assert(offsetof(DevImpl, dev) == 0);
 static_assert(offsetof(QpImpl, qpx) == 0);
+static_assert(offsetof(QpImpl, wr_flush) == sizeof(ibv_qp_ex) &&
+              sizeof(ibv_qp_ex) == 352);
 static_assert(offsetof(CqImpl, cqx) == 0);
 #pragma GCC diagnostic pop
 inline DevImpl* Dev(ibv_device* d) { return reinterpret_cast<DevImpl*>(d); }

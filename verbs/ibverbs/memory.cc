@@ -22,7 +22,7 @@ std::atomic<bool> g_fork_initialized{false};
 constexpr unsigned kSupportedAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB |
-    IBV_ACCESS_ON_DEMAND;
+    IBV_ACCESS_ON_DEMAND | kAccessFlushGlobal;
 
 int CheckAccess(unsigned access) {
   access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
@@ -44,7 +44,8 @@ int RocemuAccess(unsigned access) {
   return static_cast<int>(access &
                           (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-                           IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND));
+                           IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |
+                           kAccessFlushGlobal));
 }
 
 ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,

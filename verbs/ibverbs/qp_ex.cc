@@ -163,8 +163,37 @@ void WrLocalInv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
     s->invalidate_rkey = invalidate_rkey;
   }
 }
-void WrAtomicWrite(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) {
-  Fail(qpx, EOPNOTSUPP);
+// The 8 bytes are copied now, as rdma-core documents: the caller may reuse
+// `atomic_wr` once this returns.
+void WrAtomicWrite(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr,
+                   const void* atomic_wr) {
+  if (atomic_wr == nullptr) {
+    Fail(qpx, EINVAL);
+    return;
+  }
+  if (SqSlot* s = Begin(qpx, IBV_WR_ATOMIC_WRITE)) {
+    s->rkey = rkey;
+    s->remote_addr = remote_addr;
+    std::memcpy(&s->swap, atomic_wr, 8);
+  }
+}
+
+// rdma-core 45's ibv_wr_flush (IBV_WR_FLUSH = 14): `type` the placement
+// types (IB_FLUSH_GLOBAL 1, IB_FLUSH_PERSISTENT 2), `level` the selectivity
+// (IB_FLUSH_RANGE 0, IB_FLUSH_MR 1). A length the RETH cannot carry is
+// EINVAL; the rest is checked when the request executes.
+void WrFlush(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, size_t len,
+             uint8_t type, uint8_t level) {
+  if (len > UINT32_MAX) {
+    Fail(qpx, EINVAL);
+    return;
+  }
+  if (SqSlot* s = Begin(qpx, ROCEMU_WR_FLUSH)) {
+    s->rkey = rkey;
+    s->remote_addr = remote_addr;
+    s->compare_add = len;
+    s->swap = type | static_cast<uint64_t>(level) << 8;
+  }
 }
 void WrSetXrcSrqn(ibv_qp_ex* qpx, uint32_t) { Fail(qpx, EOPNOTSUPP); }
 
@@ -238,7 +267,8 @@ uint64_t SupportedSendOps(ibv_qp_type type) {
   }
   if (type == IBV_QPT_RC) {
     ops |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
+           IBV_QP_EX_WITH_ATOMIC_WRITE | kQpExWithFlush;
   }
   return ops;
 }
@@ -267,6 +297,7 @@ void FillQpEx(QpImpl* q) {
   x.wr_complete = WrComplete;
   x.wr_abort = WrAbort;
   x.wr_atomic_write = WrAtomicWrite;
+  q->wr_flush = WrFlush;
 }
 
 }  // namespace rocemu::ibverbs

@@ -49,7 +49,9 @@ void CopyRqSlot(const void* slot, RqSlot* out) {
 }
 
 bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {
-  if (s.opcode > static_cast<uint8_t>(nic::WrOpcode::kSendWithInv)) {
+  if (s.opcode > static_cast<uint8_t>(nic::WrOpcode::kSendWithInv) &&
+      s.opcode != static_cast<uint8_t>(nic::WrOpcode::kFlush) &&
+      s.opcode != static_cast<uint8_t>(nic::WrOpcode::kAtomicWrite)) {
     return false;
   }
   wr->wr_id = s.wr_id;
@@ -72,6 +74,14 @@ bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {
                 .type = static_cast<uint8_t>(s.swap >> 32)};
     return true;
   }
+  if (wr->opcode == nic::WrOpcode::kFlush) {
+    if (s.compare_add > UINT32_MAX) return false;
+    wr->flush = {.length = static_cast<uint32_t>(s.compare_add),
+                 .type = static_cast<uint8_t>(s.swap),
+                 .level = static_cast<uint8_t>(s.swap >> 8)};
+    return true;
+  }
+  if (wr->opcode == nic::WrOpcode::kAtomicWrite) return true;  // atomic.swap
   if (wr->is_inline()) {
     return wr->inline_data.Assign({s.inline_data, s.inline_len});
   }

@@ -26,6 +26,9 @@ struct WireSge {
 // IBV_WR_BIND_MW travels as: invalidate_rkey the window's current key,
 // rkey its new key, remote_addr/compare_add the bound range, swap the
 // window's access flags | type << 32, sge[0].lkey the region (num_sge 0).
+// IBV_WR_ATOMIC_WRITE: remote_addr/rkey the target, swap the 8 bytes as
+// they lie in memory (num_sge 0). IBV_WR_FLUSH: remote_addr/rkey,
+// compare_add the length, swap the placement type | selectivity level << 8.
 struct SqSlot {
   uint64_t wr_id;
   uint8_t opcode;  // IBV_WR_* value
