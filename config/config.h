@@ -49,7 +49,7 @@ struct EalConfig {
   // frame (ports with RX interrupts), a socket or a timer wakes it; a port
   // without RX interrupts is looked at every idle_sleep_us meanwhile.
   uint32_t idle_sleep_us = 50;
-  uint32_t idle_spin_us = 200;
+  uint32_t idle_spin_us = 50;  // docs/performance.md, issue 37
   // A pass that moved nothing (no frame in or out, no ring entry) calls
   // sched_yield(): a task sharing this core (the other daemon of a memif
   // pair, an application spinning on its CQ) runs now instead of at the

@@ -87,7 +87,7 @@ class Shard {
     uint32_t max_frame = 0;
     const nic::Clock* clock = nullptr;
     uint32_t idle_sleep_us = 50;  // 0: never sleep
-    uint32_t idle_spin_us = 200;
+    uint32_t idle_spin_us = 50;
     bool idle_yield = true;
     // The port's lcore sleeps while *main_sleeping; writing main_wake_fd
     // wakes it (frames on the TX ring).

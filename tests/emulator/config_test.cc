@@ -237,7 +237,7 @@ TEST(ConfigTest, DefaultsApplyWhenKeysAreAbsent) {
   EXPECT_EQ(cfg->control.socket_mode, 0660u);
   EXPECT_EQ(cfg->eal.hugepages, Hugepages::kAuto);
   EXPECT_EQ(cfg->eal.idle_sleep_us, 50u);
-  EXPECT_EQ(cfg->eal.idle_spin_us, 200u);
+  EXPECT_EQ(cfg->eal.idle_spin_us, 50u);
   EXPECT_TRUE(cfg->eal.idle_yield);
   EXPECT_EQ(cfg->eal.memory_mb, 256u);
   EXPECT_TRUE(cfg->pfc.enabled[3]);
