@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "emulator/port/is_eventfd.h"
 #include "emulator/port/quiet_dpdk_log.h"
 
 namespace rocemu::emulator {
@@ -20,15 +21,6 @@ namespace {
 // plain fds are tagged.
 constexpr uint64_t kPlainFd = uint64_t{1} << 32;
 constexpr uint64_t kMemif = uint64_t{1} << 33;
-
-bool IsEventFd(int fd) {
-  char link[64];
-  const std::string path = absl::StrCat("/proc/self/fd/", fd);
-  const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
-  if (n <= 0) return false;
-  link[n] = '\0';
-  return std::strcmp(link, "anon_inode:[eventfd]") == 0;
-}
 
 uint64_t MonotonicNs() {
   timespec ts;

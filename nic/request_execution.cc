@@ -418,6 +418,25 @@ Step ExecuteAtomic(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   return Step::kResponded;
 }
 
+// ATOMIC WRITE and FLUSH are answered with a READ response without
+// payload (as rxe answers them), from a responder resource that also
+// answers their duplicates.
+Step RespondEmptyRead(Rnic& nic, Qp& qp, const protocol::Reth& reth,
+                      uint32_t psn) {
+  ResponderState& r = qp.resp_;
+  ResponderResource& res = TakeResource(qp);
+  res = ResponderResource{.valid = true,
+                          .first_psn = psn,
+                          .last_psn = psn,
+                          .msn = r.msn,
+                          .empty_read = true};
+  QueueReadResponse(nic, qp, protocol::Reth{reth.va, reth.rkey, 0}, psn, r.msn,
+                    DropReason::kNone);
+  r.epsn = PsnAdd(psn, 1);
+  r.nak_sent = false;
+  return Step::kResponded;
+}
+
 // RDMA ATOMIC WRITE (IBTA 1.5): the 8 payload bytes stored at an 8-byte
 // aligned target with one 8-byte store, after everything before it (the
 // responder executes in PSN order). It takes a responder resource, so a
@@ -426,7 +445,6 @@ Step ExecuteAtomic(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
 // would undo it.
 Step ExecuteAtomicWrite(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
                         Rejection* j) {
-  ResponderState& r = qp.resp_;
   const protocol::Reth& reth = pkt.hdr.reth;
   const uint32_t psn = pkt.hdr.bth.psn;
   if (reth.dma_len != 8 || pkt.payload.size() != 8) {
@@ -455,19 +473,9 @@ Step ExecuteAtomicWrite(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     *j = RemoteAccess(nic, qp, sm, reth.rkey, reth.va, 8, access::kRemoteWrite);
     return Step::kRejected;
   }
-  ResponderResource& res = TakeResource(qp);
-  res = ResponderResource{.valid = true,
-                          .first_psn = psn,
-                          .last_psn = psn,
-                          .msn = r.msn,
-                          .empty_read = true};
-  QueueReadResponse(nic, qp, protocol::Reth{reth.va, reth.rkey, 0}, psn, r.msn,
-                    DropReason::kNone);
-  r.epsn = PsnAdd(psn, 1);
-  r.nak_sent = false;
   qp.counters_.rcvd_bytes += 8;
   ++nic.engine_counters().rx_atomic_write_requests;
-  return Step::kResponded;
+  return RespondEmptyRead(nic, qp, reth, psn);
 }
 
 // RDMA FLUSH (IBTA 1.5): makes what earlier requests placed in the range (or
@@ -478,7 +486,6 @@ Step ExecuteAtomicWrite(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
 // by the R_Key (no region may be registered with FLUSH_PERSISTENT).
 Step ExecuteFlush(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
                   Rejection* j) {
-  ResponderState& r = qp.resp_;
   const protocol::Reth& reth = pkt.hdr.reth;
   const protocol::Feth& feth = pkt.hdr.feth;
   const uint32_t psn = pkt.hdr.bth.psn;
@@ -503,18 +510,8 @@ Step ExecuteFlush(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
                 WcStatus::kRemInvReqErr);
     return Step::kRejected;
   }
-  ResponderResource& res = TakeResource(qp);
-  res = ResponderResource{.valid = true,
-                          .first_psn = psn,
-                          .last_psn = psn,
-                          .msn = r.msn,
-                          .empty_read = true};
-  QueueReadResponse(nic, qp, protocol::Reth{reth.va, reth.rkey, 0}, psn, r.msn,
-                    DropReason::kNone);
-  r.epsn = PsnAdd(psn, 1);
-  r.nak_sent = false;
   ++nic.engine_counters().rx_flush_requests;
-  return Step::kResponded;
+  return RespondEmptyRead(nic, qp, reth, psn);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "emulator/port/is_eventfd.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -32,15 +33,6 @@ struct MemifQueue22_11 {
   rte_intr_handle* intr_handle;
   uint8_t log2_ring_size;
 };
-
-bool IsEventFd(int fd) {
-  char link[64];
-  const std::string path = absl::StrCat("/proc/self/fd/", fd);
-  const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
-  if (n <= 0) return false;
-  link[n] = '\0';
-  return std::strcmp(link, "anon_inode:[eventfd]") == 0;
-}
 
 // The one mapping of a memif region 0 in this process that holds a ring
 // with the memif cookie at `offset`; null if none or several do (several
