@@ -144,15 +144,17 @@ uint16_t SendBurst(uint16_t port, rte_mempool* pool, const uint8_t* header,
   return n;
 }
 
-// Receives everything queued on `port`, counting frames that arrive while
-// the window is open; with `work`, each frame gets the receiver's work
-// (frames that fail it are counted there). Returns frames received (in or
-// out of the window).
+// Receives one burst from `port`, counting its frames if the window is
+// open at `now`; with `work`, each frame gets the receiver's work (frames
+// that fail it are counted there). Returns frames received (in or out of
+// the window). One burst, not all that is queued: a receiver slower than
+// its sender (the work mode) would otherwise stay here for the whole run
+// with `now` stale, count frames after the window closed and then read
+// the stale time as the sender gone quiet (an incomplete window).
 uint16_t Drain(uint16_t port, uint64_t now, Window& w, RnicFrameWork* work) {
   rte_mbuf* burst[kBurst];
   uint16_t total = 0;
-  uint16_t n;
-  while ((n = rte_eth_rx_burst(port, 0, burst, kBurst)) > 0) {
+  if (const uint16_t n = rte_eth_rx_burst(port, 0, burst, kBurst); n > 0) {
     if (work != nullptr) {
       for (uint16_t i = 0; i < n; ++i) {
         // Ports here hand over whole frames in one segment (a 9 KiB data
