@@ -153,8 +153,8 @@ uint16_t SendBurst(uint16_t port, rte_mempool* pool, const uint8_t* header,
 // the stale time as the sender gone quiet (an incomplete window).
 uint16_t Drain(uint16_t port, uint64_t now, Window& w, RnicFrameWork* work) {
   rte_mbuf* burst[kBurst];
-  uint16_t total = 0;
-  if (const uint16_t n = rte_eth_rx_burst(port, 0, burst, kBurst); n > 0) {
+  const uint16_t n = rte_eth_rx_burst(port, 0, burst, kBurst);
+  if (n > 0) {
     if (work != nullptr) {
       for (uint16_t i = 0; i < n; ++i) {
         // Ports here hand over whole frames in one segment (a 9 KiB data
@@ -168,9 +168,8 @@ uint16_t Drain(uint16_t port, uint64_t now, Window& w, RnicFrameWork* work) {
       for (uint16_t i = 0; i < n; ++i) w.bytes += rte_pktmbuf_pkt_len(burst[i]);
     }
     rte_pktmbuf_free_bulk(burst, n);
-    total += n;
   }
-  return total;
+  return n;
 }
 
 // Ping: one frame out, wait for it back; the first replies only prove the

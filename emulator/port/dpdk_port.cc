@@ -15,6 +15,7 @@
 #include "emulator/port/eal_args.h"
 #include "emulator/port/intr_thread.h"
 #include "emulator/port/quiet_dpdk_log.h"
+#include "emulator/port/self_mappings.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -32,23 +33,13 @@ absl::Status PortError(const config::PortConfig& c, std::string_view what,
 // Faults in every page of the shared mappings whose name has `tag`
 // (MADV_POPULATE_WRITE keeps their contents). Returns the bytes covered.
 size_t FaultInMappings(std::string_view tag) {
-  std::FILE* maps = std::fopen("/proc/self/maps", "r");
-  if (maps == nullptr) return 0;
   size_t covered = 0;
-  char line[512];
-  while (std::fgets(line, sizeof(line), maps) != nullptr) {
-    if (std::string_view(line).find(tag) == std::string_view::npos) continue;
-    uintptr_t begin = 0, end = 0;
-    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &begin, &end) != 2 ||
-        end <= begin) {
-      continue;
-    }
+  ForEachSelfMapping(tag, [&](uintptr_t begin, uintptr_t end) {
     if (madvise(reinterpret_cast<void*>(begin), end - begin,
                 MADV_POPULATE_WRITE) == 0) {
       covered += end - begin;
     }
-  }
-  std::fclose(maps);
+  });
   return covered;
 }
 

@@ -1,17 +1,16 @@
 #include "emulator/port/memif_rx_interrupt.h"
 
-#include <inttypes.h>
 #include <rte_ethdev.h>
 #include <rte_interrupts.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "emulator/port/is_eventfd.h"
+#include "emulator/port/self_mappings.h"
 
 namespace rocemu::emulator {
 namespace {
@@ -38,33 +37,23 @@ struct MemifQueue22_11 {
 // with the memif cookie at `offset`; null if none or several do (several
 // memif ports: which is whose cannot be told from the mappings).
 uint8_t* FindRing(uint32_t offset, std::string* why) {
-  std::FILE* maps = std::fopen("/proc/self/maps", "r");
-  if (maps == nullptr) {
+  uint8_t* found = nullptr;
+  int candidates = 0;
+  const bool read = ForEachSelfMapping(
+      "memfd:memif_region_0", [&](uintptr_t begin, uintptr_t end) {
+        if (end - begin < uint64_t{offset} + 8) return;
+        auto* ring = reinterpret_cast<uint8_t*>(begin + offset);
+        if (__atomic_load_n(reinterpret_cast<const uint32_t*>(ring),
+                            __ATOMIC_RELAXED) != MemifRxInterrupt::kCookie) {
+          return;
+        }
+        ++candidates;
+        found = ring;
+      });
+  if (!read) {
     *why = "cannot read /proc/self/maps";
     return nullptr;
   }
-  uint8_t* found = nullptr;
-  int candidates = 0;
-  char line[512];
-  while (std::fgets(line, sizeof(line), maps) != nullptr) {
-    if (std::string_view(line).find("memfd:memif_region_0") ==
-        std::string_view::npos) {
-      continue;
-    }
-    uintptr_t begin = 0, end = 0;
-    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &begin, &end) != 2 ||
-        end <= begin || end - begin < uint64_t{offset} + 8) {
-      continue;
-    }
-    auto* ring = reinterpret_cast<uint8_t*>(begin + offset);
-    if (__atomic_load_n(reinterpret_cast<const uint32_t*>(ring),
-                        __ATOMIC_RELAXED) != MemifRxInterrupt::kCookie) {
-      continue;
-    }
-    ++candidates;
-    found = ring;
-  }
-  std::fclose(maps);
   if (candidates == 1) return found;
   *why = candidates == 0 ? "no mapped memif region holds its ring"
                          : "several memif regions are mapped (one per port)";

@@ -74,6 +74,13 @@ def veth(r):
     r.stop(d, "veth")
 
 
+def resolve(sock, ip, who=""):
+    """The MAC the daemon at `sock` resolves `ip` to (it asks until then)."""
+    return wait_for(f"{who}resolving {ip}", lambda: control(
+        sock, {"cmd": "resolve", "port": "m0", "ip": ip}).get("mac"),
+        timeout=15)
+
+
 def rx_wakeups(sock):
     return control(sock, {"cmd": "counters"})["idle_wakeups_rx"]
 
@@ -82,9 +89,7 @@ def resolve_wakes(r, sock_ask, asker, sock_peer, peer, ips, mac):
     """`asker` resolves `ips`; its requests must wake `peer`, asleep."""
     before = rx_wakeups(sock_peer)
     for ip in ips:
-        got = wait_for(f"{asker} resolving {ip}", lambda: control(
-            sock_ask, {"cmd": "resolve", "port": "m0", "ip": ip}).get("mac"),
-            timeout=15)
+        got = resolve(sock_ask, ip, f"{asker} ")
         r.check(got == mac, f"{asker} resolved {ip} to {got}")
     woke = rx_wakeups(sock_peer) - before
     r.check(woke >= 1, f"{asker}'s requests woke {peer} {woke} times over "
@@ -109,9 +114,7 @@ def memif(r):
                           (sock_b, "10.77.2.1", "02:00:00:77:02:01"),
                           (sock_a, "fd77:2::2", "02:00:00:77:02:02"),
                           (sock_b, "fd77:2::1", "02:00:00:77:02:01")):
-        got = wait_for(f"resolving {ip}", lambda: control(
-            sock, {"cmd": "resolve", "port": "m0", "ip": ip}).get("mac"),
-            timeout=15)
+        got = resolve(sock, ip)
         r.check(got == mac, f"{ip} resolved over memif to {got}")
     ca = control(sock_a, {"cmd": "counters"})["ports"]["m0"]
     cb = control(sock_b, {"cmd": "counters"})["ports"]["m0"]
