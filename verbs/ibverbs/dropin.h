@@ -118,6 +118,7 @@ struct CqImpl {
   // ring slots the batch has taken.
   verbs::CqeSlot cur;
   uint32_t taken;
+  int64_t wall_offset_ns;  // the batch's wall clock minus the raw clock
   uint32_t comp_events_reported;
   uint32_t async_events_reported;
 };
