@@ -424,6 +424,14 @@ int rocemu_query_port(struct rocemu_context* ctx, uint8_t port_num,
 /* An empty GID table entry reads as all zeros; EINVAL beyond the table. */
 int rocemu_query_gid(struct rocemu_context* ctx, uint8_t port_num, int index,
                      uint8_t gid[16]);
+/* The table's valid (non-zero) entries, in index order, a few per round
+ * trip: how many were written, or -errno (-ENOSPC: more than max_entries). */
+struct rocemu_gid_entry {
+  uint32_t index;
+  uint8_t gid[16];
+};
+int rocemu_query_gid_table(struct rocemu_context* ctx, uint8_t port_num,
+                           struct rocemu_gid_entry* entries, int max_entries);
 /* *pkey in network byte order, as ibv_query_pkey. */
 int rocemu_query_pkey(struct rocemu_context* ctx, uint8_t port_num, int index,
                       uint16_t* pkey);

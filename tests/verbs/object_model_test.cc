@@ -208,6 +208,18 @@ TEST_F(VerbsSessionTest, DeviceDiscoveryAndQueries) {
   const uint16_t pkey0 = net_.a().pkey_table().Get(0);
   const std::optional<nic::Gid> gid0 = net_.a().gid_table().Get(0);
   ASSERT_TRUE(gid0.has_value());
+  // A sparse table of more valid entries than one query_gid_table batch:
+  // 0, then 3, then 20..40.
+  std::vector<uint32_t> valid_at = {0, 3};
+  for (uint32_t i = 20; i <= 40; ++i) valid_at.push_back(i);
+  for (uint32_t i : valid_at) {
+    if (i == 0) continue;
+    nic::Gid g = *gid0;
+    g[15] = static_cast<uint8_t>(i);
+    g[14] = 0xa5;
+    ASSERT_TRUE(net_.a().gid_table().Set(i, g).ok());
+  }
+  ASSERT_LT(wire::kGidBatch, valid_at.size());
   int from_child, to_child;
   const pid_t pid = Fork(
       [&](int, int) {
@@ -259,6 +271,23 @@ TEST_F(VerbsSessionTest, DeviceDiscoveryAndQueries) {
         CHILD_CHECK(
             rocemu_query_gid(ctx, 1, static_cast<int>(gid_cap), gid) == EINVAL,
             30);
+        // The valid entries in batches, each with its index and GID.
+        std::vector<rocemu_gid_entry> all(gid_cap);
+        const int nv = rocemu_query_gid_table(ctx, 1, all.data(),
+                                              static_cast<int>(gid_cap));
+        bool same = nv == static_cast<int>(valid_at.size());
+        for (int k = 0; same && k < nv; ++k) {
+          uint8_t one[16];
+          same = all[k].index == valid_at[k] &&
+                 rocemu_query_gid(ctx, 1, static_cast<int>(all[k].index),
+                                  one) == 0 &&
+                 std::memcmp(one, all[k].gid, 16) == 0;
+        }
+        CHILD_CHECK(same, 35);
+        CHILD_CHECK(rocemu_query_gid_table(ctx, 1, all.data(), 5) == -ENOSPC,
+                    36);
+        CHILD_CHECK(rocemu_query_gid_table(ctx, 2, all.data(), 5) == -EINVAL,
+                    37);
         uint16_t pkey = 0;
         CHILD_CHECK(
             rocemu_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htons(pkey0),

@@ -193,6 +193,29 @@ int rocemu_query_gid(rocemu_context* ctx, uint8_t port_num, int index,
   return err;
 }
 
+int rocemu_query_gid_table(rocemu_context* ctx, uint8_t port_num,
+                           rocemu_gid_entry* entries, int max_entries) {
+  if (max_entries < 0) return -EINVAL;
+  int n = 0;
+  wire::TableQueryReq req{};
+  req.port_num = port_num;
+  for (;;) {
+    wire::QueryGidTableResp r{};
+    const int err = Call(ctx, wire::MsgType::kQueryGidTable, req, &r);
+    if (err != 0) return -err;
+    if (r.count > wire::kGidBatch) return -EPROTO;
+    for (uint32_t k = 0; k < r.count; ++k) {
+      if (n == max_entries) return -ENOSPC;
+      entries[n].index = r.entries[k].index;
+      std::memcpy(entries[n].gid, r.entries[k].gid, 16);
+      ++n;
+    }
+    // The daemon always moves on; a reply that does not is a broken one.
+    if (r.count < wire::kGidBatch || r.next_index <= req.index) return n;
+    req.index = r.next_index;
+  }
+}
+
 int rocemu_query_pkey(rocemu_context* ctx, uint8_t port_num, int index,
                       uint16_t* pkey) {
   if (index < 0) return EINVAL;

@@ -485,21 +485,23 @@ ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries,
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) return -EIO;
   rocemu_port_attr p{};
-  int err = rocemu_query_port(ctx->rc, 1, &p);
+  const int err = rocemu_query_port(ctx->rc, 1, &p);
   if (err != 0) return -err;
-  size_t n = 0;
+  std::vector<rocemu_gid_entry> valid(static_cast<size_t>(p.gid_tbl_len));
+  const int n = rocemu_query_gid_table(ctx->rc, 1, valid.data(),
+                                       static_cast<int>(valid.size()));
+  if (n < 0) return n;
+  if (static_cast<size_t>(n) > max_entries) return -EINVAL;
   auto* out = reinterpret_cast<uint8_t*>(entries);
-  for (int i = 0; i < p.gid_tbl_len; ++i) {
+  for (int i = 0; i < n; ++i) {
     ibv_gid_entry e{};
-    err = _ibv_query_gid_ex(context, 1, static_cast<uint32_t>(i), &e, 0,
-                            sizeof(e));
-    if (err == ENODATA) continue;
-    if (err != 0) return -err;
-    if (n == max_entries) return -EINVAL;
-    std::memcpy(out + n * entry_size, &e, sizeof(e));
-    ++n;
+    std::memcpy(e.gid.raw, valid[i].gid, sizeof(e.gid.raw));
+    e.gid_index = valid[i].index;
+    e.port_num = 1;
+    e.gid_type = IBV_GID_TYPE_ROCE_V2;
+    std::memcpy(out + static_cast<size_t>(i) * entry_size, &e, sizeof(e));
   }
-  return static_cast<ssize_t>(n);
+  return n;
 }
 
 // Private to rdma-core but imported by ibv_devinfo and pyverbs: the sysfs

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "verbs/client/client_control.h"
 #include "verbs/ibverbs/dropin.h"
@@ -66,10 +67,15 @@ CmDevice* OpenDevice(ibv_device* dev) {
     delete d;
     return nullptr;
   }
-  d->gids.resize(static_cast<size_t>(d->port.gid_tbl_len));
-  for (size_t i = 0; i < d->gids.size(); ++i) {
-    if (ibv_query_gid(d->verbs, 1, static_cast<int>(i), &d->gids[i]) != 0) {
-      d->gids[i] = ibv_gid{};
+  // The valid entries only, a batch per round trip (one, for a port's
+  // handful of addresses); the rest stay zero, as ibv_query_gid reads them.
+  d->gids.assign(static_cast<size_t>(d->port.gid_tbl_len), ibv_gid{});
+  std::vector<rocemu_gid_entry> valid(d->gids.size());
+  const int n = rocemu_query_gid_table(d->rc, 1, valid.data(),
+                                       static_cast<int>(valid.size()));
+  for (int i = 0; i < n; ++i) {
+    if (valid[i].index < d->gids.size()) {
+      std::memcpy(d->gids[valid[i].index].raw, valid[i].gid, 16);
     }
   }
   return d;

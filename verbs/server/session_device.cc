@@ -96,6 +96,22 @@ absl::Status SessionServer::OnQueryGid(const wire::TableQueryReq& r,
   return absl::OkStatus();
 }
 
+absl::Status SessionServer::OnQueryGidTable(const wire::TableQueryReq& r,
+                                            wire::QueryGidTableResp* out) {
+  if (r.port_num != 1) return absl::InvalidArgumentError("no such port");
+  const uint32_t len = rnic_.gid_table().capacity();
+  uint32_t i = r.index;
+  for (; i < len && out->count < wire::kGidBatch; ++i) {
+    const std::optional<nic::Gid> g = rnic_.gid_table().Get(i);
+    if (!g.has_value()) continue;
+    wire::QueryGidTableResp::Entry& e = out->entries[out->count++];
+    e.index = i;
+    std::memcpy(e.gid, g->data(), sizeof(e.gid));
+  }
+  out->next_index = i;
+  return absl::OkStatus();
+}
+
 absl::Status SessionServer::OnQueryPkey(const wire::TableQueryReq& r,
                                         wire::QueryPkeyResp* out) {
   if (r.port_num != 1) return absl::InvalidArgumentError("no such port");

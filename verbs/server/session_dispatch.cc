@@ -158,6 +158,12 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       Reply(c, type, seq, st, &r, sizeof(r), {});
       break;
     }
+    case wire::MsgType::kQueryGidTable: {
+      wire::QueryGidTableResp r{};
+      st = OnQueryGidTable(wire::BodyAs<wire::TableQueryReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
     case wire::MsgType::kCmModifyQp:
       st = OnCmModifyQp(c, wire::BodyAs<wire::CmModifyQpReq>(body));
       Reply(c, type, seq, st, nullptr, 0, {});

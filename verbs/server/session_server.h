@@ -379,6 +379,8 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnCmReject(Client& c, const wire::CmRejectReq& r);
   absl::Status OnCmIdCall(Client& c, wire::MsgType type, uint32_t id);
   absl::Status OnCmModifyQp(Client& c, const wire::CmModifyQpReq& r);
+  absl::Status OnQueryGidTable(const wire::TableQueryReq& r,
+                               wire::QueryGidTableResp* out);
   absl::Status OnCmInitQpAttr(Client& c, const wire::CmInitQpAttrReq& r,
                               wire::CmInitQpAttrResp* out);
   absl::Status OnCmSidrQuery(Client& c, const wire::CmSidrQueryReq& r,

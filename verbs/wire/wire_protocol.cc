@@ -99,6 +99,8 @@ const char* MsgTypeName(MsgType t) {
       return "detach_mcast";
     case MsgType::kCmModifyQp:
       return "cm_modify_qp";
+    case MsgType::kQueryGidTable:
+      return "query_gid_table";
   }
   return "unknown";
 }
@@ -170,6 +172,8 @@ MsgLayout LayoutOf(MsgType t) {
       return {sizeof(CmResolveReq), sizeof(CmResolveResp), 0, 0, 0};
     case MsgType::kCmModifyQp:
       return {sizeof(CmModifyQpReq), 0, 0, 0, 0};
+    case MsgType::kQueryGidTable:
+      return {sizeof(TableQueryReq), sizeof(QueryGidTableResp), 0, 0, 0};
     case MsgType::kAttachMcast:
     case MsgType::kDetachMcast:
       return {sizeof(McastReq), 0, 0, 0, 0};

@@ -84,8 +84,10 @@ enum class MsgType : uint16_t {
   kDetachMcast = 41,
   // rdma_cm's own transitions of an id's QP in one round trip.
   kCmModifyQp = 42,
+  // The valid entries of the GID table from an index on, a batch at a time.
+  kQueryGidTable = 43,
 };
-inline constexpr uint16_t kMaxMsgType = 42;
+inline constexpr uint16_t kMaxMsgType = 43;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -202,6 +204,19 @@ struct TableQueryReq {
 struct QueryGidResp {
   uint8_t gid[16];  // all zero for an empty entry, as ibv_query_gid
 };
+// Valid (non-zero) GIDs from `index` on, at most kGidBatch of them: what
+// rdma_cm and ibv_query_gid_table read at start-up took one round trip per
+// entry of a 512-entry table of which a port fills a handful.
+inline constexpr uint32_t kGidBatch = 16;
+struct QueryGidTableResp {
+  uint32_t count;       // entries filled
+  uint32_t next_index;  // where to go on; the table's length when done
+  struct Entry {
+    uint32_t index;
+    uint8_t gid[16];
+  } entries[kGidBatch];
+};
+static_assert(sizeof(QueryGidTableResp) <= 400);
 struct QueryPkeyResp {
   uint16_t pkey;  // host order
   uint16_t reserved[3];
