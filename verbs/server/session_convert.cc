@@ -55,6 +55,12 @@ bool QpTypeFromWire(uint8_t t, nic::QpType* out) {
     case 4:
       *out = nic::QpType::kUd;
       return true;
+    case 9:  // IBV_QPT_XRC_SEND
+      *out = nic::QpType::kXrcIni;
+      return true;
+    case 10:  // IBV_QPT_XRC_RECV
+      *out = nic::QpType::kXrcTgt;
+      return true;
     default:
       return false;
   }
