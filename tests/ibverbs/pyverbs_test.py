@@ -15,7 +15,7 @@ leave) then run over the drop-in librdmacm.so.1 and rocemu's CM.
 Every test must end as tests/ibverbs/pyverbs_expected.tsv says: `pass`
 tests pass (a drop in the pass count fails this test), `skip` tests skip
 with the reason recorded there (the suite's own message for a device that
-lacks the feature: no XRC, no device memory, not an mlx5 ...). No test may
+lacks the feature: no dmabuf, no raw packet QP, not an mlx5 ...). No test may
 fail or error. A test that newly passes is reported, so the file can be
 updated with --record.
 
