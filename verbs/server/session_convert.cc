@@ -101,7 +101,13 @@ void PathToWire(const nic::QpPath& p, wire::WireAhAttr* w) {
 // Values outside the RNIC's enums are refused before they are cast.
 absl::Status QpAttrFromWire(const wire::WireQpAttr& w, uint32_t mask,
                             nic::QpAttr* a) {
-  if (w.qp_state >= nic::kNumQpStates || w.cur_qp_state >= nic::kNumQpStates) {
+  // Fields outside the mask are not read, as the kernel ignores them:
+  // programs leave them unset (ibv_xsrq_pingpong's ibv_qp_attr is not
+  // cleared).
+  if (((mask & nic::qp_attr::kState) != 0 &&
+       w.qp_state >= nic::kNumQpStates) ||
+      ((mask & nic::qp_attr::kCurState) != 0 &&
+       w.cur_qp_state >= nic::kNumQpStates)) {
     return absl::InvalidArgumentError("QP state out of range");
   }
   if ((mask & nic::qp_attr::kPathMtu) != 0 &&
