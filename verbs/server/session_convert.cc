@@ -104,8 +104,7 @@ absl::Status QpAttrFromWire(const wire::WireQpAttr& w, uint32_t mask,
   // Fields outside the mask are not read, as the kernel ignores them:
   // programs leave them unset (ibv_xsrq_pingpong's ibv_qp_attr is not
   // cleared).
-  if (((mask & nic::qp_attr::kState) != 0 &&
-       w.qp_state >= nic::kNumQpStates) ||
+  if (((mask & nic::qp_attr::kState) != 0 && w.qp_state >= nic::kNumQpStates) ||
       ((mask & nic::qp_attr::kCurState) != 0 &&
        w.cur_qp_state >= nic::kNumQpStates)) {
     return absl::InvalidArgumentError("QP state out of range");
