@@ -57,6 +57,15 @@ def main():
     lock = threading.Lock()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
+    # A new session is a new scheduler autogroup, and a nice value only
+    # weighs within its autogroup: `nice -n 15 scripts/fuzz.sh` left each
+    # fuzzer an equal share against every other session (builds, daemons).
+    # The group takes the niceness the campaign was started with.
+    try:
+        with open(f"/proc/{proc.pid}/autogroup", "w") as f:
+            f.write(str(os.nice(0)))
+    except OSError:
+        pass  # no autogroups (CONFIG_SCHED_AUTOGROUP off): nice applies
 
     def read():
         with open(a.log, "wb") as log, open(a.curve, "w") as curve:

@@ -612,15 +612,19 @@ static int probe_clock(void) {
         (unsigned long)ax.completion_timestamp_mask,
         (unsigned long)ax.hca_core_clock);
   struct ibv_cq_init_attr_ex ca = {
-      .cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+      .cqe = 16,
+      .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+                  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
   struct ibv_cq_ex* cq = ibv_create_cq_ex(p.ctx, &ca);
-  REQUIRE(cq != NULL, "ibv_create_cq_ex with completion timestamps (%d)",
+  REQUIRE(cq != NULL,
+          "ibv_create_cq_ex with raw and wall-clock completion timestamps "
+          "(%d)",
           errno);
-  struct ibv_cq_init_attr_ex wall = {
-      .cqe = 16, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
+  struct ibv_cq_init_attr_ex vlan = {.cqe = 16,
+                                     .wc_flags = IBV_WC_EX_WITH_CVLAN};
   errno = 0;
-  CHECK(ibv_create_cq_ex(p.ctx, &wall) == NULL && errno == EOPNOTSUPP,
-        "wall-clock timestamps: EOPNOTSUPP");
+  CHECK(ibv_create_cq_ex(p.ctx, &vlan) == NULL && errno == EOPNOTSUPP,
+        "a flag the device cannot report (CVLAN): EOPNOTSUPP");
   struct ibv_qp_init_attr qa = {.send_cq = ibv_cq_ex_to_cq(cq),
                                 .recv_cq = ibv_cq_ex_to_cq(cq),
                                 .cap = {.max_send_wr = 4,
@@ -633,6 +637,8 @@ static int probe_clock(void) {
   struct ibv_qp* peer = make_qp(&p, 16);
   connect_qp(&p, qp, peer->qp_num);
   connect_qp(&p, peer, qp->qp_num);
+  struct timespec wall_before, wall_after;
+  clock_gettime(CLOCK_REALTIME, &wall_before);
   struct ibv_values_ex before = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
   REQUIRE(ibv_query_rt_values_ex(p.ctx, &before) == 0 &&
               before.comp_mask == IBV_VALUES_MASK_RAW_CLOCK,
@@ -654,10 +660,20 @@ static int probe_clock(void) {
   while (rc == ENOENT && now_s() - t0 < 10) rc = ibv_start_poll(cq, &pa);
   REQUIRE(rc == 0, "its completion (%d)", rc);
   const uint64_t ts = ibv_wc_read_completion_ts(cq);
+  const uint64_t wall = ibv_wc_read_completion_wallclock_ns(cq);
   CHECK(cq->wr_id == 77 && cq->status == IBV_WC_SUCCESS, "the WRITE's");
   ibv_end_poll(cq);
   struct ibv_values_ex after = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
   REQUIRE(ibv_query_rt_values_ex(p.ctx, &after) == 0, "ibv_query_rt_values_ex");
+  clock_gettime(CLOCK_REALTIME, &wall_after);
+  const uint64_t wb =
+      (uint64_t)wall_before.tv_sec * 1000000000u + wall_before.tv_nsec;
+  const uint64_t wa =
+      (uint64_t)wall_after.tv_sec * 1000000000u + wall_after.tv_nsec;
+  CHECK(wb <= wall && wall <= wa,
+        "its wall-clock stamp %lu lies between CLOCK_REALTIME before the "
+        "post (%lu) and after the poll (%lu)",
+        (unsigned long)wall, (unsigned long)wb, (unsigned long)wa);
   CHECK((uint64_t)before.raw_clock.tv_nsec <= ts &&
             ts <= (uint64_t)after.raw_clock.tv_nsec,
         "its timestamp %lu lies between the clock read before the post "

@@ -267,7 +267,14 @@ def main():
             "rdma_xserver: end 0", "rdma_xclient: end 0")
 
         # A connection storm: cmtime opens 50 connections at once, then
-        # closes them (its server runs until stopped).
+        # closes them (its server runs until stopped). Each side's daemon
+        # moves each connection's QP to RTR and RTS in one cm_modify_qp
+        # (not an attribute query and a modify per step).
+        def by_type(d):
+            v = netns_util.control(d["ctl"], {"cmd": "clients"},
+                                   timeout=10)["ports"][0]["verbs"]
+            return v["requests_by_type"], v["counters"]["requests"]
+        before = [by_type(d) for d in (a, b)]
         r.port += 1
         srv = r.tool(ns, a, ["cmtime", "-b", A_IP, "-p", str(r.port), "-c",
                              "50"], 60)
@@ -283,6 +290,16 @@ def main():
                 "steps timed")
         if not ok:
             print(cout[-1500:])
+        for name, d, (types0, total0) in (("a", a, before[0]),
+                                          ("b", b, before[1])):
+            types1, total1 = by_type(d)
+            delta = {k: v - types0.get(k, 0) for k, v in types1.items()
+                     if v != types0.get(k, 0)}
+            r.check(delta.get("cm_modify_qp") == 50 and
+                    "cm_init_qp_attr" not in delta,
+                    f"daemon {name}: one cm_modify_qp per connection and no "
+                    f"attribute query ({(total1 - total0) / 50:.1f} requests "
+                    f"per connection: {delta})")
 
         # perftest with its connection made by rdma_cm (-R).
         for tool, size in (("ib_write_bw", "65536"), ("ib_send_bw", "4096"),

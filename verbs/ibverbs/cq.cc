@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,11 +20,28 @@ namespace {
 using verbs::CqeSlot;
 
 // Work-completion flags a rocemu CQ can report through ibv_cq_ex: the
-// standard ones and the completion timestamp (no wall-clock stamp, VLANs,
-// flow tags or tag matching).
+// standard ones and the completion timestamps, raw and wall-clock (no
+// VLANs, flow tags or tag matching).
+constexpr uint64_t kTimestampFlags =
+    static_cast<uint64_t>(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) |
+    static_cast<uint64_t>(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK);
 constexpr uint64_t kSupportedWcFlags =
-    static_cast<uint64_t>(IBV_WC_STANDARD_FLAGS) |
-    static_cast<uint64_t>(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+    static_cast<uint64_t>(IBV_WC_STANDARD_FLAGS) | kTimestampFlags;
+
+// CLOCK_REALTIME minus the completion clock (CLOCK_MONOTONIC_RAW), read
+// now. The daemon stamps with the raw clock only; a wall-clock stamp is the
+// raw one moved by this offset when the program reads the batch, as mlx5's
+// library converts its free-running counter with the kernel's clock info.
+// Between the stamp and the read the two clocks drift by NTP's slew (parts
+// per million of microseconds); a step of the wall clock (settime) lands
+// whole on the stamps read after it, as it would on mlx5's.
+int64_t WallClockOffsetNs() {
+  timespec real{};
+  clock_gettime(CLOCK_REALTIME, &real);
+  const uint64_t raw = rocemu_clock_ns();
+  return static_cast<int64_t>(real.tv_sec) * 1000000000 + real.tv_nsec -
+         static_cast<int64_t>(raw);
+}
 
 void FillIbvWc(const CqeSlot& e, ibv_wc* w) {
   verbs::client::FillWc(e, IBV_WC_WITH_INV, w);
@@ -66,6 +84,9 @@ int StartPoll(ibv_cq_ex* cq, ibv_poll_cq_attr* attr) {
   CqImpl* c = Cq(cq);
   c->rc->lock.lock();
   c->taken = 0;
+  if ((c->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0) {
+    c->wall_offset_ns = WallClockOffsetNs();
+  }
   if (Take(c)) {
     c->rc->empty_polls = 0;
     return 0;
@@ -111,6 +132,10 @@ uint32_t ReadSlid(ibv_cq_ex* cq) { return Cq(cq)->cur.slid; }
 uint8_t ReadSl(ibv_cq_ex* cq) { return Cq(cq)->cur.sl; }
 uint8_t ReadDlidPathBits(ibv_cq_ex* cq) { return Cq(cq)->cur.dlid_path_bits; }
 uint64_t ReadCompletionTs(ibv_cq_ex* cq) { return Cq(cq)->cur.timestamp; }
+uint64_t ReadCompletionWallclockNs(ibv_cq_ex* cq) {
+  const CqImpl* c = Cq(cq);
+  return c->cur.timestamp + static_cast<uint64_t>(c->wall_offset_ns);
+}
 
 int MakeChannelEpoll(int event_fd, int socket_fd) {
   const int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -139,11 +164,9 @@ ibv_cq_ex* CreateCq(ibv_context* context, int cqe, ibv_comp_channel* channel,
   }
   auto* c = new CqImpl{};
   rocemu_comp_channel* rch = channel != nullptr ? Chan(channel)->rch : nullptr;
-  c->rc =
-      rocemu_create_cq_ex(ctx->rc, cqe, c, rch, comp_vector,
-                          (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) != 0
-                              ? ROCEMU_CQ_TIMESTAMPS
-                              : 0);
+  c->rc = rocemu_create_cq_ex(
+      ctx->rc, cqe, c, rch, comp_vector,
+      (wc_flags & kTimestampFlags) != 0 ? ROCEMU_CQ_TIMESTAMPS : 0);
   if (c->rc == nullptr) {
     delete c;
     return nullptr;
@@ -178,6 +201,9 @@ ibv_cq_ex* CreateCq(ibv_context* context, int cqe, ibv_comp_channel* channel,
   x.read_dlid_path_bits = ReadDlidPathBits;
   if ((wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) != 0) {
     x.read_completion_ts = ReadCompletionTs;
+  }
+  if ((wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0) {
+    x.read_completion_wallclock_ns = ReadCompletionWallclockNs;
   }
   return &x;
 }

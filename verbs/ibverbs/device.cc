@@ -19,6 +19,7 @@
 #include "nic/device_attr.h"
 #include "verbs/client/client_control.h"
 #include "verbs/ibverbs/dropin.h"
+#include "verbs/ibverbs/import.h"
 #include "verbs/wire/attr_copy.h"
 
 namespace rocemu::ibverbs {
@@ -292,29 +293,31 @@ __be64 rocemu_ibv_get_device_guid(ibv_device* device) {
   return err == 0 ? htobe64(a.node_guid) : 0;
 }
 
-ibv_context* rocemu_ibv_open_device(ibv_device* device) {
-  DevImpl* dev = Dev(device);
-  rocemu_context* rc = rocemu_open_device(dev->path.c_str());
-  if (rc == nullptr) return nullptr;
+// One more context of this process on the session rc (registered with
+// import.h), answering on cmd_fd: rc's socket for an opened context, the
+// descriptor the program passed for an imported one (closed with it, as
+// libibverbs closes an imported context's cmd_fd). A failure releases rc.
+static ibv_context* NewContext(DevImpl* dev, rocemu_context* rc, int cmd_fd) {
+  ibv_device* device = &dev->dev;
   auto* ctx = new CtxImpl{};
   ctx->rc = rc;
   ctx->dev = dev;
   if (rocemu_query_device(rc, &ctx->attr) != 0) {
-    rocemu_close_device(rc);
+    if (ReleaseSession(rc)) rocemu_close_device(rc);
     delete ctx;
     return FailNull<ibv_context>(EIO);
   }
   ctx->async_epfd = MakeEpoll(rocemu_async_fd(rc), rc->fd);
   if (ctx->async_epfd < 0) {
     const int e = errno;
-    rocemu_close_device(rc);
+    if (ReleaseSession(rc)) rocemu_close_device(rc);
     delete ctx;
     return FailNull<ibv_context>(e);
   }
   verbs_context& v = ctx->vctx;
   ibv_context& c = v.context;
   c.device = device;
-  c.cmd_fd = rc->fd;
+  c.cmd_fd = cmd_fd;
   c.async_fd = ctx->async_epfd;
   c.num_comp_vectors = 1;
   pthread_mutex_init(&c.mutex, nullptr);
@@ -401,10 +404,19 @@ ibv_context* rocemu_ibv_open_device(ibv_device* device) {
   return &c;
 }
 
+ibv_context* rocemu_ibv_open_device(ibv_device* device) {
+  DevImpl* dev = Dev(device);
+  rocemu_context* rc = rocemu_open_device(dev->path.c_str());
+  if (rc == nullptr) return nullptr;
+  RegisterSession(rc, dev);
+  return NewContext(dev, rc, rc->fd);
+}
+
 int rocemu_ibv_close_device(ibv_context* context) {
   CtxImpl* ctx = Ctx(context);
   for (ibv_pd* pd : ctx->retired_parent_domains) delete Pd(pd);
-  rocemu_close_device(ctx->rc);
+  if (context->cmd_fd != ctx->rc->fd) close(context->cmd_fd);  // imported
+  if (ReleaseSession(ctx->rc)) rocemu_close_device(ctx->rc);
   close(ctx->async_epfd);
   pthread_mutex_destroy(&context->mutex);
   delete ctx;
@@ -567,10 +579,25 @@ int ibv_read_sysfs_file(const char* dir, const char* file, char* buf,
   return static_cast<int>(n);
 }
 
-// Kernel-device import: there is no kernel device to import from.
+// A second context on the session whose socket cmd_fd is (a dup of an
+// open context's cmd_fd): import.h. Another process's session cannot be
+// shared, so its descriptor is refused as a device without import is.
 ibv_context* ibv_import_device(int cmd_fd) {
-  (void)cmd_fd;
-  return FailNull<ibv_context>(EOPNOTSUPP);
+  DevImpl* dev = nullptr;
+  rocemu_context* rc = AcquireSession(cmd_fd, &dev);
+  if (rc == nullptr) {
+    WarnOnce("import-device",
+             "ibv_import_device: fd %d is not the command fd of a rocemu "
+             "context of this process (contexts of other processes cannot be "
+             "imported)",
+             cmd_fd);
+    return FailNull<ibv_context>(EOPNOTSUPP);
+  }
+  if (rc->dead.load(std::memory_order_relaxed)) {
+    if (ReleaseSession(rc)) rocemu_close_device(rc);
+    return FailNull<ibv_context>(EIO);
+  }
+  return NewContext(dev, rc, cmd_fd);
 }
 
 }  // extern "C"

@@ -5,12 +5,17 @@
 // through the copy verbs, and a DM MR is a zero-based registration of part
 // of it. The rules programs meet on hardware are kept: 4-byte granular
 // copies, bounds, zero-based MRs only, no free while an MR uses it.
+// Another context of the session may import a DM by handle (import.h):
+// both handles reach the same buffer.
 #include <atomic>
 #include <cstring>
+#include <memory>
+#include <utility>
 
 #include "verbs/client/client_memory.h"
 #include "verbs/client/client_objects.h"
 #include "verbs/ibverbs/dropin.h"
+#include "verbs/ibverbs/import.h"
 
 namespace rocemu::ibverbs {
 namespace {
@@ -36,32 +41,53 @@ std::atomic<uint32_t> g_next_dm_handle{1};
 
 DmImpl* Dm(ibv_dm* dm) { return reinterpret_cast<DmImpl*>(dm); }
 
+int MemcpyToDm(ibv_dm* dm, uint64_t dm_offset, const void* host_addr,
+               size_t length);
+int MemcpyFromDm(void* host_addr, ibv_dm* dm, uint64_t dm_offset,
+                 size_t length);
+
+// A handle on `shared` for `context`: the one allocated or one imported.
+ibv_dm* NewDm(ibv_context* context, std::shared_ptr<DmShared> shared,
+              uint32_t handle) {
+  auto* d = new DmImpl{};
+  d->shared = std::move(shared);
+  ibv_dm& dm = d->dm;
+  dm.context = context;
+  dm.memcpy_to_dm = MemcpyToDm;
+  dm.memcpy_from_dm = MemcpyFromDm;
+  dm.handle = handle;
+  dm.comp_mask = IBV_DM_MASK_HANDLE;
+  return &dm;
+}
+
 // EFAULT outside the allocation, EINVAL off the 4-byte grain (what mlx5
-// returns: the hardware moves whole dwords).
-int CheckDmRange(const DmImpl* d, uint64_t offset, size_t length) {
-  if (offset > d->length || length > d->length - offset) return EFAULT;
+// returns: the hardware moves whole dwords) or once the DM was freed
+// through another handle.
+int CheckDmRange(const DmShared& d, uint64_t offset, size_t length) {
+  if (d.freed.load(std::memory_order_acquire)) return EINVAL;
+  if (offset > d.length || length > d.length - offset) return EFAULT;
   if ((offset & 3) != 0 || (length & 3) != 0) return EINVAL;
   return 0;
 }
 
 int MemcpyToDm(ibv_dm* dm, uint64_t dm_offset, const void* host_addr,
                size_t length) {
-  DmImpl* d = Dm(dm);
+  const DmShared& d = *Dm(dm)->shared;
   if (const int err = CheckDmRange(d, dm_offset, length); err != 0) {
     return err;
   }
-  std::memcpy(static_cast<uint8_t*>(d->buf->addr) + dm_offset, host_addr,
+  std::memcpy(static_cast<uint8_t*>(d.buf->addr) + dm_offset, host_addr,
               length);
   return 0;
 }
 
 int MemcpyFromDm(void* host_addr, ibv_dm* dm, uint64_t dm_offset,
                  size_t length) {
-  DmImpl* d = Dm(dm);
+  const DmShared& d = *Dm(dm)->shared;
   if (const int err = CheckDmRange(d, dm_offset, length); err != 0) {
     return err;
   }
-  std::memcpy(host_addr, static_cast<const uint8_t*>(d->buf->addr) + dm_offset,
+  std::memcpy(host_addr, static_cast<const uint8_t*>(d.buf->addr) + dm_offset,
               length);
   return 0;
 }
@@ -75,31 +101,35 @@ ibv_dm* AllocDm(ibv_context* context, ibv_alloc_dm_attr* attr) {
   if (Dead(ctx)) return FailNull<ibv_dm>(EIO);
   rocemu_buf* buf = rocemu_alloc_buf(ctx->rc, attr->length);
   if (buf == nullptr) return nullptr;
-  auto* d = new DmImpl{};
-  d->buf = buf;
-  d->length = attr->length;
-  ibv_dm& dm = d->dm;
-  dm.context = context;
-  dm.memcpy_to_dm = MemcpyToDm;
-  dm.memcpy_from_dm = MemcpyFromDm;
-  dm.handle = g_next_dm_handle.fetch_add(1, std::memory_order_relaxed);
-  dm.comp_mask = IBV_DM_MASK_HANDLE;
-  return &dm;
+  auto shared = std::make_shared<DmShared>();
+  shared->buf = buf;
+  shared->length = attr->length;
+  const uint32_t handle =
+      g_next_dm_handle.fetch_add(1, std::memory_order_relaxed);
+  RegisterDm(ctx->rc, handle, shared);
+  return NewDm(context, std::move(shared), handle);
 }
 
 int FreeDm(ibv_dm* dm) {
   DmImpl* d = Dm(dm);
+  DmShared& s = *d->shared;
   // The kernel holds a DM while an MR uses it.
-  if (d->mrs.load(std::memory_order_relaxed) != 0) return EBUSY;
-  const int err = rocemu_free_buf(d->buf);
-  if (err != 0) return err;
+  if (s.mrs.load(std::memory_order_relaxed) != 0) return EBUSY;
+  if (s.freed.exchange(true, std::memory_order_acq_rel)) return EINVAL;
+  const int err = rocemu_free_buf(s.buf);
+  if (err != 0) {
+    s.freed.store(false, std::memory_order_release);
+    return err;
+  }
+  ForgetDm(Ctx(dm->context)->rc, dm->handle);
   delete d;
   return 0;
 }
 
 ibv_mr* RegDmMr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
                 unsigned int access) {
-  DmImpl* d = Dm(dm);
+  const std::shared_ptr<DmShared>& d = Dm(dm)->shared;
+  if (d->freed.load(std::memory_order_acquire)) return FailNull<ibv_mr>(EINVAL);
   // DM regions are zero-based: the program never sees where the memory
   // is (rdma-core refuses the call without the flag).
   // A zero length is allowed (mlx5 registers it; pyverbs does so).
@@ -115,8 +145,8 @@ ibv_mr* RegDmMr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
       /*iova=*/0, static_cast<int>(plain), /*device_memory=*/true);
   if (rm == nullptr) return nullptr;
   auto* m = new MrImpl{};
-  SetMr(m, pd, rm, /*addr=*/nullptr, length);  // as ibv_cmd_reg_dm_mr
   m->dm = d;
+  SetMr(m, pd, rm, /*addr=*/nullptr, length);  // as ibv_cmd_reg_dm_mr
   d->mrs.fetch_add(1, std::memory_order_relaxed);
   return &m->mr;
 }
@@ -132,3 +162,22 @@ void FillDmOps(CtxImpl* ctx) {
 }
 
 }  // namespace rocemu::ibverbs
+
+using namespace rocemu::ibverbs;  // NOLINT: the exported functions below
+
+extern "C" {
+
+ibv_dm* ibv_import_dm(ibv_context* context, uint32_t dm_handle) {
+  CtxImpl* ctx = Ctx(context);
+  if (Dead(ctx)) return FailNull<ibv_dm>(EIO);
+  std::shared_ptr<DmShared> shared = FindDm(ctx->rc, dm_handle);
+  if (shared == nullptr) return FailNull<ibv_dm>(EINVAL);
+  return NewDm(context, std::move(shared), dm_handle);
+}
+
+// Drops this handle only; the DM stays for its other handles.
+void ibv_unimport_dm(ibv_dm* dm) {
+  if (dm != nullptr) delete Dm(dm);
+}
+
+}  // extern "C"

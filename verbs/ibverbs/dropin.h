@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -76,18 +77,23 @@ struct PdImpl {
 };
 
 // Device memory (dm.cc): a library buffer reached only through the copy
-// verbs and zero-based MRs.
-struct DmImpl {
-  ibv_dm dm;  // first: programs hold &dm
+// verbs and zero-based MRs. Shared by the DM's handles (the one allocated
+// and any imported, import.h) and its MRs.
+struct DmShared {
   rocemu_buf* buf;
   uint64_t length;
   std::atomic<uint32_t> mrs{0};  // DM MRs registered over it
+  std::atomic<bool> freed{false};
+};
+struct DmImpl {
+  ibv_dm dm;  // first: programs hold &dm
+  std::shared_ptr<DmShared> shared;
 };
 
 struct MrImpl {
   ibv_mr mr;
   rocemu_mr* rm;
-  DmImpl* dm = nullptr;  // a DM MR's allocation
+  std::shared_ptr<DmShared> dm;  // a DM MR's allocation
 };
 // Points m at the registration rm of [addr, +length) in pd, keys and all
 // (memory.cc): a new region, a DM MR, a re-registration.
@@ -112,6 +118,7 @@ struct CqImpl {
   // ring slots the batch has taken.
   verbs::CqeSlot cur;
   uint32_t taken;
+  int64_t wall_offset_ns;  // the batch's wall clock minus the raw clock
   uint32_t comp_events_reported;
   uint32_t async_events_reported;
 };

@@ -1,6 +1,6 @@
 // Protection domains, memory regions (any memory of the process: the
 // daemon maps library buffers and reaches everything else itself, see
-// docs/verbs.md), re-registration, fork support and the import verbs.
+// docs/verbs.md), re-registration and fork support (imports: import.cc).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,6 +10,7 @@
 
 #include "verbs/client/client_objects.h"
 #include "verbs/ibverbs/dropin.h"
+#include "verbs/ibverbs/import.h"
 
 namespace rocemu::ibverbs {
 namespace {
@@ -78,6 +79,7 @@ void SetMr(MrImpl* m, ibv_pd* pd, rocemu_mr* rm, void* addr, size_t length) {
   m->mr.handle = rm->lkey;
   m->mr.lkey = rm->lkey;
   m->mr.rkey = rm->rkey;
+  RegisterMr(m);
 }
 
 // ibv_advise_mr: a prefetch of ODP pages. The pages are this process's
@@ -168,6 +170,7 @@ ibv_pd* rocemu_ibv_alloc_pd(ibv_context* context) {
   p->rp = rp;
   p->pd.context = context;
   p->pd.handle = rp->handle;
+  RegisterPd(p);
   return &p->pd;
 }
 
@@ -186,8 +189,11 @@ int rocemu_ibv_dealloc_pd(ibv_pd* pd) {
     return twice ? EINVAL : 0;
   }
   if (p->parent_domains.load(std::memory_order_relaxed) > 0) return EBUSY;
+  rocemu_context* rc = p->rp->ctx;
+  const uint32_t handle = p->rp->handle;
   const int err = rocemu_dealloc_pd(p->rp);
   if (err != 0) return err;
+  ForgetPd(rc, handle);
   delete p;
   return 0;
 }
@@ -220,8 +226,11 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length,
 
 int rocemu_ibv_dereg_mr(ibv_mr* mr) {
   MrImpl* m = Mr(mr);
+  rocemu_context* rc = m->rm->pd->ctx;
+  const uint32_t lkey = m->rm->lkey;
   const int err = rocemu_dereg_mr(m->rm);
   if (err != 0) return err;
+  ForgetMr(rc, lkey);
   if (m->dm != nullptr) m->dm->mrs.fetch_sub(1, std::memory_order_relaxed);
   delete m;
   return 0;
@@ -260,13 +269,16 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
       return IBV_REREG_MR_ERR_INPUT;  // refused: the region is unchanged
     }
     mr->pd = new_pd;
+    RegisterMr(m);
     return 0;
   }
   if (length == 0) return IBV_REREG_MR_ERR_INPUT;
   rocemu_mr* fresh =
       rocemu_reg_mr(Pd(new_pd)->rp, addr, length, RocemuAccess(new_access));
   if (fresh == nullptr) return IBV_REREG_MR_ERR_INPUT;
-  rocemu_dereg_mr(m->rm);
+  rocemu_context* rc = m->rm->pd->ctx;
+  const uint32_t old_lkey = m->rm->lkey;
+  if (rocemu_dereg_mr(m->rm) == 0) ForgetMr(rc, old_lkey);
   SetMr(m, new_pd, fresh, addr, length);
   return 0;
 }
@@ -291,30 +303,6 @@ int ibv_dofork_range(void* base, size_t size) {
   (void)size;
   return 0;
 }
-
-ibv_pd* ibv_import_pd(ibv_context* context, uint32_t pd_handle) {
-  (void)context;
-  (void)pd_handle;
-  return FailNull<ibv_pd>(EOPNOTSUPP);
-}
-
-void ibv_unimport_pd(ibv_pd* pd) { (void)pd; }
-
-ibv_mr* ibv_import_mr(ibv_pd* pd, uint32_t mr_handle) {
-  (void)pd;
-  (void)mr_handle;
-  return FailNull<ibv_mr>(EOPNOTSUPP);
-}
-
-void ibv_unimport_mr(ibv_mr* mr) { (void)mr; }
-
-ibv_dm* ibv_import_dm(ibv_context* context, uint32_t dm_handle) {
-  (void)context;
-  (void)dm_handle;
-  return FailNull<ibv_dm>(EOPNOTSUPP);
-}
-
-void ibv_unimport_dm(ibv_dm* dm) { (void)dm; }
 
 }  // extern "C"
 

@@ -207,6 +207,11 @@ void BuildPath(IdPriv* id);
 
 // --- QPs (qp.cc) ------------------------------------------------------------
 // QP transitions as rdma_cm makes them, with the CM's attributes.
+// rdma_cm's transitions of the id's QP up to `state` (RTR, or RTS through
+// RTR) with the CM's attributes, then the RTU if `establish`: one
+// cm_modify_qp round trip.
+int ModifyQpTo(IdPriv* id, ibv_qp_state state, uint8_t resp_res,
+               uint8_t init_depth, bool establish);
 int ModifyQpRtr(IdPriv* id, uint8_t resp_res);
 int ModifyQpRts(IdPriv* id, uint8_t init_depth);
 int ModifyQpErr(IdPriv* id);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "verbs/client/client_control.h"
+#include "verbs/ibverbs/dropin.h"
 #include "verbs/rdmacm/cma.h"
 #include "verbs/wire/attr_copy.h"
 
@@ -33,8 +34,8 @@ void FromWire(const verbs::wire::WireQpAttr& w, ibv_qp_attr* a) {
   ah.port_num = w.ah_attr.port_num != 0 ? w.ah_attr.port_num : 1;
 }
 
-// INIT before the CM knows the connection (rdma_create_qp on an active id):
-// what the kernel's rdma_cm gives for a QP not yet connected.
+// INIT at rdma_create_qp: what the kernel's rdma_cm gives for a QP not yet
+// connected (a passive id's QP gets the CM's INIT at rdma_accept).
 void LocalInitAttr(const IdPriv* p, ibv_qp_attr* a, int* mask) {
   *a = ibv_qp_attr{};
   a->qp_state = IBV_QPS_INIT;
@@ -90,10 +91,12 @@ int InitQpAttr(IdPriv* p, ibv_qp_attr* a, int* mask) {
 int InitQp(IdPriv* p, ibv_qp* qp) {
   ibv_qp_attr a{};
   int mask = 0;
-  a.qp_state = IBV_QPS_INIT;
-  int err = InitQpAttr(p, &a, &mask);
-  if (err != 0) return err;
-  err = ibv_modify_qp(qp, &a, mask);
+  // rdma_cm's own INIT attributes, without asking the CM: a connected QP
+  // goes through INIT again with the CM's (cm_modify_qp) before RTR, and
+  // nothing reaches a QP in INIT, so the CM's answer would change nothing
+  // but the cost of a round trip per accepted connection.
+  LocalInitAttr(p, &a, &mask);
+  int err = ibv_modify_qp(qp, &a, mask);
   if (err != 0 || p->id.qp_type != IBV_QPT_UD) return err;
   // UD: straight on to RTS, as rdma_cm does.
   a = ibv_qp_attr{};
@@ -261,6 +264,46 @@ int ConnectUd(IdPriv* p, const rdma_conn_param* cp) {
 }
 
 }  // namespace
+
+int ModifyQpTo(IdPriv* p, ibv_qp_state state, uint8_t resp_res,
+               uint8_t init_depth, bool establish) {
+  if (p->id.qp == nullptr) {
+    return establish ? CmCall(p, MsgType::kCmEstablish, p->handle) : 0;
+  }
+  if (p->handle == 0 || p->id.qp_type == IBV_QPT_UD) {
+    int err = ModifyQpRtr(p, resp_res);
+    if (err == 0 && state == IBV_QPS_RTS) err = ModifyQpRts(p, init_depth);
+    if (err == 0 && establish) {
+      err = CmCall(p, MsgType::kCmEstablish, p->handle);
+    }
+    return err;
+  }
+  verbs::wire::CmModifyQpReq req{};
+  req.id = p->handle;
+  req.qpn = p->id.qp->qp_num;
+  req.qp_state = static_cast<uint8_t>(state);
+  req.responder_resources = resp_res;
+  req.initiator_depth = init_depth;
+  if (p->tos_set) {
+    req.flags |= verbs::wire::kCmModifyTos;
+    req.tos = p->tos;
+  }
+  if (p->ack_timeout_set) {
+    req.flags |= verbs::wire::kCmModifyTimeout;
+    req.timeout = p->ack_timeout;
+  }
+  if (establish) req.flags |= verbs::wire::kCmModifyEstablish;
+  const int err = verbs::client::RetryWhileResolving([&] {
+    return verbs::client::Call<verbs::wire::CmModifyQpReq, verbs::wire::Empty>(
+        p->dev->rc, MsgType::kCmModifyQp, req, nullptr);
+  });
+  if (err != 0) return err;
+  // What ibv_modify_qp would have left: the state the program reads in
+  // ibv_qp and the library's own record of it.
+  p->id.qp->state = state;
+  ibverbs::Qp(p->id.qp)->rq->state = static_cast<int>(state);
+  return 0;
+}
 
 int ModifyQpRtr(IdPriv* p, uint8_t resp_res) {
   if (p->id.qp == nullptr) return 0;
@@ -490,8 +533,9 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       }
       return 0;
     }
-    int err = ModifyQpRtr(p, p->responder_resources);
-    if (err == 0) err = ModifyQpRts(p, p->initiator_depth);
+    int err =
+        ModifyQpTo(p, IBV_QPS_RTS, p->responder_resources, p->initiator_depth,
+                   /*establish=*/false);
     if (err != 0) return Err(err);
     verbs::wire::CmAcceptReq r{};
     r.id = p->handle;

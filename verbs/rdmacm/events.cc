@@ -171,9 +171,9 @@ void OnReply(const CmEventSlot& s, IdPriv* id) {
     Queue(e);
     return;
   }
-  int err = ModifyQpRtr(id, RDMA_MAX_RESP_RES);
-  if (err == 0) err = ModifyQpRts(id, RDMA_MAX_INIT_DEPTH);
-  if (err == 0) err = CmCall(id, MsgType::kCmEstablish, id->handle);
+  // RTR, RTS and the RTU in one round trip.
+  const int err = ModifyQpTo(id, IBV_QPS_RTS, RDMA_MAX_RESP_RES,
+                             RDMA_MAX_INIT_DEPTH, /*establish=*/true);
   if (err == 0) return;
   ModifyQpErr(id);
   verbs::wire::CmRejectReq r{};

@@ -1,13 +1,15 @@
 // The Communication Manager's consumer calls as clients (the drop-in
 // librdmacm) make them, and the CM's events back to the client owning each
-// id. The CM never drives these clients' QPs (manage_qp off): librdmacm
-// moves its QP itself with the attributes cm_init_qp_attr gives, as
-// rdma-core's does with the kernel's ucma, and asks for the RTU
+// id. The CM never drives these clients' QPs on its own (manage_qp off):
+// librdmacm moves its QP when rdma-core's would, either with the
+// attributes cm_init_qp_attr gives (a program asking rdma_init_qp_attr) or
+// in one cm_modify_qp (its own transitions), and asks for the RTU
 // (cm_establish) once its QP is in RTS.
 #include <fcntl.h>
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "absl/strings/str_format.h"
 #include "nic/cm/cm_agent.h"
@@ -258,6 +260,67 @@ absl::Status SessionServer::OnCmInitQpAttr(Client& c,
   if (!a.ok()) return a.status();
   QpAttrToWire(a->first, &out->attr);
   out->attr_mask = a->second;
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnCmModifyQp(Client& c,
+                                         const wire::CmModifyQpReq& r) {
+  if (absl::Status s = CheckCmId(c, r.id); !s.ok()) return s;
+  if (r.qp_state != 2 && r.qp_state != 3) {
+    return absl::InvalidArgumentError("RTR or RTS only");
+  }
+  auto it = qps_.find(r.qpn);
+  if (it == qps_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such QP");
+  }
+  absl::StatusOr<nic::QpAttr> now = rnic_.QueryQp(r.qpn);
+  if (!now.ok()) return now.status();
+  const nic::QpState last =
+      r.qp_state == 3 ? nic::QpState::kRts : nic::QpState::kRtr;
+  // Steps still to take: INIT again only on the way to RTR, as librdmacm
+  // re-applies the CM's INIT attributes before RTR.
+  nic::QpState steps[3];
+  size_t n = 0;
+  // From any state but RTR and RTS the QP goes through INIT (whose modify
+  // fails where ibv_modify_qp's would, e.g. from ERR).
+  if (now->qp_state != nic::QpState::kRtr &&
+      now->qp_state != nic::QpState::kRts) {
+    steps[n++] = nic::QpState::kInit;
+    steps[n++] = nic::QpState::kRtr;
+  }
+  if (last == nic::QpState::kRts && now->qp_state != nic::QpState::kRts) {
+    steps[n++] = nic::QpState::kRts;
+  }
+  for (const nic::QpState step : std::span(steps, n)) {
+    absl::StatusOr<std::pair<nic::QpAttr, nic::QpAttrMask>> a =
+        rnic_.cm().InitQpAttr(r.id, step);
+    if (!a.ok()) return a.status();
+    wire::ModifyQpReq m{};
+    m.qpn = r.qpn;
+    m.attr_mask = a->second;
+    QpAttrToWire(a->first, &m.attr);
+    // What librdmacm's application set on the id or passed to connect and
+    // accept, over the CM's values.
+    if (step == nic::QpState::kRtr && r.responder_resources != 0xff) {
+      m.attr.max_dest_rd_atomic = r.responder_resources;
+    }
+    if (step == nic::QpState::kRts && r.initiator_depth != 0xff) {
+      m.attr.max_rd_atomic = r.initiator_depth;
+    }
+    if (step != nic::QpState::kInit) {
+      if ((r.flags & wire::kCmModifyTos) != 0) {
+        m.attr.ah_attr.traffic_class = r.tos;
+      }
+      if ((r.flags & wire::kCmModifyTimeout) != 0 &&
+          (m.attr_mask & nic::qp_attr::kTimeout) != 0) {
+        m.attr.timeout = r.timeout;
+      }
+    }
+    if (absl::Status s = OnModifyQp(c, m); !s.ok()) return s;
+  }
+  if ((r.flags & wire::kCmModifyEstablish) != 0) {
+    return OnCmIdCall(c, wire::MsgType::kCmEstablish, r.id);
+  }
   return absl::OkStatus();
 }
 

@@ -32,6 +32,7 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
           {});
     return;
   }
+  ++requests_by_type_[static_cast<size_t>(d->type)];
   const wire::MsgLayout layout = wire::LayoutOf(d->type);
   if (fds.n < layout.request_fds_min || fds.n > layout.request_fds_max) {
     ++counters_.bad_requests;
@@ -157,6 +158,10 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       Reply(c, type, seq, st, &r, sizeof(r), {});
       break;
     }
+    case wire::MsgType::kCmModifyQp:
+      st = OnCmModifyQp(c, wire::BodyAs<wire::CmModifyQpReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
     case wire::MsgType::kCmSidrQuery: {
       wire::CmIdResp r{};
       st = OnCmSidrQuery(c, wire::BodyAs<wire::CmSidrQueryReq>(body), &r);

@@ -398,6 +398,7 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnCmAccept(Client& c, const wire::CmAcceptReq& r);
   absl::Status OnCmReject(Client& c, const wire::CmRejectReq& r);
   absl::Status OnCmIdCall(Client& c, wire::MsgType type, uint32_t id);
+  absl::Status OnCmModifyQp(Client& c, const wire::CmModifyQpReq& r);
   absl::Status OnCmInitQpAttr(Client& c, const wire::CmInitQpAttrReq& r,
                               wire::CmInitQpAttrResp* out);
   absl::Status OnCmSidrQuery(Client& c, const wire::CmSidrQueryReq& r,
@@ -445,6 +446,9 @@ class SessionServer final : private nic::RecvWqeFetcher {
   static constexpr size_t kMaxRefusedPending = 16;
   size_t refused_pending_ = 0;
   SessionCounters counters_;
+  // Well-formed requests by type (rocemu-ctl clients: "requests_by_type"):
+  // what a program's control path costs, e.g. per rdma_cm connection.
+  std::array<uint64_t, wire::kMaxMsgType + 1> requests_by_type_{};
 
   absl::flat_hash_map<nic::ClientId, std::unique_ptr<Client>> clients_;
   absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;  // by QPN

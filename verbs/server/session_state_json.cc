@@ -20,6 +20,14 @@ nlohmann::ordered_json SessionServer::StateJson() const {
   ForEachSessionCounter(counters_, [&](const char* name, uint64_t v) {
     state["counters"][name] = v;
   });
+  Json by_type = Json::object();
+  for (size_t t = 0; t < requests_by_type_.size(); ++t) {
+    if (requests_by_type_[t] != 0) {
+      by_type[wire::MsgTypeName(static_cast<wire::MsgType>(t))] =
+          requests_by_type_[t];
+    }
+  }
+  state["requests_by_type"] = std::move(by_type);
   for (const auto& [id, c] : clients_) {
     if (!c->refusal.ok()) continue;  // being told why, then closed
     Json client = {{"id", id},

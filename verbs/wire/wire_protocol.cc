@@ -97,6 +97,8 @@ const char* MsgTypeName(MsgType t) {
       return "attach_mcast";
     case MsgType::kDetachMcast:
       return "detach_mcast";
+    case MsgType::kCmModifyQp:
+      return "cm_modify_qp";
     case MsgType::kOpenXrcd:
       return "open_xrcd";
     case MsgType::kCloseXrcd:
@@ -174,6 +176,8 @@ MsgLayout LayoutOf(MsgType t) {
       return {sizeof(CmSidrReplyReq), 0, 0, 0, 0};
     case MsgType::kCmResolve:
       return {sizeof(CmResolveReq), sizeof(CmResolveResp), 0, 0, 0};
+    case MsgType::kCmModifyQp:
+      return {sizeof(CmModifyQpReq), 0, 0, 0, 0};
     case MsgType::kAttachMcast:
     case MsgType::kDetachMcast:
       return {sizeof(McastReq), 0, 0, 0, 0};

@@ -82,13 +82,15 @@ enum class MsgType : uint16_t {
   // ibv_attach_mcast / ibv_detach_mcast (librdmacm's joins use them too).
   kAttachMcast = 40,
   kDetachMcast = 41,
+  // rdma_cm's own transitions of an id's QP in one round trip.
+  kCmModifyQp = 42,
   // XRC (annex A14): domains, XRC SRQs, TGT QPs made or opened by number.
-  kOpenXrcd = 42,
-  kCloseXrcd = 43,
-  kCreateXrcSrq = 44,
-  kXrcTgtQp = 45,
+  kOpenXrcd = 43,
+  kCloseXrcd = 44,
+  kCreateXrcSrq = 45,
+  kXrcTgtQp = 46,
 };
-inline constexpr uint16_t kMaxMsgType = 45;
+inline constexpr uint16_t kMaxMsgType = 46;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -507,6 +509,30 @@ struct CmInitQpAttrResp {
   uint32_t reserved;
   WireQpAttr attr;
 };
+// rdma_cm moves an id's QP itself (librdmacm's ucma_modify_qp_rtr/_rts:
+// after the REP on the active side, at rdma_accept on the passive side).
+// The daemon computes each step's attributes as kCmInitQpAttr answers them,
+// applies the caller's overrides and modifies the QP: INIT again (the CM's
+// partition, port and rights), RTR, then RTS if asked. One round trip
+// instead of an attribute query and a modify per step; a step the QP has
+// already reached is skipped, so a call retried after EAGAIN (address
+// still resolving) goes on where it stopped.
+struct CmModifyQpReq {
+  uint32_t id;
+  uint32_t qpn;
+  uint8_t qp_state;             // IBV_QPS_RTR or IBV_QPS_RTS: the last step
+  uint8_t responder_resources;  // 0xff (RDMA_MAX_RESP_RES): the CM's
+  uint8_t initiator_depth;      // 0xff (RDMA_MAX_INIT_DEPTH): the CM's
+  uint8_t flags;                // kCmModify*
+  uint8_t tos;                  // rdma_set_option's TOS
+  uint8_t timeout;              // rdma_set_option's ACK timeout
+  uint8_t reserved[6];
+};
+inline constexpr uint8_t kCmModifyTos = 1u << 0;
+inline constexpr uint8_t kCmModifyTimeout = 1u << 1;
+// Once in RTS, the RTU too (cm_establish): the active side's last step.
+inline constexpr uint8_t kCmModifyEstablish = 1u << 2;
+
 struct CmSidrQueryReq {
   uint64_t service_id;
   WireCmPath path;
