@@ -91,6 +91,10 @@ struct WorkCompletion {
   // ibv_req_notify_cq(solicited_only) and does not pass it to the
   // application.
   bool solicited = false;
+  // Receive completions of an XRC TGT QP: the XRC SRQ whose WQE completed
+  // (the QP has none of its own; the verbs server retires that SRQ's
+  // ring). 0 otherwise.
+  uint32_t srq = 0;
 };
 
 }  // namespace rocemu::nic

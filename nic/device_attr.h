@@ -66,9 +66,10 @@ struct DeviceAttr {
   // (BAD_PKEY_CNTR 1<<1, BAD_QKEY_CNTR 1<<2), the system image GUID is
   // given (SYS_IMAGE_GUID 1<<11), RC responders send RNR NAKs
   // (RC_RNR_NAK_GEN 1<<12), memory windows (MEM_WINDOW 1<<17) of type 1
-  // and type 2B (MEM_WINDOW_TYPE_2B 1<<24: bound to a QP, as rxe).
-  uint32_t device_cap_flags =
-      (1u << 1) | (1u << 2) | (1u << 11) | (1u << 12) | (1u << 17) | (1u << 24);
+  // and type 2B (MEM_WINDOW_TYPE_2B 1<<24: bound to a QP, as rxe), XRC
+  // (XRC 1<<20: XRC domains, SRQs and INI/TGT QPs, annex A14).
+  uint32_t device_cap_flags = (1u << 1) | (1u << 2) | (1u << 11) | (1u << 12) |
+                              (1u << 17) | (1u << 20) | (1u << 24);
   // The 64-bit IB_UVERBS_DEVICE_* bits above 31 (ibv_device_attr_ex's
   // device_cap_flags_ex): IBTA 1.5 RDMA FLUSH with global placement
   // (FLUSH_GLOBAL 1<<38; not FLUSH_PERSISTENT 1<<39: no region is
@@ -101,6 +102,8 @@ struct DeviceAttr {
   uint32_t max_srq = 1u << 17;
   uint32_t max_srq_wr = 1u << 15;
   uint32_t max_srq_sge = kMaxSge;
+  // XRC domains the device holds (no ibv_device_attr field reports it).
+  uint32_t max_xrcds = 1u << 16;
   uint32_t max_pkeys = 64;
   uint8_t local_ca_ack_delay = 15;
   uint8_t phys_port_cnt = 1;

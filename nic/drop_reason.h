@@ -127,7 +127,12 @@ namespace rocemu::nic {
   /* --- appended: the responder (request_execution.cc) --- */                 \
   X(kFlushInvalid, flush_invalid,                                              \
     "invalid request: FLUSH of no or an unknown placement type, or of a "      \
-    "reserved selectivity level")
+    "reserved selectivity level")                                              \
+  /* --- appended: XRC TGT QPs (annex A14) --- */                              \
+  X(kXrcSrqInvalid, xrc_srq_invalid,                                           \
+    "invalid request: the XRCETH names no XRC SRQ")                            \
+  X(kXrcSrqXrcd, xrc_srq_xrcd,                                                 \
+    "invalid request: the XRCETH names an XRC SRQ of another XRC domain")
 
 enum class DropReason : uint8_t {
 #define ROCEMU_DROP_REASON_ENUM(e, name, text) e,

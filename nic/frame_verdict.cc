@@ -146,6 +146,11 @@ std::string DescribeReason(DropReason r, const uint64_t* a) {
     case R::kFlushInvalid:
       return absl::StrFormat("%s: placement type 0x%x, selectivity level %u",
                              Text(r), a[0], a[1]);
+    case R::kXrcSrqInvalid:
+      return absl::StrFormat("%s: SRQ number 0x%06x", Text(r), a[0]);
+    case R::kXrcSrqXrcd:
+      return absl::StrFormat("%s: SRQ 0x%06x is of XRCD 0x%x, the QP's 0x%x",
+                             Text(r), a[0], a[2], a[1]);
     case R::kMalformed:
       return absl::StrCat(Text(r), " (",
                           std::string(protocol::ParseErrorName(

@@ -66,6 +66,8 @@ const char* VerdictActionName(VerdictAction a);
 //   cp_tail_drop, cp_ecn_mark: [0] queue depth bytes  [1] limit/threshold
 //   pfc_paused: [0] priority
 //   flush_invalid: [0] FETH placement type  [1] selectivity level
+//   xrc_srq_invalid, xrc_srq_xrcd: [0] the XRCETH's SRQ number  [1] the TGT
+//     QP's XRC domain  [2] the SRQ's (xrc_srq_xrcd)
 enum : uint64_t {
   kLenPosition = 0,
   kLenWriteRemaining = 1,

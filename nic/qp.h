@@ -108,8 +108,10 @@ struct ResponseItem {
   uint8_t syndrome = 0;
   uint32_t psn = 0;
   uint32_t msn = 0;
-  // READ response: remote region in the responder's memory.
+  // READ response: remote region in the responder's memory, and the PD
+  // that checks its key (an XRC TGT QP's changes with each request's SRQ).
   uint32_t rkey = 0;
+  PdHandle pd = 0;
   uint64_t va = 0;
   uint64_t length = 0;
   uint32_t npkts = 0;

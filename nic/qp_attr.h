@@ -10,7 +10,19 @@
 
 namespace rocemu::nic {
 
-enum class QpType : uint8_t { kRc, kUc, kUd };
+// kXrcIni and kXrcTgt are the two halves of an XRC connection (annex A14;
+// IBV_QPT_XRC_SEND and IBV_QPT_XRC_RECV): the initiator only sends (each
+// request names the remote XRC SRQ), the target only responds, delivering
+// into the XRC SRQs of its XRC domain.
+enum class QpType : uint8_t { kRc, kUc, kUd, kXrcIni, kXrcTgt };
+
+// Acknowledged, retried, READ/atomic-capable: RC and both XRC halves.
+constexpr bool IsReliable(QpType t) {
+  return t == QpType::kRc || t == QpType::kXrcIni || t == QpType::kXrcTgt;
+}
+constexpr bool IsXrc(QpType t) {
+  return t == QpType::kXrcIni || t == QpType::kXrcTgt;
+}
 
 enum class QpState : uint8_t {
   kReset,
@@ -117,6 +129,10 @@ struct QpInitAttr {
   uint32_t recv_cq = 0;
   uint32_t srq = 0;  // 0: no SRQ
   bool has_srq = false;
+  // XRC TGT: its XRC domain. It has no PD, CQ or SRQ of its own: each
+  // request binds it to the XRC SRQ its XRCETH names (that SRQ's PD, CQ
+  // and receive WQEs).
+  uint32_t xrcd = 0;
   QpCap cap;
   bool sq_sig_all = false;
 };

@@ -32,6 +32,10 @@ const char* QpTypeName(QpType t) {
       return "UC";
     case QpType::kUd:
       return "UD";
+    case QpType::kXrcIni:
+      return "XRC_INI";
+    case QpType::kXrcTgt:
+      return "XRC_TGT";
   }
   return "?";
 }
@@ -44,6 +48,13 @@ struct PerType {
   QpAttrMask rc, uc, ud;
 };
 
+// XRC takes RC's attributes; the initiator has no responder, the target no
+// requester, so neither is required to set the other half's (what the
+// kernel's modify-QP table requires of IB_QPT_XRC_INI and _TGT), and both
+// still take them.
+constexpr QpAttrMask kResponderOnly = kMaxDestRdAtomic | kMinRnrTimer;
+constexpr QpAttrMask kRequesterOnly = kRetryCnt | kRnrRetry | kMaxQpRdAtomic;
+
 QpAttrMask Pick(const PerType& p, QpType t) {
   switch (t) {
     case QpType::kRc:
@@ -52,6 +63,10 @@ QpAttrMask Pick(const PerType& p, QpType t) {
       return p.uc;
     case QpType::kUd:
       return p.ud;
+    case QpType::kXrcIni:
+      return p.rc & ~kResponderOnly;
+    case QpType::kXrcTgt:
+      return p.rc & ~kRequesterOnly;
   }
   return 0;
 }
@@ -69,6 +84,7 @@ QpTransitionMasks GetQpTransitionMasks(QpType t, QpState cur, QpState next) {
     m.valid = true;
     m.required = Pick(req, t);
     m.optional = Pick(opt, t);
+    if (IsXrc(t)) m.optional |= (req.rc | opt.rc) & ~m.required;
   };
   const PerType none{0, 0, 0};
   // RTR->RTS, RTS->RTS and SQD->RTS take the same optional attributes.
@@ -125,7 +141,7 @@ QpTransitionMasks GetQpTransitionMasks(QpType t, QpState cur, QpState next) {
       if (next == QpState::kRts) {
         // RC QPs never enter SQE (a send error moves them to ERR).
         set(none, {0, kCurState | kAccessFlags, kCurState | kQkey});
-        if (t == QpType::kRc) m.valid = false;
+        if (IsReliable(t)) m.valid = false;
       }
       break;
     case QpState::kErr:

@@ -523,7 +523,16 @@ void ExecuteRequest(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   const uint32_t psn = pkt.hdr.bth.psn;
   Rejection j;
   Step step = Step::kRejected;
-  if (Admit(qp, pkt, &j)) {
+  if (qp.type() == QpType::kXrcTgt && !qp.init_attr().has_srq) {
+    // The responder bound the TGT QP to no SRQ: the XRCETH names none of
+    // its domain (annex A14: NAK invalid request).
+    const uint32_t srqn = pkt.hdr.xrceth.srqn;
+    const SharedReceiveQueue* srq = nic.FindXrcSrq(srqn);
+    j = Reject(
+        srq == nullptr ? DropReason::kXrcSrqInvalid : DropReason::kXrcSrqXrcd,
+        NakCode::kInvalidRequest, WcStatus::kRemInvReqErr, srqn,
+        qp.init_attr().xrcd, srq == nullptr ? 0 : srq->xrcd());
+  } else if (Admit(qp, pkt, &j)) {
     switch (op.operation) {
       case Operation::kSend:
         step = ExecuteSend(nic, qp, pkt, &j);

@@ -14,7 +14,8 @@ namespace {
 
 using protocol::Opcode;
 
-// RC and UC share the layout of the SEND/WRITE opcodes; UC is RC + 0x20.
+// RC, UC and XRC share the layout of the SEND/WRITE opcodes; UC is RC +
+// 0x20, XRC RC + 0xA0.
 uint8_t SendWriteOpcode(QpType type, WrOpcode wr, bool first, bool last) {
   uint8_t op;
   const bool write =
@@ -50,10 +51,13 @@ uint8_t SendWriteOpcode(QpType type, WrOpcode wr, bool first, bool last) {
     }
   }
   if (type == QpType::kUc) op += Opcode::kUcSendFirst;
+  if (type == QpType::kXrcIni) op += Opcode::kXrcSendFirst;
   return op;
 }
 static_assert(Opcode::kUcRdmaWriteOnlyWithImmediate ==
               Opcode::kRcRdmaWriteOnlyWithImmediate + Opcode::kUcSendFirst);
+static_assert(Opcode::kXrcSendOnlyWithInvalidate ==
+              Opcode::kRcSendOnlyWithInvalidate + Opcode::kXrcSendFirst);
 
 // ATOMIC WRITE and FLUSH take a responder resource (the responder keeps
 // them to answer a duplicate without executing it again) and are answered
@@ -105,7 +109,7 @@ bool Requester::Ready(const Rnic& nic, const Qp& qp, TimeNs now) {
       qp.comp_.comp_idx != r.req_idx) {
     return false;
   }
-  if (qp.type() != QpType::kRc) return true;
+  if (!IsReliable(qp.type())) return true;
   if (static_cast<uint32_t>(PsnDiff(r.psn, qp.comp_.psn)) >=
       nic.config().max_unacked_psns) {
     return false;
@@ -181,7 +185,7 @@ void Requester::FailLocally(Rnic& nic, Qp& qp, SendWqe& w, WcStatus err,
   if (args != nullptr) std::copy(args, args + 6, v.args);
   // Everything before this WQE must still complete; UC/UD finished them
   // already, RC ends here in ERR and flushes the rest.
-  if (qp.type() == QpType::kRc) {
+  if (IsReliable(qp.type())) {
     w.status = err;
     w.cause = why;
     w.cause_id = 0;
@@ -243,7 +247,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
     DropReason why = DropReason::kNone;
     uint64_t args[6] = {};
     if (IsAtomic(w.wr.opcode)) {
-      if (qp.type() != QpType::kRc || (w.wr.atomic.remote_addr & 7) != 0 ||
+      if (!IsReliable(qp.type()) || (w.wr.atomic.remote_addr & 7) != 0 ||
           w.wr.sg_list.size() != 1 || w.wr.sg_list[0].length != 8) {
         err = WcStatus::kLocQpOpErr;
         why = DropReason::kLocalQpOp;
@@ -253,7 +257,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
       why = DropReason::kLocalQpOp;
       args[0] = w.wr.flush.type;
       args[1] = w.wr.flush.level;
-    } else if (w.wr.opcode == WrOpcode::kRdmaRead && qp.type() != QpType::kRc) {
+    } else if (w.wr.opcode == WrOpcode::kRdmaRead && !IsReliable(qp.type())) {
       err = WcStatus::kLocQpOpErr;
       why = DropReason::kLocalQpOp;
     } else if (w.length > nic.config().port.max_msg_sz) {
@@ -313,6 +317,11 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   h.bth.pkey = nic.pkey_table().Get(qp.attr_.pkey_index);
   h.bth.dest_qp = qp.attr_.dest_qp_num;
   h.bth.psn = r.psn;
+  // XRC: every request names the target's XRC SRQ; its opcodes are RC's
+  // + 0xA0.
+  const uint8_t service =
+      qp.type() == QpType::kXrcIni ? Opcode::kXrcSendFirst : 0;
+  h.xrceth.srqn = w.wr.remote_srqn & protocol::kQpnMask;
 
   const bool first = r.pkt == 0;
   const bool last = r.pkt + 1 >= w.npkts;
@@ -354,7 +363,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
       break;
     }
     case WrOpcode::kRdmaRead:
-      h.bth.opcode = Opcode::kRcRdmaReadRequest;
+      h.bth.opcode = service + Opcode::kRcRdmaReadRequest;
       h.reth.va = w.wr.rdma.remote_addr + offset;
       h.reth.rkey = w.wr.rdma.rkey;
       h.reth.dma_len = static_cast<uint32_t>(w.length - offset);
@@ -362,9 +371,9 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
       break;
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd:
-      h.bth.opcode = w.wr.opcode == WrOpcode::kAtomicCmpAndSwp
-                         ? Opcode::kRcCmpSwap
-                         : Opcode::kRcFetchAdd;
+      h.bth.opcode = service + (w.wr.opcode == WrOpcode::kAtomicCmpAndSwp
+                                    ? Opcode::kRcCmpSwap
+                                    : Opcode::kRcFetchAdd);
       h.atomic.va = w.wr.atomic.remote_addr;
       h.atomic.rkey = w.wr.atomic.rkey;
       h.atomic.swap_add = w.wr.opcode == WrOpcode::kAtomicCmpAndSwp
@@ -392,7 +401,7 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   }
 
   const bool message_end = last || psn_advance > 1 || !is_request_with_payload;
-  if (qp.type() == QpType::kRc) {
+  if (IsReliable(qp.type())) {
     ++r.noack_pkts;
     if (message_end || r.noack_pkts >= nic.config().ack_req_interval) {
       h.bth.ack_req = true;
@@ -451,11 +460,11 @@ bool Requester::BuildNext(Rnic& nic, Qp& qp, TxFrame& out, TimeNs now) {
   if (last || psn_advance > 1 || w.read_or_atomic) {
     ++r.req_idx;
     r.pkt = 0;
-    if (qp.type() != QpType::kRc) Completer::CompleteUnreliable(nic, qp);
+    if (!IsReliable(qp.type())) Completer::CompleteUnreliable(nic, qp);
   } else {
     ++r.pkt;
   }
-  if (qp.type() == QpType::kRc) Completer::OnSent(qp, now);
+  if (IsReliable(qp.type())) Completer::OnSent(qp, now);
   return true;
 }
 

@@ -138,6 +138,28 @@ void ReceiveRc(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
   ExecuteRequest(nic, qp, pkt, /*reliable=*/true);
 }
 
+// XRC TGT (annex A14): RC's responder, on behalf of the XRC SRQ the
+// request's XRCETH names. The TGT QP is bound to it for this request: its
+// PD checks the keys, its receive WQEs take SENDs, its CQ their
+// completions. An SRQ of no or another domain leaves the QP unbound, and
+// a new request is then NAKed (ExecuteRequest).
+void ReceiveXrcTgt(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
+  QpInitAttr& init = qp.init_;
+  const SharedReceiveQueue* srq = nic.FindXrcSrq(pkt.hdr.xrceth.srqn);
+  if (srq != nullptr && srq->xrcd() == init.xrcd) {
+    qp.pd_ = srq->pd();
+    init.has_srq = true;
+    init.srq = srq->handle();
+    init.recv_cq = srq->cq();
+  } else {
+    qp.pd_ = kInvalidHandle;
+    init.has_srq = false;
+    init.srq = kInvalidHandle;
+    init.recv_cq = kInvalidHandle;
+  }
+  ReceiveRc(nic, qp, pkt);
+}
+
 void ReceiveUc(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt) {
   ResponderState& r = qp.resp_;
   const protocol::OpcodeInfo& op = *pkt.op;
@@ -259,6 +281,11 @@ void Responder::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case QpType::kUd:
       ReceiveUd(nic, qp, pkt, raw);
       return;
+    case QpType::kXrcTgt:
+      ReceiveXrcTgt(nic, qp, pkt);
+      return;
+    case QpType::kXrcIni:
+      return;  // takes no request (Rnic::Deliver drops them)
   }
 }
 
@@ -274,6 +301,9 @@ bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
   uint32_t payload_len = 0;
   const MemoryRegion* mr = nullptr;
   bool done = true;
+  // XRC responses are RC's opcodes + 0xA0.
+  const uint8_t service =
+      qp.type() == QpType::kXrcTgt ? Opcode::kXrcSendFirst : 0;
   // The region may have gone since the request was checked, or the pages
   // of its process: NAK this response's PSN.
   auto fail_read = [&](MrStatus ms, uint64_t va) {
@@ -282,18 +312,18 @@ bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
     ++r.resp_head;
     const DropReason why = RemoteReason(ms);
     FrameVerdict& v = nic.Verdict(&qp, why, VerdictAction::kNaked);
-    nic.MrArgs(v.args, it.rkey, va, payload_len, access::kRemoteRead, qp.pd());
+    nic.MrArgs(v.args, it.rkey, va, payload_len, access::kRemoteRead, it.pd);
     QueueNak(nic, qp, Aeth::Nak(NakCode::kRemoteAccessError), h.bth.psn, why,
              it.cause_id);
   };
   switch (it.kind) {
     case Kind::kAck:
-      h.bth.opcode = Opcode::kRcAcknowledge;
+      h.bth.opcode = service + Opcode::kRcAcknowledge;
       h.bth.psn = it.psn;
       h.aeth.syndrome = it.syndrome;
       break;
     case Kind::kAtomicAck:
-      h.bth.opcode = Opcode::kRcAtomicAcknowledge;
+      h.bth.opcode = service + Opcode::kRcAtomicAcknowledge;
       h.bth.psn = it.psn;
       h.atomic_ack.orig = it.atomic_orig;
       break;
@@ -304,14 +334,14 @@ bool Responder::BuildNext(Rnic& nic, Qp& qp, TxFrame& out) {
           static_cast<uint32_t>(std::min<uint64_t>(mtu, it.length - offset));
       const bool first = it.next_pkt == 0;
       const bool last = it.next_pkt + 1 >= it.npkts;
-      h.bth.opcode = first && last ? Opcode::kRcRdmaReadResponseOnly
-                     : first       ? Opcode::kRcRdmaReadResponseFirst
-                     : last        ? Opcode::kRcRdmaReadResponseLast
-                                   : Opcode::kRcRdmaReadResponseMiddle;
+      h.bth.opcode = service + (first && last ? Opcode::kRcRdmaReadResponseOnly
+                                : first       ? Opcode::kRcRdmaReadResponseFirst
+                                : last        ? Opcode::kRcRdmaReadResponseLast
+                                       : Opcode::kRcRdmaReadResponseMiddle);
       h.bth.psn = PsnAdd(it.psn, it.next_pkt);
       if (payload_len > 0) {
         const MrStatus ms =
-            nic.mrs().CheckRemote(it.rkey, qp.pd(), qp.qpn(), it.va + offset,
+            nic.mrs().CheckRemote(it.rkey, it.pd, qp.qpn(), it.va + offset,
                                   payload_len, access::kRemoteRead, &mr);
         if (ms != MrStatus::kOk) {
           fail_read(ms, it.va + offset);

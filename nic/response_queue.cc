@@ -57,6 +57,7 @@ void QueueReadResponse(Rnic& nic, Qp& qp, const protocol::Reth& reth,
                        uint32_t psn, uint32_t msn, DropReason why) {
   ResponseItem& it = PushResponse(qp);
   it.kind = Kind::kReadResponse;
+  it.pd = qp.pd();
   it.psn = psn;
   it.msn = msn;
   it.rkey = reth.rkey;

@@ -39,10 +39,16 @@ DropReason ParseReason(protocol::ParseError e) {
   }
 }
 
-bool ServiceMatches(ServiceType s, QpType t) {
+// XRC splits RC in two: the TGT QP takes only requests, the INI QP only
+// responses.
+bool ServiceMatches(const protocol::OpcodeInfo& op, QpType t) {
+  const ServiceType s = op.service;
   return (s == ServiceType::kRc && t == QpType::kRc) ||
          (s == ServiceType::kUc && t == QpType::kUc) ||
-         (s == ServiceType::kUd && t == QpType::kUd);
+         (s == ServiceType::kUd && t == QpType::kUd) ||
+         (s == ServiceType::kXrc &&
+          (op.kind == protocol::OpKind::kRequest ? t == QpType::kXrcTgt
+                                                 : t == QpType::kXrcIni));
 }
 
 }  // namespace
@@ -55,6 +61,7 @@ Rnic::Rnic(const RnicConfig& config)
       cqs_(config.device.max_cq, config.device.max_cqe, &events_),
       srqs_(pds_, config.device.max_srq, config.device.max_srq_wr,
             config.device.max_srq_sge, &events_),
+      xrcds_(config.device.max_xrcds),
       gids_(static_cast<uint32_t>(config.port.gid_tbl_len)),
       pkeys_(config.port.pkey_tbl_len),
       ahs_(pds_, gids_, config.device.max_ah),
@@ -181,7 +188,51 @@ absl::StatusOr<SrqAttr> Rnic::QuerySrq(SrqHandle srq) const {
 }
 
 absl::Status Rnic::DestroySrq(SrqHandle srq) {
-  return srqs_.Destroy(kKernelClient, srq);
+  const SharedReceiveQueue* q = srqs_.Get(srq, kKernelClient);
+  const uint32_t xrcd = q != nullptr ? q->xrcd() : kInvalidHandle;
+  const CqHandle cq = q != nullptr ? q->cq() : kInvalidHandle;
+  absl::Status s = srqs_.Destroy(kKernelClient, srq);
+  if (s.ok() && xrcd != kInvalidHandle) {
+    xrcds_.Release(xrcd);
+    if (CompletionQueue* c = cqs_.Get(cq)) c->Release();
+  }
+  return s;
+}
+
+absl::StatusOr<XrcdHandle> Rnic::AllocXrcd() {
+  return xrcds_.Alloc(kKernelClient);
+}
+
+absl::Status Rnic::DeallocXrcd(XrcdHandle xrcd) {
+  return xrcds_.Dealloc(kKernelClient, xrcd);
+}
+
+absl::StatusOr<SrqHandle> Rnic::CreateXrcSrq(PdHandle pd, XrcdHandle xrcd,
+                                             CqHandle cq, const SrqAttr& attr) {
+  if (!xrcds_.Valid(xrcd)) {
+    return absl::NotFoundError(absl::StrFormat("no XRCD 0x%08x", xrcd));
+  }
+  CompletionQueue* c = cqs_.Get(cq);
+  if (c == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("no CQ 0x%08x", cq));
+  }
+  absl::StatusOr<SrqHandle> h =
+      srqs_.CreateXrc(kKernelClient, pd, xrcd, cq, attr);
+  if (!h.ok()) return h;
+  (void)xrcds_.Retain(xrcd);
+  c->Retain();
+  return h;
+}
+
+absl::StatusOr<uint32_t> Rnic::GetSrqNum(SrqHandle srq) const {
+  const SharedReceiveQueue* q = srqs_.Get(srq);
+  if (q == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("no SRQ 0x%08x", srq));
+  }
+  if (!q->is_xrc()) {
+    return absl::InvalidArgumentError("only an XRC SRQ has an SRQ number");
+  }
+  return q->srqn();
 }
 
 // --- engine services --------------------------------------------------------
@@ -230,6 +281,7 @@ void Rnic::CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited,
   if (cq == nullptr) return;
   WorkCompletion flagged = wc;
   flagged.solicited = solicited;
+  if (qp.type() == QpType::kXrcTgt) flagged.srq = qp.init_.srq;
   if (cq->Push(flagged, solicited) != CqPushResult::kOk) {
     CqOverflow(qp, qp.init_.recv_cq, *cq);
   }
@@ -508,7 +560,7 @@ void Rnic::Deliver(Qp* qp, const RxFrame& frame, TimeNs now) {
     qp->recorder_->Frame(RecorderEventKind::kRx, now, rx_id_, frame.bytes(),
                          parsed_.hdr.bth.opcode, parsed_.hdr.bth.psn);
   }
-  if (!op.supported || !ServiceMatches(op.service, qp->type())) {
+  if (!op.supported || !ServiceMatches(op, qp->type())) {
     ++counters_.rx_bad_opcode;
     FrameVerdict& v =
         Verdict(qp, DropReason::kBadOpcode, VerdictAction::kDropped);

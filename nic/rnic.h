@@ -45,6 +45,7 @@
 #include "nic/qp_why.h"
 #include "nic/recv_wqe_fetcher.h"
 #include "nic/shared_receive_queue.h"
+#include "nic/xrc_domain.h"
 #include "protocol/frame.h"
 
 namespace rocemu::nic {
@@ -147,10 +148,30 @@ class Rnic final : public FrameEndpoint {
   // ibv_destroy_srq: busy while a QP is attached to it.
   absl::Status DestroySrq(SrqHandle srq);
 
+  // --- XRC (annex A14) ---
+  // ibv_open_xrcd / ibv_close_xrcd (busy while XRC SRQs or TGT QPs use it).
+  absl::StatusOr<XrcdHandle> AllocXrcd();
+  absl::Status DeallocXrcd(XrcdHandle xrcd);
+  // ibv_create_srq_ex with IBV_SRQT_XRC: an SRQ of `pd` in XRC domain
+  // `xrcd` whose receive completions go to `cq`.
+  absl::StatusOr<SrqHandle> CreateXrcSrq(PdHandle pd, XrcdHandle xrcd,
+                                         CqHandle cq, const SrqAttr& attr);
+  // ibv_get_srq_num: the number an XRCETH names the SRQ by.
+  absl::StatusOr<uint32_t> GetSrqNum(SrqHandle srq) const;
+  // The XRC SRQ with SRQ number `srqn` (an XRCETH's), or nullptr.
+  SharedReceiveQueue* FindXrcSrq(uint32_t srqn) const {
+    return srqs_.FindXrc(srqn);
+  }
+  // Tables, for the session server's ownership checks.
+  const XrcdTable& xrcd_table() const { return xrcds_; }
+  const SrqTable& srq_table() const { return srqs_; }
+
   // --- queue pairs ---
-  // ibv_create_qp. Either work queue may have no entries (a send-only or
-  // receive-only QP). The capabilities granted (QueryQp's cap) may exceed
-  // those asked: inline data and SGEs each fill the send slot the other
+  // ibv_create_qp. An XRC TGT QP (init.qp_type kXrcTgt) takes no PD
+  // (`pd` is ignored), CQ or SRQ, only init.xrcd; an XRC INI QP no receive
+  // queue (recv_cq may be 0). Either work queue may have no entries (a
+  // send-only or receive-only QP). The capabilities granted (QueryQp's cap) may
+  // exceed those asked: inline data and SGEs each fill the send slot the other
   // needs, as rxe sizes it.
   absl::StatusOr<uint32_t> CreateQp(PdHandle pd, const QpInitAttr& init);
   absl::Status ModifyQp(uint32_t qpn, const QpAttr& attr, QpAttrMask mask);
@@ -345,6 +366,7 @@ class Rnic final : public FrameEndpoint {
 
  private:
   Qp* FindQp(uint32_t qpn) const;
+  absl::StatusOr<uint32_t> CreateXrcTgtQp(const QpInitAttr& init);
   // The headers below the BTH of a frame of `qp` towards `path`, encoded.
   // `sgid`: the source address when the path's GID index is empty (its
   // GID left the table).
@@ -394,6 +416,7 @@ class Rnic final : public FrameEndpoint {
   MrTable mrs_;
   CqTable cqs_;
   SrqTable srqs_;
+  XrcdTable xrcds_;
   GidTable gids_;
   uint64_t mac_changes_ = 0;
   PKeyTable pkeys_;

@@ -16,6 +16,12 @@ namespace rocemu::nic {
 namespace {
 
 bool WrAllowed(QpType t, WrOpcode op) {
+  // The TGT QP has no send queue; XRC has no FLUSH or ATOMIC WRITE opcode.
+  if (t == QpType::kXrcTgt) return false;
+  if (t == QpType::kXrcIni &&
+      (op == WrOpcode::kFlush || op == WrOpcode::kAtomicWrite)) {
+    return false;
+  }
   switch (op) {
     case WrOpcode::kSend:
     case WrOpcode::kSendWithImm:
@@ -29,7 +35,7 @@ bool WrAllowed(QpType t, WrOpcode op) {
     case WrOpcode::kSendWithInv:
     case WrOpcode::kFlush:
     case WrOpcode::kAtomicWrite:
-      return t == QpType::kRc;
+      return IsReliable(t);
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
       return t != QpType::kUd;
@@ -84,12 +90,41 @@ QpCap GrantSendSlot(QpCap c, const DeviceAttr& d) {
 
 }  // namespace
 
+absl::StatusOr<uint32_t> Rnic::CreateXrcTgtQp(const QpInitAttr& asked) {
+  if (!xrcds_.Valid(asked.xrcd)) return absl::NotFoundError("no such XRCD");
+  if (qps_.size() >= config_.device.max_qp) {
+    return absl::ResourceExhaustedError("QP limit reached");
+  }
+  // Nothing of its own: the PD, CQ and SRQ are the XRC SRQ's of each
+  // request (Responder), its receive WQEs as large as any SRQ's.
+  QpInitAttr init;
+  init.qp_type = QpType::kXrcTgt;
+  init.xrcd = asked.xrcd;
+  uint32_t qpn;
+  do {
+    qpn = next_qpn_;
+    next_qpn_ = NextQpn(next_qpn_);
+  } while (qps_.contains(qpn));
+  (void)xrcds_.Retain(init.xrcd);
+  qps_.emplace(qpn, std::make_unique<Qp>(qpn, kInvalidHandle, init,
+                                         config_.device.max_srq_sge));
+  return qpn;
+}
+
 absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& asked) {
   const DeviceAttr& d = config_.device;
+  if (asked.qp_type == QpType::kXrcTgt) return CreateXrcTgtQp(asked);
   if (!pds_.Valid(pd)) return absl::NotFoundError("no such PD");
+  const bool ini = asked.qp_type == QpType::kXrcIni;
+  if (ini && (asked.has_srq || asked.cap.max_recv_wr != 0)) {
+    return absl::InvalidArgumentError("an XRC INI QP has no receive queue");
+  }
   CompletionQueue* scq = cqs_.Get(asked.send_cq);
-  CompletionQueue* rcq = cqs_.Get(asked.recv_cq);
-  if (scq == nullptr || rcq == nullptr) {
+  // The INI QP receives nothing: its receive CQ is optional.
+  CompletionQueue* rcq = ini && asked.recv_cq == kInvalidHandle
+                             ? nullptr
+                             : cqs_.Get(asked.recv_cq);
+  if (scq == nullptr || (rcq == nullptr && !(ini && asked.recv_cq == 0))) {
     return absl::NotFoundError("no such CQ");
   }
   if (asked.has_srq && srqs_.Get(asked.srq) == nullptr) {
@@ -120,7 +155,7 @@ absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& asked) {
   absl::Status s = pds_.Retain(pd);
   if (!s.ok()) return s;
   scq->Retain();
-  rcq->Retain();
+  if (rcq != nullptr) rcq->Retain();
   if (init.has_srq) srqs_.Get(init.srq)->Retain();
   qps_.emplace(qpn, std::move(qp));
   return qpn;
@@ -131,12 +166,17 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
   if (qp == nullptr) return absl::NotFoundError("no such QP");
   auto it = std::find(active_.begin(), active_.end(), qp);
   if (it != active_.end()) active_.erase(it);
-  if (CompletionQueue* q = cqs_.Get(qp->init_.send_cq)) q->Release();
-  if (CompletionQueue* q = cqs_.Get(qp->init_.recv_cq)) q->Release();
-  if (qp->init_.has_srq) {
-    if (SharedReceiveQueue* q = srqs_.Get(qp->init_.srq)) q->Release();
+  if (qp->type() == QpType::kXrcTgt) {
+    // Its PD, CQ and SRQ were only borrowed, request by request.
+    xrcds_.Release(qp->init_.xrcd);
+  } else {
+    if (CompletionQueue* q = cqs_.Get(qp->init_.send_cq)) q->Release();
+    if (CompletionQueue* q = cqs_.Get(qp->init_.recv_cq)) q->Release();
+    if (qp->init_.has_srq) {
+      if (SharedReceiveQueue* q = srqs_.Get(qp->init_.srq)) q->Release();
+    }
+    pds_.Release(qp->pd_);
   }
-  pds_.Release(qp->pd_);
   qp->counters_.AddTo(retired_);
   // A QP that failed is destroyed by its program soon after (it exits):
   // what explains the failure stays for rocemu-ctl why.
@@ -369,6 +409,10 @@ absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
 absl::Status Rnic::PostRecv(uint32_t qpn, const RecvWr& wr) {
   Qp* qp = LookupQp(qpn);
   if (qp == nullptr) return absl::NotFoundError("no such QP");
+  if (IsXrc(qp->type())) {
+    // The INI QP receives nothing, the TGT QP receives into XRC SRQs.
+    return absl::InvalidArgumentError("an XRC QP has no receive queue");
+  }
   if (qp->init_.has_srq) {
     return absl::InvalidArgumentError("QP uses an SRQ");
   }

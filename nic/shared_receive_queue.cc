@@ -68,6 +68,17 @@ absl::StatusOr<SrqHandle> SrqTable::Create(ClientId client, PdHandle pd,
   return *h;
 }
 
+absl::StatusOr<SrqHandle> SrqTable::CreateXrc(ClientId client, PdHandle pd,
+                                              uint32_t xrcd, CqHandle cq,
+                                              const SrqAttr& attr) {
+  absl::StatusOr<SrqHandle> h = Create(client, pd, attr);
+  if (!h.ok()) return h;
+  SharedReceiveQueue* s = srqs_.Get(*h);
+  s->xrcd_ = xrcd;
+  s->cq_ = cq;
+  return h;
+}
+
 absl::Status SrqTable::Destroy(ClientId client, SrqHandle srq) {
   SharedReceiveQueue* s = srqs_.Get(srq, client);
   if (s == nullptr) {

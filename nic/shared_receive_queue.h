@@ -1,4 +1,8 @@
-// Shared receive queues. Several QPs take receive WRs from one SRQ. The
+// Shared receive queues. Several QPs take receive WRs from one SRQ. An XRC
+// SRQ (IBV_SRQT_XRC, annex A14) also belongs to an XRC domain and has its
+// own CQ: requests reach it through any XRC TGT QP of that domain, which
+// names it by its SRQ number (the XRCETH), and its receive completions go
+// to its CQ, not to a QP's. The
 // application arms a limit (ibv_modify_srq with IBV_SRQ_LIMIT); when a take
 // leaves fewer WRs queued than the limit, IBV_EVENT_SRQ_LIMIT_REACHED is
 // raised once and the limit disarms (as IBTA and rxe do: the check happens
@@ -65,6 +69,13 @@ class SharedReceiveQueue {
 
   PdHandle pd() const { return pd_; }
   SrqHandle handle() const { return handle_; }
+  // XRC: the domain (kInvalidHandle: an ordinary SRQ) and the CQ.
+  bool is_xrc() const { return xrcd_ != kInvalidHandle; }
+  uint32_t xrcd() const { return xrcd_; }
+  CqHandle cq() const { return cq_; }
+  // The SRQ number an XRCETH names (ibv_get_srq_num): the handle's 24-bit
+  // index; SrqTable::FindXrc maps it back.
+  uint32_t srqn() const { return HandleIndex(handle_); }
   ClientId owner() const { return owner_; }
   uint32_t size() const { return queue_.size(); }
   bool in_error() const { return error_; }
@@ -83,6 +94,8 @@ class SharedReceiveQueue {
   bool error_ = false;
   uint32_t use_count_ = 0;
   SrqHandle handle_ = kInvalidHandle;
+  uint32_t xrcd_ = kInvalidHandle;
+  CqHandle cq_ = kInvalidHandle;
   ClientId owner_;
   AsyncEventQueue* events_;
 };
@@ -101,6 +114,16 @@ class SrqTable {
   // [1, max_srq_sge], srq_limit <= max_wr.
   absl::StatusOr<SrqHandle> Create(ClientId client, PdHandle pd,
                                    const SrqAttr& attr);
+  // ibv_create_srq_ex with IBV_SRQT_XRC: as Create, in XRC domain `xrcd`
+  // with completions to `cq` (the caller checked both and holds them).
+  absl::StatusOr<SrqHandle> CreateXrc(ClientId client, PdHandle pd,
+                                      uint32_t xrcd, CqHandle cq,
+                                      const SrqAttr& attr);
+  // The XRC SRQ with SRQ number `srqn` (an XRCETH's), or nullptr.
+  SharedReceiveQueue* FindXrc(uint32_t srqn) const {
+    SharedReceiveQueue* s = srqs_.Get(srqs_.Current(MakeHandle(srqn, 0)));
+    return s != nullptr && s->is_xrc() ? s : nullptr;
+  }
   // ibv_destroy_srq: FailedPrecondition (EBUSY) while QPs use it.
   absl::Status Destroy(ClientId client, SrqHandle srq);
   SharedReceiveQueue* Get(SrqHandle srq) const { return srqs_.Get(srq); }

@@ -180,6 +180,9 @@ struct SendWrHeader {
     uint32_t remote_qpn = 0;
     uint32_t remote_qkey = 0;
   } ud;
+  // XRC INI: the XRC SRQ the message is for at the target (the XRCETH;
+  // ibv_send_wr.qp_type.xrc.remote_srqn, ibv_wr_set_xrc_srqn).
+  uint32_t remote_srqn = 0;
   // kBindMw: the window's current key and the bind (mr_table.h MwBind).
   struct Bind {
     uint32_t mw_rkey = 0;

@@ -164,6 +164,16 @@ struct Feth {
   friend bool operator==(const Feth&, const Feth&) = default;
 };
 
+// XRC Extended Transport Header (annex A14), 4 bytes: 8 reserved bits and
+// the 24-bit number of the XRC SRQ the request is for.
+struct Xrceth {
+  uint32_t srqn = 0;  // 24 bits
+  // The reserved byte, zero when sent, kept on receive (and ignored).
+  uint8_t resv8 = 0;
+
+  friend bool operator==(const Xrceth&, const Xrceth&) = default;
+};
+
 // All extension headers of one packet; which are meaningful is given by the
 // opcode's entry in the opcode table.
 struct TransportHeaders {
@@ -176,6 +186,7 @@ struct TransportHeaders {
   uint32_t imm = 0;        // ImmDt, as the 32 bits read big-endian
   uint32_t ieth_rkey = 0;  // IETH
   Feth feth;
+  Xrceth xrceth;
   // Only for the unsupported RD opcodes, so that tests and fuzzers can build
   // them: RDETH's EE context (24 bits).
   uint32_t rdeth_ee_context = 0;

@@ -78,6 +78,48 @@ static_assert(Is(0x64, "UD_SEND_ONLY", kUd, kOnly, 12 + 8, true));
 static_assert(Is(0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", kUd, kOnly, 12 + 8 + 4,
                  true));
 
+// XRC: RC + 0xA0, an XRCETH (4 bytes) after the BTH of every request.
+static_assert(Is(0xA0, "XRC_SEND_FIRST", kXrc, kFirst, 12 + 4, true));
+static_assert(Is(0xA5, "XRC_SEND_ONLY_WITH_IMMEDIATE", kXrc, kOnly, 12 + 4 + 4,
+                 true));
+static_assert(Is(0xA6, "XRC_RDMA_WRITE_FIRST", kXrc, kFirst, 12 + 4 + 16,
+                 true));
+static_assert(Is(0xA7, "XRC_RDMA_WRITE_MIDDLE", kXrc, kMiddle, 12 + 4, true));
+static_assert(Is(0xAB, "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", kXrc, kOnly,
+                 12 + 4 + 16 + 4, true));
+static_assert(Is(0xAC, "XRC_RDMA_READ_REQUEST", kXrc, kOnly, 12 + 4 + 16,
+                 false));
+static_assert(Is(0xAD, "XRC_RDMA_READ_RESPONSE_FIRST", kXrc, kFirst, 12 + 4,
+                 true));
+static_assert(Is(0xAE, "XRC_RDMA_READ_RESPONSE_MIDDLE", kXrc, kMiddle, 12,
+                 true));
+static_assert(Is(0xB1, "XRC_ACKNOWLEDGE", kXrc, kOnly, 12 + 4, false));
+static_assert(Is(0xB2, "XRC_ATOMIC_ACKNOWLEDGE", kXrc, kOnly, 12 + 4 + 8,
+                 false));
+static_assert(Is(0xB3, "XRC_CMP_SWAP", kXrc, kOnly, 12 + 4 + 28, false));
+static_assert(Is(0xB4, "XRC_FETCH_ADD", kXrc, kOnly, 12 + 4 + 28, false));
+static_assert(!GetOpcodeInfo(0xB5).defined);
+static_assert(Is(0xB7, "XRC_SEND_ONLY_WITH_INVALIDATE", kXrc, kOnly, 12 + 4 + 4,
+                 true));
+// Every XRC opcode is its RC twin's + 0xA0 with the XRCETH added to
+// requests and nothing else changed.
+constexpr bool XrcMirrorsRc() {
+  for (int rc = 0; rc <= 0x17; ++rc) {
+    const OpcodeInfo& r = kOpcodeTable[rc];
+    const OpcodeInfo& x = kOpcodeTable[rc + 0xA0];
+    if (r.defined != x.defined) return false;
+    if (!r.defined) continue;
+    const bool request = r.kind == OpKind::kRequest;
+    if (x.ext != (r.ext | (request ? kExtXrceth : 0)) ||
+        x.operation != r.operation || x.position != r.position ||
+        x.kind != r.kind || x.payload != r.payload || !x.supported) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(XrcMirrorsRc());
+
 // CNP 0x81; 0x80 is reserved.
 static_assert(Is(0x81, "CNP", kCnp, kOnly, 12 + 16, false));
 static_assert(GetOpcodeInfo(0x81).engine == Engine::kCongestion);
@@ -97,6 +139,7 @@ static_assert(CountDefined(kRd, false) == 22);
 static_assert(CountDefined(kRd, true) == 0);
 static_assert(CountDefined(kUd, false) == 2);
 static_assert(CountDefined(kCnp, false) == 1);
+static_assert(CountDefined(kXrc, true) == 23);
 
 // The transport service is the opcode's top three bits (table 38), and every
 // table fact agrees with itself: supported entries have an engine, requests go
@@ -115,6 +158,7 @@ constexpr bool TableIsConsistent() {
                                  : prefix == 2 ? kRd
                                  : prefix == 3 ? kUd
                                  : prefix == 4 ? kCnp
+                                 : prefix == 5 ? kXrc
                                                : kUnknown;
     if (i.service != expected) return false;
     if (i.header_len % 4 != 0) return false;

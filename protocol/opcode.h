@@ -10,8 +10,12 @@
 //    RDMA READ RESPONSE ONLY without payload (as Linux rxe answers them), so
 //    the requester counts them among its outstanding READ/atomic requests.
 //  - 0x81 is the CNP (annex A17.9.3). 0x80 is not listed anywhere and stays
-//    reserved (defined = false), as do 0x82-0xBF and the manufacturer-specific
-//    range 0xC0-0xFF.
+//    reserved (defined = false), as do 0x82-0x9F, 0xB5, 0xB8-0xBF and the
+//    manufacturer-specific range 0xC0-0xFF.
+//  - XRC (0xA0-0xB7, annex A14) mirrors RC's SEND/WRITE/READ/atomic opcodes
+//    at RC + 0xA0. Every request carries the XRCETH (the XRC SRQ it is for)
+//    right after the BTH; responses and ACKs carry none, as RC's. XRC has
+//    no FLUSH or ATOMIC_WRITE opcode.
 #ifndef ROCEMU_PROTOCOL_OPCODE_H_
 #define ROCEMU_PROTOCOL_OPCODE_H_
 
@@ -22,7 +26,8 @@
 namespace rocemu::protocol {
 
 // Extension headers, as bits; on the wire they always appear in this order
-// (kExtFeth, only used by FLUSH, comes right after the BTH).
+// (kExtXrceth, only on XRC requests, and kExtFeth, only on FLUSH, come right
+// after the BTH; no opcode has both).
 enum ExtHeader : uint16_t {
   kExtRdeth = 1 << 0,
   kExtDeth = 1 << 1,
@@ -32,8 +37,9 @@ enum ExtHeader : uint16_t {
   kExtAtomicAckEth = 1 << 5,
   kExtImmDt = 1 << 6,
   kExtIeth = 1 << 7,
-  kExtCnpPad = 1 << 8,  // the 16 reserved bytes that follow a CNP's BTH
-  kExtFeth = 1 << 9,    // FLUSH extended transport header (IBTA 1.5)
+  kExtCnpPad = 1 << 8,   // the 16 reserved bytes that follow a CNP's BTH
+  kExtFeth = 1 << 9,     // FLUSH extended transport header (IBTA 1.5)
+  kExtXrceth = 1 << 10,  // XRC extended transport header (annex A14)
 };
 
 // Wire sizes of the transport headers, bytes.
@@ -48,9 +54,10 @@ inline constexpr uint8_t kImmDtLen = 4;
 inline constexpr uint8_t kIethLen = 4;
 inline constexpr uint8_t kCnpPadLen = 16;
 inline constexpr uint8_t kFethLen = 4;
+inline constexpr uint8_t kXrcethLen = 4;
 inline constexpr uint8_t kIcrcLen = 4;
 
-enum class ServiceType : uint8_t { kRc, kUc, kRd, kUd, kCnp, kUnknown };
+enum class ServiceType : uint8_t { kRc, kUc, kRd, kUd, kCnp, kXrc, kUnknown };
 enum class OpPosition : uint8_t { kNone, kFirst, kMiddle, kLast, kOnly };
 enum class OpKind : uint8_t { kNone, kRequest, kReadResponse, kAck, kCnp };
 // Which engine consumes the packet on receive.
@@ -110,6 +117,7 @@ constexpr uint8_t ExtLen(uint16_t ext) {
   if (ext & kExtIeth) len += kIethLen;
   if (ext & kExtCnpPad) len += kCnpPadLen;
   if (ext & kExtFeth) len += kFethLen;
+  if (ext & kExtXrceth) len += kXrcethLen;
   return len;
 }
 
@@ -156,7 +164,8 @@ using enum ServiceType;
 using enum OpPosition;
 using O = Operation;
 
-// IBTA vol. 1 table 38 (+ IBTA 1.5 FLUSH/ATOMIC_WRITE, + annex A17 CNP).
+// IBTA vol. 1 table 38 (+ IBTA 1.5 FLUSH/ATOMIC_WRITE, + annex A17 CNP,
+// + annex A14 XRC).
 inline constexpr Row kRows[] = {
     // Reliable Connection.
     {0x00, "RC_SEND_FIRST", true, kRc, O::kSend, kFirst, 0, true},
@@ -268,6 +277,50 @@ inline constexpr Row kRows[] = {
      kExtDeth | kExtImmDt, true},
     // RoCEv2 Congestion Notification Packet (annex A17.9.3).
     {0x81, "CNP", true, kCnp, O::kCnp, kOnly, kExtCnpPad, false},
+    // eXtended Reliable Connection (annex A14): RC + 0xA0, requests with
+    // an XRCETH.
+    {0xA0, "XRC_SEND_FIRST", true, kXrc, O::kSend, kFirst, kExtXrceth, true},
+    {0xA1, "XRC_SEND_MIDDLE", true, kXrc, O::kSend, kMiddle, kExtXrceth, true},
+    {0xA2, "XRC_SEND_LAST", true, kXrc, O::kSend, kLast, kExtXrceth, true},
+    {0xA3, "XRC_SEND_LAST_WITH_IMMEDIATE", true, kXrc, O::kSend, kLast,
+     kExtXrceth | kExtImmDt, true},
+    {0xA4, "XRC_SEND_ONLY", true, kXrc, O::kSend, kOnly, kExtXrceth, true},
+    {0xA5, "XRC_SEND_ONLY_WITH_IMMEDIATE", true, kXrc, O::kSend, kOnly,
+     kExtXrceth | kExtImmDt, true},
+    {0xA6, "XRC_RDMA_WRITE_FIRST", true, kXrc, O::kWrite, kFirst,
+     kExtXrceth | kExtReth, true},
+    {0xA7, "XRC_RDMA_WRITE_MIDDLE", true, kXrc, O::kWrite, kMiddle, kExtXrceth,
+     true},
+    {0xA8, "XRC_RDMA_WRITE_LAST", true, kXrc, O::kWrite, kLast, kExtXrceth,
+     true},
+    {0xA9, "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE", true, kXrc, O::kWrite, kLast,
+     kExtXrceth | kExtImmDt, true},
+    {0xAA, "XRC_RDMA_WRITE_ONLY", true, kXrc, O::kWrite, kOnly,
+     kExtXrceth | kExtReth, true},
+    {0xAB, "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", true, kXrc, O::kWrite, kOnly,
+     kExtXrceth | kExtReth | kExtImmDt, true},
+    {0xAC, "XRC_RDMA_READ_REQUEST", true, kXrc, O::kReadRequest, kOnly,
+     kExtXrceth | kExtReth, false},
+    {0xAD, "XRC_RDMA_READ_RESPONSE_FIRST", true, kXrc, O::kReadResponse, kFirst,
+     kExtAeth, true},
+    {0xAE, "XRC_RDMA_READ_RESPONSE_MIDDLE", true, kXrc, O::kReadResponse,
+     kMiddle, 0, true},
+    {0xAF, "XRC_RDMA_READ_RESPONSE_LAST", true, kXrc, O::kReadResponse, kLast,
+     kExtAeth, true},
+    {0xB0, "XRC_RDMA_READ_RESPONSE_ONLY", true, kXrc, O::kReadResponse, kOnly,
+     kExtAeth, true},
+    {0xB1, "XRC_ACKNOWLEDGE", true, kXrc, O::kAcknowledge, kOnly, kExtAeth,
+     false},
+    {0xB2, "XRC_ATOMIC_ACKNOWLEDGE", true, kXrc, O::kAtomicAcknowledge, kOnly,
+     kExtAeth | kExtAtomicAckEth, false},
+    {0xB3, "XRC_CMP_SWAP", true, kXrc, O::kCompareSwap, kOnly,
+     kExtXrceth | kExtAtomicEth, false},
+    {0xB4, "XRC_FETCH_ADD", true, kXrc, O::kFetchAdd, kOnly,
+     kExtXrceth | kExtAtomicEth, false},
+    {0xB6, "XRC_SEND_LAST_WITH_INVALIDATE", true, kXrc, O::kSend, kLast,
+     kExtXrceth | kExtIeth, true},
+    {0xB7, "XRC_SEND_ONLY_WITH_INVALIDATE", true, kXrc, O::kSend, kOnly,
+     kExtXrceth | kExtIeth, true},
 };
 
 constexpr std::array<OpcodeInfo, 256> BuildTable() {
@@ -353,6 +406,12 @@ enum Opcode : uint8_t {
   kUdSendOnly = 0x64,
   kUdSendOnlyWithImmediate = 0x65,
   kCnp = 0x81,
+  // XRC: the RC opcode + kXrcSendFirst (requests add the XRCETH).
+  kXrcSendFirst = 0xA0,
+  kXrcRdmaReadRequest = 0xAC,
+  kXrcAcknowledge = 0xB1,
+  kXrcCmpSwap = 0xB3,
+  kXrcSendOnlyWithInvalidate = 0xB7,
 };
 
 }  // namespace rocemu::protocol

@@ -98,6 +98,11 @@ void EncodeTransportHeaders(const TransportHeaders& hdr, const OpcodeInfo& info,
                             uint8_t* p) {
   EncodeBth(hdr.bth, p);
   p += kBthLen;
+  if (info.Has(kExtXrceth)) {
+    p[0] = hdr.xrceth.resv8;
+    StoreBe24(p + 1, hdr.xrceth.srqn & kQpnMask);
+    p += kXrcethLen;
+  }
   if (info.Has(kExtFeth)) {
     StoreBe32(p, hdr.feth.Encode());
     p += kFethLen;
@@ -142,6 +147,10 @@ void EncodeTransportHeaders(const TransportHeaders& hdr, const OpcodeInfo& info,
 void DecodeExtensionHeaders(const uint8_t* p, const OpcodeInfo& info,
                             TransportHeaders* hdr) {
   p += kBthLen;
+  if (info.Has(kExtXrceth)) {
+    hdr->xrceth = Xrceth{.srqn = LoadBe24(p + 1), .resv8 = p[0]};
+    p += kXrcethLen;
+  }
   if (info.Has(kExtFeth)) {
     hdr->feth = Feth::Decode(LoadBe32(p));
     p += kFethLen;

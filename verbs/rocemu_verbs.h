@@ -32,6 +32,7 @@ struct rocemu_device;
 struct rocemu_context;
 struct rocemu_pd;
 struct rocemu_srq;
+struct rocemu_xrcd;
 struct rocemu_cq;
 struct rocemu_qp;
 struct rocemu_ah;
@@ -74,6 +75,8 @@ enum rocemu_qp_type {
   ROCEMU_QPT_RC = 2,
   ROCEMU_QPT_UC = 3,
   ROCEMU_QPT_UD = 4,
+  ROCEMU_QPT_XRC_SEND = 9,  /* XRC INI: sends only, to a remote XRC SRQ */
+  ROCEMU_QPT_XRC_RECV = 10, /* XRC TGT: rocemu_open_xrc_tgt_qp */
 };
 
 enum rocemu_qp_state {
@@ -201,6 +204,7 @@ struct rocemu_send_wr {
     } ud;
   } wr;
   uint32_t invalidate_rkey;
+  uint32_t remote_srqn; /* XRC INI QP: the target's XRC SRQ number */
 };
 
 struct rocemu_recv_wr {
@@ -550,6 +554,32 @@ int rocemu_destroy_srq(struct rocemu_srq* srq);
 /* Through a shared-memory ring, like rocemu_post_recv: no syscall. */
 int rocemu_post_srq_recv(struct rocemu_srq* srq, struct rocemu_recv_wr* wr,
                          struct rocemu_recv_wr** bad_wr);
+
+/* --- XRC (IBTA annex A14) --- */
+/* ibv_open_xrcd: the domain of the file `fd` is open on (shared by every
+ * process that opens the same file), made with O_CREAT in `oflags`,
+ * EINVAL with O_EXCL when it exists or without O_CREAT when it does not;
+ * fd < 0: a domain of this context alone. */
+struct rocemu_xrcd* rocemu_open_xrcd(struct rocemu_context* ctx, int fd,
+                                     int oflags);
+/* EBUSY while it is the last opener and XRC SRQs or TGT QPs remain. */
+int rocemu_close_xrcd(struct rocemu_xrcd* xrcd);
+/* An XRC SRQ of `pd` in `xrcd` whose receive completions go to `cq`. */
+struct rocemu_srq* rocemu_create_xrc_srq(struct rocemu_pd* pd,
+                                         struct rocemu_xrcd* xrcd,
+                                         struct rocemu_cq* cq,
+                                         struct rocemu_srq_init_attr* attr);
+/* ibv_get_srq_num: what an XRC INI QP's requests name (EINVAL: not XRC). */
+int rocemu_get_srq_num(struct rocemu_srq* srq, uint32_t* srqn);
+/* An XRC TGT QP of `xrcd`: a new one (qpn 0; ibv_create_qp of
+ * IBV_QPT_XRC_RECV) or the existing TGT QP `qpn` (ibv_open_qp, from any
+ * process that opened the domain). It has no queues: modify, query and
+ * destroy only. Destroying drops this opener's hold; the QP goes with the
+ * last. An XRC INI QP is made by rocemu_create_qp (ROCEMU_QPT_XRC_SEND, no
+ * receive queue, recv_cq may be NULL) and names the target's SRQ in each
+ * rocemu_send_wr's remote_srqn. */
+struct rocemu_qp* rocemu_open_xrc_tgt_qp(struct rocemu_xrcd* xrcd,
+                                         uint32_t qpn);
 
 /* --- asynchronous events --- */
 /* Readable (poll/epoll) while events wait. */

@@ -66,6 +66,7 @@ struct Connection {
   uint32_t qp_b = 0;
   uint32_t next_psn = 0;  // A's requester
   uint32_t msn = 0;       // B's responder: messages completed
+  uint32_t xrc_srqn = 0;  // XRC: the SRQ every request's XRCETH names
 };
 
 class DemoBuilder {
@@ -166,6 +167,9 @@ class DemoBuilder {
     hdr.bth.opcode = opcode;
     hdr.bth.dest_qp = c.qp_b;
     hdr.bth.psn = c.next_psn;
+    if (protocol::GetOpcodeInfo(opcode).Has(protocol::kExtXrceth)) {
+      hdr.xrceth.srqn = c.xrc_srqn;
+    }
     c.next_psn = (c.next_psn + psns) & protocol::kPsnMask;
     Roce(c.path.a_to_b, hdr, payload_len, c.name);
   }
@@ -210,85 +214,97 @@ TransportHeaders AckReq(TransportHeaders h = {}) {
   return h;
 }
 
-// RC over IPv4: every RC opcode, a coherent requester/responder exchange.
-void RcIpv4(DemoBuilder& b) {
-  Connection c{"IPv4 RC", MakePath(false, false, 0, 0), 0x11, 0x12, 100, 0};
+// Every RC opcode, a coherent requester/responder exchange; with `base`
+// kXrcSendFirst the same in XRC (every request with an XRCETH).
+void RcExchange(DemoBuilder& b, Connection c, uint8_t base) {
   constexpr uint32_t P = kDemoPmtu;
   // SEND FIRST/MIDDLE/LAST, pad 3 on the last packet.
-  b.Request(c, op::kRcSendFirst, P);
-  b.Request(c, op::kRcSendMiddle, P);
-  b.Request(c, op::kRcSendLast, 5, AckReq());
+  b.Request(c, base + op::kRcSendFirst, P);
+  b.Request(c, base + op::kRcSendMiddle, P);
+  b.Request(c, base + op::kRcSendLast, 5, AckReq());
   c.msn = 1;
-  b.Response(c, op::kRcAcknowledge, c.next_psn - 1, Aeth::Ack(8));
+  b.Response(c, base + op::kRcAcknowledge, c.next_psn - 1, Aeth::Ack(8));
   // SEND with immediate (pad 2) and with invalidate (pad 1).
-  b.Request(c, op::kRcSendFirst, P);
+  b.Request(c, base + op::kRcSendFirst, P);
   TransportHeaders imm = WithImm(0x1234ABCD);
   imm.bth.se = true;
-  b.Request(c, op::kRcSendLastWithImmediate, 6, imm);
-  b.Request(c, op::kRcSendFirst, P);
+  b.Request(c, base + op::kRcSendLastWithImmediate, 6, imm);
+  b.Request(c, base + op::kRcSendFirst, P);
   TransportHeaders inv;
   inv.ieth_rkey = 0x00ABCD01;
-  b.Request(c, op::kRcSendLastWithInvalidate, 7, inv);
-  b.Request(c, op::kRcSendOnly, 0);  // zero-length SEND
-  b.Request(c, op::kRcSendOnlyWithImmediate, 8, WithImm(42));
+  b.Request(c, base + op::kRcSendLastWithInvalidate, 7, inv);
+  b.Request(c, base + op::kRcSendOnly, 0);  // zero-length SEND
+  b.Request(c, base + op::kRcSendOnlyWithImmediate, 8, WithImm(42));
   inv.ieth_rkey = 0x00ABCD02;
-  b.Request(c, op::kRcSendOnlyWithInvalidate, 3, AckReq(inv));
+  b.Request(c, base + op::kRcSendOnlyWithInvalidate, 3, AckReq(inv));
   c.msn = 6;
-  b.Response(c, op::kRcAcknowledge, c.next_psn - 1, Aeth::Ack(16));
+  b.Response(c, base + op::kRcAcknowledge, c.next_psn - 1, Aeth::Ack(16));
   // RDMA WRITE: FIRST/MIDDLE/LAST, FIRST/LAST_WITH_IMM, ONLY, ONLY_WITH_IMM.
-  b.Request(c, op::kRcRdmaWriteFirst, P, WithReth(2 * P + 2));
-  b.Request(c, op::kRcRdmaWriteMiddle, P);
-  b.Request(c, op::kRcRdmaWriteLast, 2);
-  b.Request(c, op::kRcRdmaWriteFirst, P, WithReth(P + 1, kVa + 0x1000));
-  b.Request(c, op::kRcRdmaWriteLastWithImmediate, 1, WithImm(7));
-  b.Request(c, op::kRcRdmaWriteOnly, 64, WithReth(64, kVa + 0x2000));
+  b.Request(c, base + op::kRcRdmaWriteFirst, P, WithReth(2 * P + 2));
+  b.Request(c, base + op::kRcRdmaWriteMiddle, P);
+  b.Request(c, base + op::kRcRdmaWriteLast, 2);
+  b.Request(c, base + op::kRcRdmaWriteFirst, P, WithReth(P + 1, kVa + 0x1000));
+  b.Request(c, base + op::kRcRdmaWriteLastWithImmediate, 1, WithImm(7));
+  b.Request(c, base + op::kRcRdmaWriteOnly, 64, WithReth(64, kVa + 0x2000));
   TransportHeaders wimm = WithReth(0, kVa + 0x3000);
   wimm.imm = 0xCAFE;
-  b.Request(c, op::kRcRdmaWriteOnlyWithImmediate, 0, AckReq(wimm));
+  b.Request(c, base + op::kRcRdmaWriteOnlyWithImmediate, 0, AckReq(wimm));
   c.msn = 10;
-  b.Response(c, op::kRcAcknowledge, c.next_psn - 1,
+  b.Response(c, base + op::kRcAcknowledge, c.next_psn - 1,
              Aeth::Ack(protocol::kAethCreditInvalid));
   // RDMA READ of 600 bytes: three responses at PMTU 256.
   const uint32_t read_psn = c.next_psn;
-  b.Request(c, op::kRcRdmaReadRequest, 0, WithReth(600, kVa + 0x4000), 3);
+  b.Request(c, base + op::kRcRdmaReadRequest, 0, WithReth(600, kVa + 0x4000),
+            3);
   c.msn = 11;
-  b.Response(c, op::kRcRdmaReadResponseFirst, read_psn, Aeth::Ack(4), P);
+  b.Response(c, base + op::kRcRdmaReadResponseFirst, read_psn, Aeth::Ack(4), P);
   TransportHeaders none;
-  none.bth.opcode = op::kRcRdmaReadResponseMiddle;
+  none.bth.opcode = base + op::kRcRdmaReadResponseMiddle;
   none.bth.dest_qp = c.qp_a;
   none.bth.psn = read_psn + 1;
   b.Roce(c.path.b_to_a, none, P, c.name);
-  b.Response(c, op::kRcRdmaReadResponseLast, read_psn + 2, Aeth::Ack(4),
+  b.Response(c, base + op::kRcRdmaReadResponseLast, read_psn + 2, Aeth::Ack(4),
              600 - 2 * P);
   // A small READ answered by one READ_RESPONSE_ONLY (pad 3).
   const uint32_t read2_psn = c.next_psn;
-  b.Request(c, op::kRcRdmaReadRequest, 0, WithReth(13, kVa + 0x5000));
+  b.Request(c, base + op::kRcRdmaReadRequest, 0, WithReth(13, kVa + 0x5000));
   c.msn = 12;
-  b.Response(c, op::kRcRdmaReadResponseOnly, read2_psn, Aeth::Ack(4), 13);
+  b.Response(c, base + op::kRcRdmaReadResponseOnly, read2_psn, Aeth::Ack(4),
+             13);
   // Atomics and their ATOMIC ACKNOWLEDGEs.
   TransportHeaders cas;
   cas.atomic = {kVa + 0x6000, kRkey, 0x1111222233334444, 0x5555666677778888};
   const uint32_t cas_psn = c.next_psn;
-  b.Request(c, op::kRcCmpSwap, 0, cas);
+  b.Request(c, base + op::kRcCmpSwap, 0, cas);
   c.msn = 13;
   TransportHeaders cas_ack;
   cas_ack.atomic_ack.orig = 0x5555666677778888;
-  b.Response(c, op::kRcAtomicAcknowledge, cas_psn, Aeth::Ack(4), 0, cas_ack);
+  b.Response(c, base + op::kRcAtomicAcknowledge, cas_psn, Aeth::Ack(4), 0,
+             cas_ack);
   TransportHeaders fadd;
   fadd.atomic = {kVa + 0x6008, kRkey, 1, 0};
   const uint32_t fadd_psn = c.next_psn;
-  b.Request(c, op::kRcFetchAdd, 0, fadd);
+  b.Request(c, base + op::kRcFetchAdd, 0, fadd);
   c.msn = 14;
   TransportHeaders fadd_ack;
   fadd_ack.atomic_ack.orig = 41;
-  b.Response(c, op::kRcAtomicAcknowledge, fadd_psn, Aeth::Ack(4), 0, fadd_ack);
+  b.Response(c, base + op::kRcAtomicAcknowledge, fadd_psn, Aeth::Ack(4), 0,
+             fadd_ack);
   // Every NAK code that RC uses, and an RNR NAK (timer code 14 = 1.28 ms).
   for (NakCode code :
        {NakCode::kPsnSequenceError, NakCode::kInvalidRequest,
         NakCode::kRemoteAccessError, NakCode::kRemoteOperationalError}) {
-    b.Response(c, op::kRcAcknowledge, c.next_psn, Aeth::Nak(code));
+    b.Response(c, base + op::kRcAcknowledge, c.next_psn, Aeth::Nak(code));
   }
-  b.Response(c, op::kRcAcknowledge, c.next_psn, Aeth::RnrNak(14));
+  b.Response(c, base + op::kRcAcknowledge, c.next_psn, Aeth::RnrNak(14));
+}
+
+// RC over IPv4.
+void RcIpv4(DemoBuilder& b) {
+  RcExchange(
+      b,
+      Connection{"IPv4 RC", MakePath(false, false, 0, 0), 0x11, 0x12, 100, 0},
+      0);
 }
 
 // UC over IPv4: every UC opcode.
@@ -509,6 +525,16 @@ void Ibta15(DemoBuilder& b) {
   b.Response(c, op::kRcRdmaReadResponseOnly, flush_psn, Aeth::Ack(4));
 }
 
+// XRC (annex A14) on a connection of its own, the demo's last (oracles that
+// predate it are shown the rest without it, tests/tools/demo_oracle.sh):
+// RC's exchange at opcodes + 0xA0, every request naming XRC SRQ 0x000123.
+void Xrc(DemoBuilder& b) {
+  Connection c{
+      kXrcConnection, MakePath(false, false, 0, 0), 0x91, 0x92, 300, 0};
+  c.xrc_srqn = 0x000123;
+  RcExchange(b, c, op::kXrcSendFirst);
+}
+
 absl::Status CheckFrames(const std::vector<DemoFrame>& frames) {
   std::bitset<256> seen;
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -551,6 +577,7 @@ absl::StatusOr<std::vector<DemoFrame>> BuildDemoFrames() {
   Congestion(b);
   CmMessages(b);
   Ibta15(b);
+  Xrc(b);
   if (!b.status().ok()) return b.status();
   std::vector<DemoFrame> frames = b.TakeFrames();
   if (absl::Status s = CheckFrames(frames); !s.ok()) return s;

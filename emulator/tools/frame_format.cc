@@ -88,6 +88,9 @@ void AddRoceJson(const FrameReport& r, Json* j) {
   if (op.Has(protocol::kExtDeth)) {
     (*j)["deth"] = {{"qkey", h.deth.qkey}, {"src_qp", h.deth.src_qp}};
   }
+  if (op.Has(protocol::kExtXrceth)) {
+    (*j)["xrceth"] = {{"xrcsrq", h.xrceth.srqn}};
+  }
   if (op.Has(protocol::kExtFeth)) {
     (*j)["feth"] = {{"placement_type", h.feth.placement_type},
                     {"selectivity_level", h.feth.selectivity_level}};
@@ -242,6 +245,9 @@ std::string FormatFrameText(const FrameReport& r) {
     if (op.Has(protocol::kExtDeth)) {
       absl::StrAppendFormat(&s, " DETH[qkey=0x%08x srcqp=0x%06x]", h.deth.qkey,
                             h.deth.src_qp);
+    }
+    if (op.Has(protocol::kExtXrceth)) {
+      absl::StrAppendFormat(&s, " XRCETH[srq=0x%06x]", h.xrceth.srqn);
     }
     if (op.Has(protocol::kExtFeth)) {
       // Placement type bits: 1 global visibility, 2 persistence; selectivity

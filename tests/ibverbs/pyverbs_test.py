@@ -17,7 +17,7 @@ tests pass (a drop in the pass count fails this test), `pass-if-hugepages`
 tests pass where 2 MB pages are reserved (scripts/hugepages.sh) and skip for
 that reason elsewhere, `skip` tests skip
 with the reason recorded there (the suite's own message for a device that
-lacks the feature: no XRC, no device memory, not an mlx5 ...). No test may
+lacks the feature: no dmabuf, no raw packet QP, not an mlx5 ...). No test may
 fail or error. A test that newly passes is reported, so the file can be
 updated with --record.
 

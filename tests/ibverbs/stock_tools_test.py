@@ -2,7 +2,7 @@
 """Debian's unmodified RDMA tools (ibverbs-utils and perftest) between two
 rocemud daemons, each side running the stock binary over the drop-in
 libibverbs.so.1: ibv_devices, ibv_devinfo -v, ibv_{rc,uc,ud,srq}_pingpong
-with and without -e, and ib_{write,read,send,atomic}_{bw,lat} with -a (all
+and ibv_xsrq_pingpong (XRC) with and without -e, and ib_{write,read,send,atomic}_{bw,lat} with -a (all
 sizes), -c UC/UD where perftest allows them, -q 4, --odp and
 --report_gbits. Each tool's own success criteria (exit status, a result row
 per size) decide.
@@ -386,7 +386,8 @@ def main():
     lcores = int(next((a[9:] for a in sys.argv[4:]
                        if a.startswith("--lcores=")), "1"))
     # --only=TEXT [--repeat=N]: just the perftest cases whose "tool args"
-    # contain TEXT, N times each (to chase a rare failure by hand).
+    # contain TEXT, N times each (to chase a rare failure by hand);
+    # --only=xsrq: just ibv_xsrq_pingpong.
     only = next((a[7:] for a in sys.argv[4:] if a.startswith("--only=")),
                 None)
     repeat = int(next((a[9:] for a in sys.argv[4:]
@@ -443,8 +444,24 @@ def main():
                         f"({time.monotonic() - t0:.1f} s)")
                 if not ok:
                     netns_util.print_pair_output(sout, cout)
+        # XRC: each side opens the domain of /tmp/xrc_domain (each daemon
+        # its own), an XRC SRQ and TGT QP per client, and sends from an
+        # XRC INI QP into the peer's SRQ; it prints "success" at the end.
+        xsrq_only = only is not None and "xsrq" in only
+        for events in ([] if only and not xsrq_only else [[], ["-e"]]):
+            t0 = time.monotonic()
+            src, sout, crc, cout = r.pair(
+                ns, a, b, ["ibv_xsrq_pingpong", "-g", "0", "-n", "100", "-s",
+                           "4096", "-m", "1024"] + events, timeout=120)
+            ok = src == 0 and crc == 0 and "success" in cout
+            r.check(ok, f"ibv_xsrq_pingpong {' '.join(events)}: server "
+                    f"{src}, client {crc} ({time.monotonic() - t0:.1f} s)")
+            if not ok:
+                netns_util.print_pair_output(sout, cout)
         cases = QUICK if quick else PERFTEST
-        if only:
+        if xsrq_only:
+            cases = []
+        elif only:
             cases = [c for c in cases
                      if only in " ".join([c[0]] + c[1])] * repeat
             r.check(bool(cases), f"--only={only} names a case")

@@ -50,6 +50,9 @@ TransportHeaders HeadersFor(uint8_t opcode) {
   if (info.Has(kExtAtomicAckEth)) h.atomic_ack = {.orig = 0xFEEDull << k % 40};
   if (info.Has(kExtImmDt)) h.imm = 0x11223344 ^ k;
   if (info.Has(kExtIeth)) h.ieth_rkey = 0x55667788 ^ k;
+  if (info.Has(kExtXrceth)) {
+    h.xrceth = {.srqn = 0xC00000 | k, .resv8 = static_cast<uint8_t>(k)};
+  }
   if (info.Has(kExtFeth)) {
     h.feth = {.placement_type = static_cast<uint8_t>(k & 0xF),
               .selectivity_level = static_cast<uint8_t>(k & 3),
@@ -132,9 +135,60 @@ TEST(FrameTest, RoundTripEveryOpcode) {
       }
     }
   }
-  // 40 supported opcodes (RC 25, UC 12, UD 2, CNP); 7 carry no payload (read
-  // request, ACK, atomic ACK, CAS, FADD, FLUSH, CNP).
-  EXPECT_EQ(built, (40 - 7) * 10 * 4 + 7 * 4);
+  // 63 supported opcodes (RC 25, UC 12, UD 2, CNP, XRC 23); 12 carry no
+  // payload (RC and XRC read request, ACK, atomic ACK, CAS, FADD; FLUSH,
+  // CNP).
+  EXPECT_EQ(built, (63 - 12) * 10 * 4 + 12 * 4);
+}
+
+// XRC requests, byte by byte: the XRCETH (8 reserved bits, the 24-bit XRC
+// SRQ number) right after the BTH, before the RETH or the AtomicETH; an XRC
+// response has none.
+TEST(FrameTest, XrcethLayout) {
+  constexpr size_t kBth = 14 + 20 + 8;  // Ethernet, IPv4, UDP
+  const auto be32 = [](const std::vector<uint8_t>& f, size_t at) {
+    return uint32_t{f[at]} << 24 | uint32_t{f[at + 1]} << 16 |
+           uint32_t{f[at + 2]} << 8 | f[at + 3];
+  };
+  FrameSpec spec;
+  spec.net = TestNet(false, false);
+  spec.hdr.bth.opcode = kXrcSendFirst + kRcRdmaWriteOnlyWithImmediate;
+  spec.hdr.xrceth.srqn = 0xABCDEF;
+  spec.hdr.reth = {.va = 0x1122334455667788, .rkey = 0x99AA, .dma_len = 3};
+  spec.hdr.imm = 0x01020304;
+  const uint8_t payload[3] = {7, 8, 9};
+  std::vector<uint8_t> f(RoceFrameLength(spec.net, spec.hdr.bth.opcode, 3));
+  ASSERT_EQ(BuildRoceFrame(spec, payload, f), f.size());
+  EXPECT_EQ(f.size(), kBth + 12 + 4 + 16 + 4 + 3 + 1 + 4);
+  EXPECT_EQ(f[kBth], 0xAB);
+  EXPECT_EQ(be32(f, kBth + 12), 0x00ABCDEFu);
+  EXPECT_EQ(be32(f, kBth + 16), 0x11223344u);
+  EXPECT_EQ(be32(f, kBth + 24), 0x99AAu);
+  EXPECT_EQ(be32(f, kBth + 32), 0x01020304u);
+  EXPECT_EQ(f[kBth + 36], 7);
+  ParsedFrame p;
+  ASSERT_EQ(ParseFrame(f, &p), ParseError::kOk);
+  EXPECT_EQ(p.op->service, ServiceType::kXrc);
+  EXPECT_EQ(p.hdr.xrceth.srqn, 0xABCDEFu);
+  EXPECT_EQ(p.hdr.reth, spec.hdr.reth);
+  EXPECT_EQ(p.hdr.imm, spec.hdr.imm);
+
+  spec.hdr.bth.opcode = kXrcCmpSwap;
+  spec.hdr.atomic = {.va = 0x1000, .rkey = 5, .swap_add = 6, .compare = 7};
+  f.assign(RoceFrameLength(spec.net, kXrcCmpSwap, 0), 0);
+  ASSERT_EQ(BuildRoceFrame(spec, {}, f), f.size());
+  EXPECT_EQ(be32(f, kBth + 12), 0x00ABCDEFu);
+  EXPECT_EQ(be32(f, kBth + 20), 0x1000u);  // AtomicETH VA after the XRCETH
+  ASSERT_EQ(ParseFrame(f, &p), ParseError::kOk);
+  EXPECT_EQ(p.hdr.atomic, spec.hdr.atomic);
+
+  // XRC_ACKNOWLEDGE: BTH + AETH only.
+  spec.hdr.bth.opcode = kXrcAcknowledge;
+  spec.hdr.aeth = {.syndrome = 0x1F, .msn = 0x123456};
+  f.assign(RoceFrameLength(spec.net, kXrcAcknowledge, 0), 0);
+  ASSERT_EQ(BuildRoceFrame(spec, {}, f), f.size());
+  EXPECT_EQ(f.size(), kBth + 12 + 4 + 4);
+  EXPECT_EQ(be32(f, kBth + 12), 0x1F123456u);
 }
 
 // IBTA 1.5's two requests, byte by byte: FLUSH is BTH, FETH (placement type

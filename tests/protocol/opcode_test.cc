@@ -30,8 +30,8 @@ TEST(OpcodeTest, NamesAreUniqueAndOnlyDefinedHaveThem) {
     names.insert(info.name);
   }
   EXPECT_EQ(names.size(), static_cast<size_t>(defined));
-  // RC 25 (23 + FLUSH, ATOMIC_WRITE), UC 12, RD 22, UD 2, CNP 1.
-  EXPECT_EQ(defined, 62);
+  // RC 25 (23 + FLUSH, ATOMIC_WRITE), UC 12, RD 22, UD 2, CNP 1, XRC 23.
+  EXPECT_EQ(defined, 85);
 }
 
 TEST(OpcodeTest, EnginesAndKinds) {
@@ -62,6 +62,17 @@ TEST(OpcodeTest, EnginesAndKinds) {
   EXPECT_FALSE(GetOpcodeInfo(kRdSendFirst).supported);
   EXPECT_FALSE(GetOpcodeInfo(0x80).defined);
   EXPECT_FALSE(GetOpcodeInfo(0xFF).defined);
+  // XRC: requests to the responder with an XRCETH, responses without.
+  EXPECT_EQ(GetOpcodeInfo(kXrcSendFirst).engine, Engine::kResponder);
+  EXPECT_TRUE(GetOpcodeInfo(kXrcSendFirst).Has(kExtXrceth));
+  EXPECT_EQ(GetOpcodeInfo(kXrcRdmaReadRequest).header_len,
+            kBthLen + kXrcethLen + kRethLen);
+  EXPECT_EQ(GetOpcodeInfo(kXrcAcknowledge).engine, Engine::kCompleter);
+  EXPECT_FALSE(GetOpcodeInfo(kXrcAcknowledge).Has(kExtXrceth));
+  EXPECT_EQ(GetOpcodeInfo(kXrcCmpSwap).operation, Operation::kCompareSwap);
+  EXPECT_TRUE(GetOpcodeInfo(kXrcSendOnlyWithInvalidate).HasInvalidate());
+  EXPECT_FALSE(GetOpcodeInfo(0xB5).defined);
+  EXPECT_FALSE(GetOpcodeInfo(0xBC).defined);  // no XRC FLUSH
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ directory, dissects it with tshark and fails unless, for every frame:
   * tshark reports no malformed packet and no expert warning or error, with
     IP and UDP checksum validation on (IPv6 UDP checksums included);
   * a RoCE frame is dissected as InfiniBand with the BTH opcode the demo
-    built, and (except the CNP, unknown to Wireshark 4.0) with an ICRC field;
+    built, and (except the CNP, FLUSH, ATOMIC WRITE and XRC, whose headers
+    Wireshark 4.0 does not dissect past the BTH) with an ICRC field;
     a PFC/PAUSE frame as MAC Control with the right opcode;
   * tshark's BTH DestQP, PSN, PadCnt, P_Key and ICRC equal what rocemu-decode
     prints for the same frame (two independent decoders agree).
@@ -25,9 +26,12 @@ HEURISTIC_PROTOCOLS = ["rpcordma", "smb_direct", "nvme-rdma", "iser", "smc",
                        "lnet", "drbd", "sdp", "infiniband_sdp", "fcoib",
                        "infiniband.eoib"]
 SEVERITY_WARNING = 6291456  # _ws.expert.severity of PI_WARN
-# Opcodes Wireshark 4.0 does not know: the CNP (it names 0x80 "CNP") and
-# IBTA 1.5's RC_FLUSH and RC_ATOMIC_WRITE ("Unknown (28)", "Unknown (29)").
-WIRESHARK_UNKNOWN = (0x81, 0x1C, 0x1D)
+# Opcodes Wireshark 4.0 dissects no further than the BTH: the CNP (it names
+# 0x80 "CNP"), IBTA 1.5's RC_FLUSH and RC_ATOMIC_WRITE ("Unknown (28)",
+# "Unknown (29)") and XRC's 0xA0-0xB7, which it names ("Extended Reliable
+# Connection (XRC) - RDMA WRITE Only") but follows with no XRCETH: the rest,
+# ICRC included, is "Unknown/Vendor Specific Data" (docs/verbs.md).
+WIRESHARK_UNKNOWN = (0x81, 0x1C, 0x1D) + tuple(range(0xA0, 0xB8))
 FIELDS = ["frame.number", "infiniband.bth.opcode", "infiniband.bth.destqp",
           "infiniband.bth.psn", "infiniband.bth.padcnt",
           "infiniband.bth.p_key", "infiniband.invariant.crc", "macc.opcode",

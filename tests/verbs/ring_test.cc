@@ -263,7 +263,7 @@ TEST(RingSlots, CopiesOnlyTheUsedPartOfASlot) {
   std::memset(&out, 0xEE, sizeof(out));
   CopySqSlot(src.get(), &out);
   EXPECT_EQ(out.wr_id, src->wr_id);
-  EXPECT_EQ(out.reserved1, src->reserved1);
+  EXPECT_EQ(out.remote_srqn, src->remote_srqn);
   EXPECT_EQ(std::memcmp(out.sge, src->sge, 2 * sizeof(WireSge)), 0);
   EXPECT_EQ(out.sge[2].lkey, 0xEEEEEEEEu);
   // BIND_MW: no SGEs, but sge[0].lkey names the region.

@@ -42,7 +42,8 @@ inline bool SendOpcodeAllowed(int qp_type, int op) {
     case ROCEMU_WR_ATOMIC_CMP_AND_SWP:
     case ROCEMU_WR_ATOMIC_FETCH_AND_ADD:
     case ROCEMU_WR_SEND_WITH_INV:
-    case ROCEMU_WR_FLUSH:
+      return qp_type == ROCEMU_QPT_RC || qp_type == ROCEMU_QPT_XRC_SEND;
+    case ROCEMU_WR_FLUSH:  // XRC has neither
     case ROCEMU_WR_ATOMIC_WRITE:
       return qp_type == ROCEMU_QPT_RC;
     case ROCEMU_WR_LOCAL_INV:
@@ -112,13 +113,15 @@ bool GatherInline(const rocemu_qp* qp, const Sge* sges, int num_sge,
 // Posts a chain of send WRs. Traits provides
 //   static uint32_t InvalidateRkey(const WR&);
 //   static uint32_t AhHandle(const WR&);   // 0: none
+//   static uint32_t RemoteSrqn(const WR&); // XRC INI: the remote XRC SRQ
 // Returns 0 or EINVAL/ENOMEM with *bad_wr at the first WR not posted; WRs
 // before it are posted (visible to the daemon with one release store).
 // EIO once the daemon has gone (checked under the lock, which
 // client_flush.cc takes before it reads what is outstanding).
 template <typename Traits, typename WR>
 int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
-  if (!PostSendStateOk(qp)) {
+  // An XRC TGT QP has no send queue (nor a ring).
+  if (!PostSendStateOk(qp) || qp->qp_type == ROCEMU_QPT_XRC_RECV) {
     *bad_wr = wr;
     return EINVAL;
   }
@@ -151,6 +154,7 @@ int PostSendChain(rocemu_qp* qp, WR* wr, WR** bad_wr) {
     s->send_flags = wr->send_flags;
     s->imm_data = ntohl(wr->imm_data);
     s->invalidate_rkey = Traits::InvalidateRkey(*wr);
+    s->remote_srqn = Traits::RemoteSrqn(*wr);
     if (op == ROCEMU_WR_BIND_MW) {
       if (!Traits::FillBind(*wr, s)) {
         err = EINVAL;

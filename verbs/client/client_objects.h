@@ -117,10 +117,17 @@ struct rocemu_ah {
   uint32_t handle;
 };
 
+struct rocemu_xrcd {
+  rocemu_context* ctx;
+  uint32_t handle;
+};
+
 struct rocemu_srq {
   rocemu_context* ctx;
   rocemu_pd* pd;
   uint32_t handle;
+  uint32_t srqn = 0;  // XRC SRQs: what an XRCETH names it by
+  bool xrc = false;
   void* srq_context;
   uint32_t max_sge;
   uint32_t max_wr;

@@ -25,7 +25,9 @@ using rocemu::verbs::SqSlot;
 extern "C" {
 
 rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
-  if (attr->send_cq == nullptr || attr->recv_cq == nullptr) {
+  // An XRC INI QP receives nothing: its receive CQ may be missing.
+  const bool ini = attr->qp_type == ROCEMU_QPT_XRC_SEND;
+  if (attr->send_cq == nullptr || (attr->recv_cq == nullptr && !ini)) {
     return Fail<rocemu_qp>(EINVAL);
   }
   wire::CreateQpReq req{};
@@ -33,7 +35,7 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   req.qp_type = static_cast<uint8_t>(attr->qp_type);
   req.sq_sig_all = attr->sq_sig_all != 0;
   req.send_cq = attr->send_cq->handle;
-  req.recv_cq = attr->recv_cq->handle;
+  req.recv_cq = attr->recv_cq != nullptr ? attr->recv_cq->handle : 0;
   if (attr->srq != nullptr) {
     req.flags = wire::kCreateQpWithSrq;
     req.srq = attr->srq->handle;
@@ -97,8 +99,9 @@ int rocemu_modify_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {
     if (attr->qp_state == ROCEMU_QPS_RESET) {
       // The daemon moved every completion of the QP into the rings before
       // answering; withdraw them.
-      WithdrawCompletions(qp->send_cq, qp->qpn);
-      if (qp->recv_cq != qp->send_cq) {
+      // (An XRC TGT QP has no CQs, an XRC INI QP may have no receive CQ.)
+      if (qp->send_cq != nullptr) WithdrawCompletions(qp->send_cq, qp->qpn);
+      if (qp->recv_cq != nullptr && qp->recv_cq != qp->send_cq) {
         WithdrawCompletions(qp->recv_cq, qp->qpn);
       }
     }
@@ -157,6 +160,9 @@ struct RocemuSendTraits {
   static uint32_t InvalidateRkey(const rocemu_send_wr& wr) {
     return wr.invalidate_rkey;
   }
+  static uint32_t RemoteSrqn(const rocemu_send_wr& wr) {
+    return wr.remote_srqn;
+  }
   static uint32_t AhHandle(const rocemu_send_wr& wr) {
     return wr.wr.ud.ah != nullptr ? wr.wr.ud.ah->handle : 0;
   }
@@ -172,9 +178,11 @@ int rocemu_post_send(rocemu_qp* qp, rocemu_send_wr* wr,
 
 int rocemu_post_recv(rocemu_qp* qp, rocemu_recv_wr* wr,
                      rocemu_recv_wr** bad_wr) {
-  // A QP on an SRQ takes its receives from there (ibv_post_recv: EINVAL).
+  // A QP on an SRQ takes its receives from there (ibv_post_recv: EINVAL);
+  // XRC QPs have no receive queue.
   if (qp->state.load(std::memory_order_relaxed) == ROCEMU_QPS_RESET ||
-      qp->srq != nullptr) {
+      qp->srq != nullptr || qp->qp_type == ROCEMU_QPT_XRC_SEND ||
+      qp->qp_type == ROCEMU_QPT_XRC_RECV) {
     *bad_wr = wr;
     return EINVAL;
   }

@@ -151,6 +151,8 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
       IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
   a.odp_caps.per_transport_caps.ud_odp_caps =
       IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+  // XRC: RC's operations, receives through XRC SRQs only.
+  a.xrc_odp_caps = kAllOps & ~IBV_ODP_SUPPORT_RECV;
   a.max_dm_size = MaxDmSize();
   // Completion timestamps count nanoseconds of CLOCK_MONOTONIC_RAW (a
   // 1 GHz "core clock" that never wraps in practice).
@@ -398,6 +400,7 @@ static ibv_context* NewContext(DevImpl* dev, rocemu_context* rc, int cmd_fd) {
   FillCqOps(ctx);
   FillQpOps(ctx);
   FillSrqOps(ctx);
+  FillXrcOps(ctx);
   return &c;
 }
 

@@ -130,6 +130,14 @@ struct SrqImpl {
   uint32_t events_reported;
 };
 
+// An XRC domain (xrc.cc).
+struct XrcdImpl {
+  ibv_xrcd xrcd;  // first: programs hold &xrcd
+  rocemu_xrcd* rx;
+  CtxImpl* ctx;
+};
+inline XrcdImpl* Xrcd(ibv_xrcd* x) { return reinterpret_cast<XrcdImpl*>(x); }
+
 // IBV_QP_EX_WITH_FLUSH and IBV_ACCESS_FLUSH_GLOBAL of rdma-core 45, which
 // Debian 12's headers (rdma-core 44) do not define. FLUSH_PERSISTENT
 // (1 << 9) is not offered: no region is persistent memory.
@@ -218,6 +226,12 @@ void RefuseSlot(Slot* slot) {
 void FillCqOps(CtxImpl* ctx);
 void FillQpOps(CtxImpl* ctx);
 void FillSrqOps(CtxImpl* ctx);
+// open_xrcd, close_xrcd, get_srq_num, open_qp (xrc.cc).
+void FillXrcOps(CtxImpl* ctx);
+// An XRC SRQ (ibv_create_srq_ex with IBV_SRQT_XRC) and an XRC TGT QP
+// (ibv_create_qp_ex with IBV_QPT_XRC_RECV), xrc.cc.
+ibv_srq* CreateXrcSrq(ibv_context* context, ibv_srq_init_attr_ex* attr);
+ibv_qp* CreateXrcTgtQp(ibv_context* context, ibv_qp_init_attr_ex* attr);
 void FillMemoryOps(CtxImpl* ctx);
 void FillMwOps(CtxImpl* ctx);
 void FillDeviceOps(CtxImpl* ctx);

@@ -23,6 +23,10 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     *bad_wr = wr;
     return EIO;
   }
+  if (qp->qp_type == IBV_QPT_XRC_RECV) {  // the TGT QP has no send queue
+    *bad_wr = wr;
+    return EINVAL;
+  }
   return verbs::client::PostSendChain<IbvSendTraits>(q->rq, wr, bad_wr);
 }
 
@@ -33,8 +37,10 @@ int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     *bad_wr = wr;
     return EIO;
   }
+  // XRC QPs have no receive queue (the TGT QP's are its XRC SRQs').
   if (r->state.load(std::memory_order_relaxed) == ROCEMU_QPS_RESET ||
-      r->srq != nullptr) {
+      r->srq != nullptr || qp->qp_type == IBV_QPT_XRC_SEND ||
+      qp->qp_type == IBV_QPT_XRC_RECV) {
     *bad_wr = wr;
     return EINVAL;
   }
@@ -47,15 +53,19 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) return FailNull<ibv_qp>(EIO);
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-      attr->qp_type != IBV_QPT_UD) {
-    return FailNull<ibv_qp>(EOPNOTSUPP);  // no raw packet, XRC or DC QPs
+      attr->qp_type != IBV_QPT_UD && attr->qp_type != IBV_QPT_XRC_SEND) {
+    return FailNull<ibv_qp>(EOPNOTSUPP);  // no raw packet or DC QPs
   }
-  if (attr->send_cq == nullptr || attr->recv_cq == nullptr) {
+  // The XRC INI QP receives nothing: no receive CQ needed, no SRQ taken.
+  const bool ini = attr->qp_type == IBV_QPT_XRC_SEND;
+  if (attr->send_cq == nullptr || (attr->recv_cq == nullptr && !ini) ||
+      (ini && attr->srq != nullptr)) {
     return FailNull<ibv_qp>(EINVAL);
   }
+  if (ini) attr->cap.max_recv_wr = attr->cap.max_recv_sge = 0;
   rocemu_qp_init_attr ra{};
   ra.send_cq = Cq(attr->send_cq)->rc;
-  ra.recv_cq = Cq(attr->recv_cq)->rc;
+  ra.recv_cq = attr->recv_cq != nullptr ? Cq(attr->recv_cq)->rc : nullptr;
   ra.srq = attr->srq != nullptr ? Srq(attr->srq)->rs : nullptr;
   rocemu::verbs::CopyQpCap(attr->cap, &ra.cap);
   ra.qp_type = attr->qp_type;
@@ -91,10 +101,11 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
 }
 
 ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
-  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD |
-                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-                              IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  constexpr uint32_t kKnown =
+      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+      IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD;
   if ((attr->comp_mask & ~kKnown) != 0) return FailNull<ibv_qp>(EOPNOTSUPP);
+  if (attr->qp_type == IBV_QPT_XRC_RECV) return CreateXrcTgtQp(context, attr);
   // A multicast SEND never reaches the QP that sent it (nic/rnic.h), so
   // blocking multicast loopback is already true;
   // the other creation flags (FCS scatter, VLAN stripping, source QPN,

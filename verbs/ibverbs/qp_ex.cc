@@ -41,6 +41,7 @@ SqSlot* Begin(ibv_qp_ex* qpx, int opcode) {
   s->send_flags = qpx->wr_flags;
   s->imm_data = 0;
   s->invalidate_rkey = 0;
+  s->remote_srqn = 0;
   s->num_sge = 0;
   s->inline_len = 0;
   if ((s->send_flags & IBV_SEND_INLINE) != 0) {
@@ -195,7 +196,15 @@ void WrFlush(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, size_t len,
     s->swap = type | static_cast<uint64_t>(level) << 8;
   }
 }
-void WrSetXrcSrqn(ibv_qp_ex* qpx, uint32_t) { Fail(qpx, EOPNOTSUPP); }
+void WrSetXrcSrqn(ibv_qp_ex* qpx, uint32_t remote_srqn) {
+  SqSlot* s = Qp(qpx)->wr_cur;
+  if (s == nullptr) return;
+  if (qpx->qp_base.qp_type != IBV_QPT_XRC_SEND) {
+    Fail(qpx, EINVAL);
+    return;
+  }
+  s->remote_srqn = remote_srqn;
+}
 
 void WrSetUdAddr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn,
                  uint32_t remote_qkey) {
@@ -261,15 +270,17 @@ void WrSetInlineData(ibv_qp_ex* qpx, void* addr, size_t length) {
 
 uint64_t SupportedSendOps(ibv_qp_type type) {
   uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-  if (type == IBV_QPT_UC || type == IBV_QPT_RC) {
+  const bool rc = type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
+  if (type == IBV_QPT_UC || rc) {
     ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
            IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
   }
-  if (type == IBV_QPT_RC) {
+  if (rc) {
     ops |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
-           IBV_QP_EX_WITH_ATOMIC_WRITE | kQpExWithFlush;
+           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
   }
+  // XRC has no ATOMIC WRITE or FLUSH opcode.
+  if (type == IBV_QPT_RC) ops |= IBV_QP_EX_WITH_ATOMIC_WRITE | kQpExWithFlush;
   return ops;
 }
 

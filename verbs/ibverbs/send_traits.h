@@ -20,6 +20,9 @@ struct IbvSendTraitsT {
                ? wr.invalidate_rkey
                : 0;
   }
+  static uint32_t RemoteSrqn(const ibv_send_wr& wr) {
+    return wr.qp_type.xrc.remote_srqn;
+  }
   static uint32_t AhHandle(const ibv_send_wr& wr) {
     return wr.wr.ud.ah != nullptr ? Ah(wr.wr.ud.ah)->ra->handle : 0;
   }

@@ -46,11 +46,16 @@ ibv_srq* CreateSrq(ibv_pd* pd, void* srq_context, ibv_srq_attr* attr) {
 }
 
 ibv_srq* CreateSrqEx(ibv_context* context, ibv_srq_init_attr_ex* attr) {
-  constexpr uint32_t kKnown = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+  constexpr uint32_t kKnown = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+                              IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 &&
+      attr->srq_type == IBV_SRQT_XRC) {
+    return CreateXrcSrq(context, attr);
+  }
   if ((attr->comp_mask & ~kKnown) != 0 ||
       ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 &&
        attr->srq_type != IBV_SRQT_BASIC)) {
-    return FailNull<ibv_srq>(EOPNOTSUPP);  // no XRC or tag-matching SRQs
+    return FailNull<ibv_srq>(EOPNOTSUPP);  // no tag-matching SRQs
   }
   if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) == 0 || attr->pd == nullptr ||
       attr->pd->context != context) {

@@ -23,6 +23,8 @@ namespace {
 constexpr uint8_t kIbvQptRc = 2;
 constexpr uint8_t kIbvQptUc = 3;
 constexpr uint8_t kIbvQptUd = 4;
+constexpr uint8_t kIbvQptXrcSend = 9;
+constexpr uint8_t kIbvQptXrcRecv = 10;
 
 nic::Gid GidOf(const uint8_t b[16]) {
   nic::Gid g;
@@ -69,6 +71,10 @@ uint8_t QptOf(nic::QpType t) {
       return kIbvQptUc;
     case nic::QpType::kUd:
       return kIbvQptUd;
+    case nic::QpType::kXrcIni:
+      return kIbvQptXrcSend;
+    case nic::QpType::kXrcTgt:
+      return kIbvQptXrcRecv;
   }
   return 0;
 }

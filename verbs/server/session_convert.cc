@@ -55,6 +55,12 @@ bool QpTypeFromWire(uint8_t t, nic::QpType* out) {
     case 4:
       *out = nic::QpType::kUd;
       return true;
+    case 9:  // IBV_QPT_XRC_SEND
+      *out = nic::QpType::kXrcIni;
+      return true;
+    case 10:  // IBV_QPT_XRC_RECV
+      *out = nic::QpType::kXrcTgt;
+      return true;
     default:
       return false;
   }
@@ -95,7 +101,12 @@ void PathToWire(const nic::QpPath& p, wire::WireAhAttr* w) {
 // Values outside the RNIC's enums are refused before they are cast.
 absl::Status QpAttrFromWire(const wire::WireQpAttr& w, uint32_t mask,
                             nic::QpAttr* a) {
-  if (w.qp_state >= nic::kNumQpStates || w.cur_qp_state >= nic::kNumQpStates) {
+  // Fields outside the mask are not read, as the kernel ignores them:
+  // programs leave them unset (ibv_xsrq_pingpong's ibv_qp_attr is not
+  // cleared).
+  if (((mask & nic::qp_attr::kState) != 0 && w.qp_state >= nic::kNumQpStates) ||
+      ((mask & nic::qp_attr::kCurState) != 0 &&
+       w.cur_qp_state >= nic::kNumQpStates)) {
     return absl::InvalidArgumentError("QP state out of range");
   }
   if ((mask & nic::qp_attr::kPathMtu) != 0 &&

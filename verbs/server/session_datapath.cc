@@ -434,6 +434,10 @@ void SessionServer::Retire(const nic::WorkCompletion& wc, Qp** last) {
     // What the library flushes itself if the daemon dies starts after
     // this request (verbs/client/client_flush.cc).
     n = qp.sq.RetireThrough(wc.wqe_index);
+  } else if (wc.srq != 0) {  // an XRC TGT QP's: the XRC SRQ's WQE
+    if (auto it = srqs_.find(wc.srq); it != srqs_.end()) {
+      it->second->ring.Retire(1);
+    }
   } else if (qp.srq != nullptr) {
     qp.srq->ring.Retire(1);
   } else {
@@ -455,7 +459,14 @@ void SessionServer::Retire(const nic::WorkCompletion& wc, Qp** last) {
 
 void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
                             uint32_t wqe_index, nic::WcStatus status) {
-  Cq& cq = send ? *qp.send_cq : *qp.recv_cq;
+  nic::QpAttr err;
+  err.qp_state = nic::QpState::kErr;
+  Cq* cqp = send ? qp.send_cq : qp.recv_cq;
+  if (cqp == nullptr) {  // an XRC INI QP's receive queue: nowhere to tell
+    (void)rnic_.ModifyQp(qp.qpn, err, nic::qp_attr::kState);
+    return;
+  }
+  Cq& cq = *cqp;
   DrainCq(cq);  // what the RNIC completed before comes first
   nic::WorkCompletion wc;
   wc.wr_id = wr_id;
@@ -476,8 +487,6 @@ void SessionServer::FailWqe(Qp& qp, bool send, uint64_t wr_id,
       ++counters_.cq_events;
     }
   }
-  nic::QpAttr err;
-  err.qp_state = nic::QpState::kErr;
   (void)rnic_.ModifyQp(qp.qpn, err, nic::qp_attr::kState);
 }
 

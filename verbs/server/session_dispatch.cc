@@ -297,6 +297,32 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
                    d->type == wire::MsgType::kAttachMcast);
       Reply(c, type, seq, st, nullptr, 0, {});
       break;
+    case wire::MsgType::kOpenXrcd: {
+      wire::HandleResp r{};
+      st = OnOpenXrcd(c, wire::BodyAs<wire::OpenXrcdReq>(body),
+                      fds.n == 1 ? fds.fd[0] : -1, &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kCloseXrcd:
+      st = OnCloseXrcd(c, wire::BodyAs<wire::HandleReq>(body).handle);
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kCreateXrcSrq: {
+      wire::CreateXrcSrqResp r{};
+      int ring_fd = -1;
+      st = OnCreateXrcSrq(c, wire::BodyAs<wire::CreateXrcSrqReq>(body), &r,
+                          &ring_fd);
+      Reply(c, type, seq, st, &r, sizeof(r), {&ring_fd, st.ok() ? 1u : 0u});
+      if (st.ok()) srqs_.at(r.srq)->ring.CloseFd();
+      break;
+    }
+    case wire::MsgType::kXrcTgtQp: {
+      wire::XrcTgtQpResp r{};
+      st = OnXrcTgtQp(c, wire::BodyAs<wire::XrcTgtQpReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
     case wire::MsgType::kInvalid:
       break;
   }

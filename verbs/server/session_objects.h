@@ -5,13 +5,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "nic/handles.h"
+#include "nic/xrc_domain.h"
 #include "verbs/server/resource_limits.h"
 #include "verbs/server/session_server.h"
 #include "verbs/wire/shm_ring.h"
@@ -99,6 +103,7 @@ struct SessionServer::Srq {
   nic::ClientId owner = 0;
   nic::SrqHandle handle = 0;
   nic::PdHandle pd = 0;
+  Cq* xrc_cq = nullptr;  // an XRC SRQ's CQ
   ShmRing ring;
   uint32_t users = 0;   // QPs bound to it
   bool active = false;  // in active_ (its doorbell was taken)
@@ -108,6 +113,14 @@ struct SessionServer::Srq {
 
 struct SessionServer::Qp {
   nic::ClientId owner = 0;
+  // An XRC TGT QP is held by whoever made it (owner) and by every client
+  // that opened it since (ibv_open_qp); it goes with the last.
+  std::vector<nic::ClientId> openers;
+  bool charged = true;  // its queues count against the owner's uid
+  bool Holds(nic::ClientId id) const {
+    return owner == id ||
+           std::find(openers.begin(), openers.end(), id) != openers.end();
+  }
   uint32_t qpn = 0;
   nic::PdHandle pd = 0;
   ShmRing sq;
@@ -119,6 +132,15 @@ struct SessionServer::Qp {
   bool rq_active = false;
   OwnedKey owned_key;        // of both queues (one owner)
   uint64_t queue_bytes = 0;  // its two rings, charged to the owner's uid
+};
+
+// An XRC domain: of one file (keyed by its st_dev and st_ino, shared by
+// every client that opens it) or of one client (opened without a file).
+struct SessionServer::Xrcd {
+  nic::XrcdHandle handle = 0;
+  bool by_file = false;
+  uint64_t dev = 0, ino = 0;
+  absl::flat_hash_map<nic::ClientId, uint32_t> opens;  // opens per client
 };
 
 struct SessionServer::Mr {

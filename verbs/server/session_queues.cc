@@ -136,15 +136,18 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   if (pd == pds_.end() || pd->second != c.id) {
     return absl::NotFoundError("no such PD");
   }
+  nic::QpInitAttr init;
+  if (!QpTypeFromWire(r.qp_type, &init.qp_type) ||
+      init.qp_type == nic::QpType::kXrcTgt) {  // that is kXrcTgtQp's
+    return absl::InvalidArgumentError("QP type not supported");
+  }
+  // An XRC INI QP receives nothing: its receive CQ (0) may be missing.
+  const bool no_rcq = init.qp_type == nic::QpType::kXrcIni && r.recv_cq == 0;
   auto scq = cqs_.find(r.send_cq);
   auto rcq = cqs_.find(r.recv_cq);
-  if (scq == cqs_.end() || scq->second->owner != c.id || rcq == cqs_.end() ||
-      rcq->second->owner != c.id) {
+  if (scq == cqs_.end() || scq->second->owner != c.id ||
+      (!no_rcq && (rcq == cqs_.end() || rcq->second->owner != c.id))) {
     return absl::NotFoundError("no such CQ");
-  }
-  nic::QpInitAttr init;
-  if (!QpTypeFromWire(r.qp_type, &init.qp_type)) {
-    return absl::InvalidArgumentError("QP type not supported");
   }
   Srq* srq = nullptr;
   if ((r.flags & wire::kCreateQpWithSrq) != 0) {
@@ -196,10 +199,10 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   qp->sq = *std::move(sq);
   qp->rq = *std::move(rq);
   qp->send_cq = scq->second.get();
-  qp->recv_cq = rcq->second.get();
+  qp->recv_cq = no_rcq ? nullptr : rcq->second.get();
   qp->srq = srq;
   ++qp->send_cq->users;
-  ++qp->recv_cq->users;
+  if (qp->recv_cq != nullptr) ++qp->recv_cq->users;
   if (srq != nullptr) ++srq->users;
   ring_fds[0] = qp->sq.fd();
   ring_fds[1] = qp->rq.fd();
@@ -213,7 +216,7 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
 
 absl::Status SessionServer::OnModifyQp(Client& c, const wire::ModifyQpReq& r) {
   auto it = qps_.find(r.qpn);
-  if (it == qps_.end() || it->second->owner != c.id) {
+  if (it == qps_.end() || !it->second->Holds(c.id)) {
     return absl::NotFoundError("no such QP");
   }
   nic::QpAttr attr;
@@ -239,8 +242,10 @@ absl::Status SessionServer::OnModifyQp(Client& c, const wire::ModifyQpReq& r) {
     }
     // Everything the RNIC completed for the QP goes to the rings now, so
     // the library can withdraw it (it does on a reply to RESET).
-    DrainCq(*qp.send_cq);
-    if (qp.recv_cq != qp.send_cq) DrainCq(*qp.recv_cq);
+    if (qp.send_cq != nullptr) DrainCq(*qp.send_cq);
+    if (qp.recv_cq != nullptr && qp.recv_cq != qp.send_cq) {
+      DrainCq(*qp.recv_cq);
+    }
   }
   return st;
 }
@@ -248,7 +253,7 @@ absl::Status SessionServer::OnModifyQp(Client& c, const wire::ModifyQpReq& r) {
 absl::Status SessionServer::OnQueryQp(Client& c, uint32_t qpn,
                                       wire::QueryQpResp* out) {
   auto it = qps_.find(qpn);
-  if (it == qps_.end() || it->second->owner != c.id) {
+  if (it == qps_.end() || !it->second->Holds(c.id)) {
     return absl::NotFoundError("no such QP");
   }
   absl::StatusOr<nic::QpAttr> a = rnic_.QueryQp(qpn);
@@ -273,18 +278,24 @@ void SessionServer::ReleaseQp(Qp& qp) {
   // Completions the RNIC still holds for it are dropped with the QP.
   counters_.wqes_discarded += qp.sq.Unretired();
   if (qp.srq == nullptr) counters_.wqes_discarded += qp.rq.Unretired();
-  --qp.send_cq->users;
-  --qp.recv_cq->users;
+  if (qp.send_cq != nullptr) --qp.send_cq->users;
+  if (qp.recv_cq != nullptr) --qp.recv_cq->users;
   if (qp.srq != nullptr) --qp.srq->users;
   (void)rnic_.DestroyQp(qp.qpn);
+  // A TGT QP may have been what kept a closed XRC domain alive.
+  if (!xrcds_.empty()) ReapXrcds();
 }
 
 absl::Status SessionServer::OnDestroyQp(Client& c, uint32_t qpn) {
   auto it = qps_.find(qpn);
-  if (it == qps_.end() || it->second->owner != c.id) {
+  if (it == qps_.end() || !it->second->Holds(c.id)) {
     return absl::NotFoundError("no such QP");
   }
-  Uncharge(c, {.qps = 1, .queue_bytes = it->second->queue_bytes});
+  // An XRC TGT QP others hold too only loses this holder.
+  if (HandOverTgtQp(*it->second, c)) return absl::OkStatus();
+  if (it->second->charged) {
+    Uncharge(c, {.qps = 1, .queue_bytes = it->second->queue_bytes});
+  }
   ReleaseQp(*it->second);
   qps_.erase(it);
   return absl::OkStatus();
@@ -417,6 +428,7 @@ absl::Status SessionServer::OnQuerySrq(Client& c, uint32_t h,
 
 void SessionServer::ReleaseSrq(Srq& srq) {
   counters_.wqes_discarded += srq.ring.Unretired();
+  if (srq.xrc_cq != nullptr) --srq.xrc_cq->users;
   (void)rnic_.DestroySrq(srq.handle);
 }
 

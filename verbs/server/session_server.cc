@@ -406,7 +406,9 @@ void SessionServer::Disconnect(nic::ClientId id) {
   for (auto it = qps_.begin(); it != qps_.end();) {
     auto cur = it++;
     Qp& qp = *cur->second;
-    if (qp.owner != id) continue;
+    if (!qp.Holds(id)) continue;
+    // An XRC TGT QP others hold too stays with them.
+    if (HandOverTgtQp(qp, gone)) continue;
     nic::QpAttr err;
     err.qp_state = nic::QpState::kErr;
     (void)rnic_.ModifyQp(qp.qpn, err, nic::qp_attr::kState);
@@ -451,6 +453,9 @@ void SessionServer::Disconnect(nic::ClientId id) {
     ReleaseNicPd(cur->first);
     pds_.erase(cur);
   }
+  // XRC domains last: its SRQs and TGT QPs are gone (or held by others).
+  for (auto& [h, x] : xrcds_) x->opens.erase(id);
+  if (!xrcds_.empty()) ReapXrcds();
   // What it held goes back to its uid and its process's memlock count.
   if (options_.limits != nullptr) {
     options_.limits->Give(gone.cred.uid, gone.use);

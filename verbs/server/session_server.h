@@ -36,6 +36,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -239,6 +240,7 @@ class SessionServer final : private nic::RecvWqeFetcher {
   struct Mr;
   struct OwnedKey;
   struct Srq;
+  struct Xrcd;
   // A request's fds, owned until the handler keeps them.
   struct Fds;
 
@@ -322,6 +324,24 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnModifySrq(Client& c, const wire::ModifySrqReq& r);
   absl::Status OnQuerySrq(Client& c, uint32_t srq, wire::QuerySrqResp* out);
   absl::Status OnDestroySrq(Client& c, uint32_t srq);
+  // XRC (session_xrc.cc).
+  absl::Status OnOpenXrcd(Client& c, const wire::OpenXrcdReq& r, int fd,
+                          wire::HandleResp* out);
+  absl::Status OnCloseXrcd(Client& c, uint32_t xrcd);
+  absl::Status OnCreateXrcSrq(Client& c, const wire::CreateXrcSrqReq& r,
+                              wire::CreateXrcSrqResp* out, int* ring_fd);
+  absl::Status OnXrcTgtQp(Client& c, const wire::XrcTgtQpReq& r,
+                          wire::XrcTgtQpResp* out);
+  // The domain `xrcd` if `c` holds it open, else nullptr.
+  Xrcd* HeldXrcd(const Client& c, uint32_t xrcd);
+  // Drops one open of `x` by `id` (all of them with `all`); the domain
+  // goes with its last open unless XRC SRQs or TGT QPs still use it, when
+  // it stays (with no open) until they go (ReapXrcds).
+  void CloseXrcd(Xrcd& x, nic::ClientId id, bool all);
+  void ReapXrcds();
+  // Drops `id`'s hold of a TGT QP held by others too: true when the QP
+  // stays (another holder now owns it).
+  bool HandOverTgtQp(Qp& qp, Client& from);
   absl::Status OnOpenAsync(Client& c, int fd, wire::OpenAsyncResp* out,
                            int* ring_fd);
   absl::Status OnOpenDoorbells(Client& c, wire::OpenDoorbellsResp* out,
@@ -451,7 +471,10 @@ class SessionServer final : private nic::RecvWqeFetcher {
   };
   // Memory windows by key index (key >> 8): a bind changes the key byte.
   absl::flat_hash_map<uint32_t, MwRec> mws_;
-  absl::flat_hash_map<uint32_t, std::unique_ptr<Srq>> srqs_;  // by handle
+  absl::flat_hash_map<uint32_t, std::unique_ptr<Srq>> srqs_;    // by handle
+  absl::flat_hash_map<uint32_t, std::unique_ptr<Xrcd>> xrcds_;  // by handle
+  // Domains opened by file: (st_dev, st_ino) -> handle.
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, uint32_t> xrcd_files_;
   // Data-path scratch, reused so that draining allocates nothing.
   nic::SendWr send_wr_;
   nic::RecvWr recv_wr_;

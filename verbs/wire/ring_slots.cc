@@ -62,6 +62,7 @@ bool SqSlotToSendWr(const SqSlot& s, nic::SendWr* wr) {
   wr->rdma = {s.remote_addr, s.rkey};
   wr->atomic = {s.remote_addr, s.compare_add, s.swap, s.rkey};
   wr->ud = {s.ah, s.remote_qpn, s.remote_qkey};
+  wr->remote_srqn = s.remote_srqn;
   wr->sg_list.Clear();
   wr->inline_data.set_size(0);
   if (wr->opcode == nic::WrOpcode::kBindMw) {

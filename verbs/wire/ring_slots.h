@@ -45,7 +45,7 @@ struct SqSlot {
   uint32_t ah;  // UD
   uint32_t remote_qpn;
   uint32_t remote_qkey;
-  uint32_t reserved1;
+  uint32_t remote_srqn;  // XRC INI: the XRC SRQ the request is for
   // SGEs, or the inline payload with IBV_SEND_INLINE.
   union {
     WireSge sge[nic::kMaxSge];

@@ -101,6 +101,14 @@ const char* MsgTypeName(MsgType t) {
       return "cm_modify_qp";
     case MsgType::kQueryGidTable:
       return "query_gid_table";
+    case MsgType::kOpenXrcd:
+      return "open_xrcd";
+    case MsgType::kCloseXrcd:
+      return "close_xrcd";
+    case MsgType::kCreateXrcSrq:
+      return "create_xrc_srq";
+    case MsgType::kXrcTgtQp:
+      return "xrc_tgt_qp";
   }
   return "unknown";
 }
@@ -177,6 +185,13 @@ MsgLayout LayoutOf(MsgType t) {
     case MsgType::kAttachMcast:
     case MsgType::kDetachMcast:
       return {sizeof(McastReq), 0, 0, 0, 0};
+    case MsgType::kOpenXrcd:
+      return {sizeof(OpenXrcdReq), sizeof(HandleResp), 0, 1, 0};
+    case MsgType::kCreateXrcSrq:
+      return {sizeof(CreateXrcSrqReq), sizeof(CreateXrcSrqResp), 0, 0, 1};
+    case MsgType::kXrcTgtQp:
+      return {sizeof(XrcTgtQpReq), sizeof(XrcTgtQpResp), 0, 0, 0};
+    case MsgType::kCloseXrcd:
     case MsgType::kDeallocMw:
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:

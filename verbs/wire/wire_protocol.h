@@ -86,8 +86,13 @@ enum class MsgType : uint16_t {
   kCmModifyQp = 42,
   // The valid entries of the GID table from an index on, a batch at a time.
   kQueryGidTable = 43,
+  // XRC (annex A14): domains, XRC SRQs, TGT QPs made or opened by number.
+  kOpenXrcd = 44,
+  kCloseXrcd = 45,
+  kCreateXrcSrq = 46,
+  kXrcTgtQp = 47,
 };
-inline constexpr uint16_t kMaxMsgType = 43;
+inline constexpr uint16_t kMaxMsgType = 47;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -366,6 +371,38 @@ struct WireSrqAttr {
   uint32_t max_wr;
   uint32_t max_sge;
   uint32_t srq_limit;
+};
+// open_xrcd: with the file's fd (SCM_RIGHTS), the domain of that file
+// (the daemon keys it by the file's st_dev and st_ino: holding the fd is
+// what shows the client may open it), made with O_CREAT, refused with
+// O_EXCL when it exists; without an fd, a domain of this client alone.
+// Reply: HandleResp. close_xrcd: HandleReq.
+struct OpenXrcdReq {
+  uint32_t oflags;  // O_CREAT, O_EXCL
+  uint32_t reserved;
+};
+// create_srq_ex with IBV_SRQT_XRC. Reply: the SRQ ring's fd.
+struct CreateXrcSrqReq {
+  uint32_t pd;
+  uint32_t xrcd;
+  uint32_t cq;
+  uint32_t reserved;
+  WireSrqAttr attr;
+};
+struct CreateXrcSrqResp {
+  uint32_t srq;
+  uint32_t srqn;  // ibv_get_srq_num: what the XRCETH names
+  WireSrqAttr attr;
+};
+// create_qp of IBV_QPT_XRC_RECV (qpn 0), or ibv_open_qp of the TGT QP
+// `qpn` of the domain. The TGT QP has no queues: no ring comes back.
+struct XrcTgtQpReq {
+  uint32_t xrcd;
+  uint32_t qpn;
+};
+struct XrcTgtQpResp {
+  uint32_t qpn;
+  uint32_t reserved;
 };
 struct CreateSrqReq {
   uint32_t pd;
