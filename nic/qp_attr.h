@@ -10,7 +10,8 @@
 
 namespace rocemu::nic {
 
-enum class QpType : uint8_t { kRc, kUc, kUd };
+// kRawPacket: IBV_QPT_RAW_PACKET (nic/raw_packet.h).
+enum class QpType : uint8_t { kRc, kUc, kUd, kRawPacket };
 
 enum class QpState : uint8_t {
   kReset,
@@ -24,7 +25,8 @@ enum class QpState : uint8_t {
 inline constexpr int kNumQpStates = 7;
 
 const char* QpStateName(QpState s);
-// "RC", "UC", "UD", as ibv_devinfo and `rdma resource` print them.
+// "RC", "UC", "UD", "RAW_PACKET", as ibv_devinfo and `rdma resource` print
+// them.
 const char* QpTypeName(QpType t);
 
 // IBV_MTU_256 .. IBV_MTU_4096.

@@ -259,6 +259,8 @@ void Responder::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     case QpType::kUd:
       ReceiveUd(nic, qp, pkt, raw);
       return;
+    case QpType::kRawPacket:  // no RoCE opcode is of this service
+      return;
   }
 }
 

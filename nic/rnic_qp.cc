@@ -18,11 +18,12 @@ namespace {
 bool WrAllowed(QpType t, WrOpcode op) {
   switch (op) {
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
       return true;
+    case WrOpcode::kSendWithImm:
+      return t != QpType::kRawPacket;  // a raw frame has no immediate
     case WrOpcode::kRdmaWrite:
     case WrOpcode::kRdmaWriteWithImm:
-      return t != QpType::kUd;
+      return t == QpType::kRc || t == QpType::kUc;
     case WrOpcode::kRdmaRead:
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd:
@@ -32,7 +33,7 @@ bool WrAllowed(QpType t, WrOpcode op) {
       return t == QpType::kRc;
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
-      return t != QpType::kUd;
+      return t == QpType::kRc || t == QpType::kUc;
   }
   return false;
 }
@@ -129,6 +130,10 @@ absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& asked) {
 absl::Status Rnic::DestroyQp(uint32_t qpn) {
   Qp* qp = FindQp(qpn);
   if (qp == nullptr) return absl::NotFoundError("no such QP");
+  // A flow rule holds its QP, as the kernel's uverbs flow object does.
+  if (qp->type() == QpType::kRawPacket && flows_.RulesOf(qpn) > 0) {
+    return absl::FailedPreconditionError("QP has flow rules");
+  }
   auto it = std::find(active_.begin(), active_.end(), qp);
   if (it != active_.end()) active_.erase(it);
   if (CompletionQueue* q = cqs_.Get(qp->init_.send_cq)) q->Release();
@@ -153,6 +158,20 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
   if (QpCacheEntry& e = qp_cache_[qpn % kQpCacheSize]; e.qpn == qpn) e = {};
   qps_.erase(qpn);
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> Rnic::CreateFlow(const FlowRule& rule) {
+  const Qp* qp = FindQp(rule.qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  if (qp->type() != QpType::kRawPacket) {
+    return absl::InvalidArgumentError(
+        "create_flow: only raw packet QPs take flow rules");
+  }
+  return flows_.Add(rule);
+}
+
+absl::Status Rnic::DestroyFlow(uint32_t handle) {
+  return flows_.Remove(handle);
 }
 
 absl::Status Rnic::AttachMcast(uint32_t qpn, const Gid& mgid) {
@@ -275,10 +294,14 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
         qp->resources_.assign(q.max_dest_rd_atomic, ResponderResource{});
         qp->resp_queue_.Init(2 * std::max<uint32_t>(1, q.max_dest_rd_atomic) +
                              8);
-        if (qp->type() != QpType::kUd) {
+        const bool connected =
+            qp->type() == QpType::kRc || qp->type() == QpType::kUc;
+        if (connected) {
           qp->path_headers_ = std::make_unique<ConnectedPathHeaders>();
         }
-        if (qp->recorder_ == nullptr && config_.flight_recorder_events != 0) {
+        // A raw QP's frames are the application's: nothing to record.
+        if (qp->recorder_ == nullptr && config_.flight_recorder_events != 0 &&
+            qp->type() != QpType::kRawPacket) {
           qp->recorder_ =
               std::make_unique<FlightRecorder>(config_.flight_recorder_events);
         }

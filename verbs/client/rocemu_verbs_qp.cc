@@ -152,6 +152,27 @@ int rocemu_detach_mcast(rocemu_qp* qp, const uint8_t gid[16]) {
   return Mcast(qp, gid, wire::MsgType::kDetachMcast);
 }
 
+int rocemu_create_flow(rocemu_qp* qp, const rocemu_flow_rule* rule,
+                       uint32_t* handle) {
+  wire::CreateFlowReq req{};
+  req.qpn = qp->qpn;
+  req.type = rule->type;
+  req.layers = rule->layers;
+  req.priority = rule->priority;
+  static_assert(sizeof(req.value) == sizeof(rule->value));
+  std::memcpy(req.value, rule->value, sizeof(req.value));
+  std::memcpy(req.mask, rule->mask, sizeof(req.mask));
+  wire::HandleResp resp{};
+  const int err = Call<wire::CreateFlowReq, wire::HandleResp>(
+      qp->ctx, wire::MsgType::kCreateFlow, req, &resp);
+  if (err == 0) *handle = resp.handle;
+  return err;
+}
+
+int rocemu_destroy_flow(rocemu_context* ctx, uint32_t handle) {
+  return Released(ctx, Handle(ctx, wire::MsgType::kDestroyFlow, handle));
+}
+
 namespace {
 struct RocemuSendTraits {
   static uint32_t InvalidateRkey(const rocemu_send_wr& wr) {

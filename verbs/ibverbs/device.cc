@@ -395,6 +395,7 @@ ibv_context* rocemu_ibv_open_device(ibv_device* device) {
   FillCqOps(ctx);
   FillQpOps(ctx);
   FillSrqOps(ctx);
+  FillFlowOps(ctx);
   return &c;
 }
 

@@ -211,6 +211,7 @@ void RefuseSlot(Slot* slot) {
 void FillCqOps(CtxImpl* ctx);
 void FillQpOps(CtxImpl* ctx);
 void FillSrqOps(CtxImpl* ctx);
+void FillFlowOps(CtxImpl* ctx);  // flow.cc: ibv_create_flow, ibv_destroy_flow
 void FillMemoryOps(CtxImpl* ctx);
 void FillMwOps(CtxImpl* ctx);
 void FillDeviceOps(CtxImpl* ctx);

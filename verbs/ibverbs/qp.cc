@@ -47,8 +47,8 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) return FailNull<ibv_qp>(EIO);
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-      attr->qp_type != IBV_QPT_UD) {
-    return FailNull<ibv_qp>(EOPNOTSUPP);  // no raw packet, XRC or DC QPs
+      attr->qp_type != IBV_QPT_UD && attr->qp_type != IBV_QPT_RAW_PACKET) {
+    return FailNull<ibv_qp>(EOPNOTSUPP);  // no XRC or DC QPs
   }
   if (attr->send_cq == nullptr || attr->recv_cq == nullptr) {
     return FailNull<ibv_qp>(EINVAL);

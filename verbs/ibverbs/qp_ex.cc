@@ -260,6 +260,7 @@ void WrSetInlineData(ibv_qp_ex* qpx, void* addr, size_t length) {
 }  // namespace
 
 uint64_t SupportedSendOps(ibv_qp_type type) {
+  if (type == IBV_QPT_RAW_PACKET) return IBV_QP_EX_WITH_SEND;  // whole frames
   uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
   if (type == IBV_QPT_UC || type == IBV_QPT_RC) {
     ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |

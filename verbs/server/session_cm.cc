@@ -67,6 +67,8 @@ uint8_t QptOf(nic::QpType t) {
       return kIbvQptUc;
     case nic::QpType::kUd:
       return kIbvQptUd;
+    case nic::QpType::kRawPacket:  // the CM connects no raw QP
+      break;
   }
   return 0;
 }

@@ -55,6 +55,9 @@ bool QpTypeFromWire(uint8_t t, nic::QpType* out) {
     case 4:
       *out = nic::QpType::kUd;
       return true;
+    case 8:
+      *out = nic::QpType::kRawPacket;
+      return true;
     default:
       return false;
   }

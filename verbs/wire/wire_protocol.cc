@@ -97,6 +97,10 @@ const char* MsgTypeName(MsgType t) {
       return "attach_mcast";
     case MsgType::kDetachMcast:
       return "detach_mcast";
+    case MsgType::kCreateFlow:
+      return "create_flow";
+    case MsgType::kDestroyFlow:
+      return "destroy_flow";
   }
   return "unknown";
 }
@@ -169,6 +173,9 @@ MsgLayout LayoutOf(MsgType t) {
     case MsgType::kAttachMcast:
     case MsgType::kDetachMcast:
       return {sizeof(McastReq), 0, 0, 0, 0};
+    case MsgType::kCreateFlow:
+      return {sizeof(CreateFlowReq), sizeof(HandleResp), 0, 0, 0};
+    case MsgType::kDestroyFlow:
     case MsgType::kDeallocMw:
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:

@@ -82,8 +82,11 @@ enum class MsgType : uint16_t {
   // ibv_attach_mcast / ibv_detach_mcast (librdmacm's joins use them too).
   kAttachMcast = 40,
   kDetachMcast = 41,
+  // ibv_create_flow / ibv_destroy_flow (raw packet QPs).
+  kCreateFlow = 42,
+  kDestroyFlow = 43,
 };
-inline constexpr uint16_t kMaxMsgType = 41;
+inline constexpr uint16_t kMaxMsgType = 43;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -214,6 +217,17 @@ struct McastReq {  // attach_mcast, detach_mcast
   uint16_t lid;  // ignored on RoCE, as by ConnectX and rxe
   uint16_t reserved;
   uint8_t gid[16];
+};
+// ibv_create_flow, its specs already folded by the library into the
+// RNIC's match key (nic/flow_table.h: value and mask over flow_key's
+// layout, the layers the frame must have). Reply: HandleResp.
+struct CreateFlowReq {
+  uint32_t qpn;
+  uint8_t type;  // ibv_flow_attr_type
+  uint8_t layers;
+  uint16_t priority;
+  uint8_t value[64];
+  uint8_t mask[64];
 };
 struct AllocMwReq {  // reply: HandleResp with the window's R_Key
   uint32_t pd;
@@ -507,6 +521,7 @@ static_assert(sizeof(CmInitQpAttrResp) == 96);
 
 static_assert(sizeof(QueryDeviceResp) == 208);
 static_assert(sizeof(McastReq) == 24);
+static_assert(sizeof(CreateFlowReq) == 136);
 static_assert(sizeof(QueryPortResp) == 52);
 static_assert(sizeof(TableQueryReq) == 8);
 static_assert(sizeof(CreateSrqReq) == 16);
