@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Raw packet QPs between two rocemud daemons over memif, while RDMA runs:
+a pyverbs raw QP on daemon A sends Ethernet frames (a local experimental
+ether type) to daemon B's MAC, where a flow rule (ETH spec: destination
+MAC, ether type) steers them whole into another raw QP, each one checked
+byte for byte; meanwhile Debian's ibv_rc_pingpong runs between the same
+daemons and must complete (the RNIC's own traffic is unaffected). Frames
+of another ether type, which no rule names, reach only the stack.
+
+Usage: raw_net_test.py ROCEMUD DROPIN_DIR
+"""
+import os
+import re
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "emulator"))
+import netns_util  # noqa: E402
+import stock_tools_test  # noqa: E402
+
+ENDPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "raw_endpoint.py")
+DEV = stock_tools_test.DEV
+MAC_A, MAC_B = "02:00:00:7a:02:01", "02:00:00:7a:02:02"  # setup()'s
+ETHERTYPE = "0x88b5"  # IEEE 802 local experimental
+COUNT = 200
+# Debian's interpreter: python3-pyverbs is installed for it.
+PYTHON = "/usr/bin/python3"
+
+
+def main():
+    rocemud, dropin = (os.path.abspath(p) for p in sys.argv[1:3])
+    if os.geteuid() != 0:
+        print("FAIL: the net suite needs root")
+        return 1
+    r = stock_tools_test.Run(rocemud, dropin)
+    with netns_util.failures_reported(r):
+        ns, a, b = stock_tools_test.setup(r, "memif")
+        recv = r.tool(ns, b, [PYTHON, ENDPOINT, "recv", DEV, MAC_B,
+                              ETHERTYPE, str(COUNT)], 120)
+        line = recv.stdout.readline()
+        r.check(line.strip() == "ready", f"raw receiver ready ({line!r})")
+        rdma = {}
+
+        def pingpong():
+            rdma["result"] = r.pair(ns, a, b, [
+                "ibv_rc_pingpong", "-g", "0", "-n", "2000", "-s", "4096"],
+                timeout=120)
+
+        t = threading.Thread(target=pingpong)
+        t.start()
+        # Frames no rule names first: B's stack drops them as before.
+        other = subprocess.run(
+            ["ip", "netns", "exec", ns, PYTHON, ENDPOINT, "send", DEV,
+             MAC_B, MAC_A, "0x88b6", "20"], env=r.env(a),
+            capture_output=True, text=True, timeout=120)
+        r.check(other.returncode == 0, f"unsteered sends: {other.stderr}")
+        send = subprocess.run(
+            ["ip", "netns", "exec", ns, PYTHON, ENDPOINT, "send", DEV,
+             MAC_B, MAC_A, ETHERTYPE, str(COUNT)], env=r.env(a),
+            capture_output=True, text=True, timeout=120)
+        r.check(send.returncode == 0 and f"sent {COUNT}" in send.stdout,
+                f"raw sender: {send.stdout} {send.stderr}")
+        (rc, out), = netns_util.collect((recv,), 120)
+        r.check(rc == 0 and f"got {COUNT}" in out,
+                f"raw receiver: {COUNT} frames steered, each intact "
+                f"(exit {rc}: {out[-500:]})")
+        t.join()
+        src, sout, crc, cout = rdma["result"]
+        ok = src == 0 and crc == 0 and \
+            re.search(r"\d+ iters in", cout) is not None
+        r.check(ok, f"ibv_rc_pingpong alongside: server {src}, client {crc}")
+        if not ok:
+            netns_util.print_pair_output(sout, cout)
+        # The unsteered frames: B's net stack counted them (rx_unhandled).
+        c = netns_util.control(b["ctl"], {"cmd": "counters"})
+        text = str(c)
+        m = re.search(r"'rx_unhandled': (\d+)", text)
+        r.check(m is not None and int(m.group(1)) >= 20,
+                f"B's stack saw the unsteered frames "
+                f"(rx_unhandled {m.group(1) if m else '?'})")
+    return netns_util.verdict(r.failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
