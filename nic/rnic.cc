@@ -500,6 +500,11 @@ bool Rnic::SteerRaw(std::span<const uint8_t> frame, uint32_t from_qpn) {
   size_t taken = 0;
   flows_.Steer(flow_key_, [&](uint32_t qpn, uint32_t) {
     if (qpn == from_qpn) return;
+    if (!rss_.empty()) {
+      if (auto it = rss_.find(qpn); it != rss_.end()) {
+        qpn = RssPick(it->second, flow_key_);
+      }
+    }
     if (Qp* qp = LookupQp(qpn)) {
       RawPacket::Receive(*this, *qp, frame);
       ++taken;

@@ -45,6 +45,7 @@
 #include "nic/qp_attr.h"
 #include "nic/qp_why.h"
 #include "nic/recv_wqe_fetcher.h"
+#include "nic/rss.h"
 #include "nic/shared_receive_queue.h"
 #include "protocol/frame.h"
 
@@ -176,6 +177,16 @@ class Rnic final : public FrameEndpoint {
   absl::StatusOr<uint32_t> CreateFlow(const FlowRule& rule);
   absl::Status DestroyFlow(uint32_t handle);
   const FlowTable& flow_table() const { return flows_; }
+  // Receive-side scaling (nic/rss.h): frames a rule steers to raw QP `qpn`
+  // go to the WQ of rss.table its hash picks (each a raw QP of the same PD;
+  // a WQ is destroyed only once no table names it). InvalidArgument for
+  // unsupported fields, a key longer than kRssKeyMax or shorter than 4, a
+  // table that is not a power of two up to 2^kRssLogTableMax.
+  absl::Status SetRss(uint32_t qpn, RssConfig rss);
+  // Whether an RSS QP's table names `qpn` (ibv_destroy_wq is busy then);
+  // whether `qpn` is an RSS QP.
+  bool InRssTable(uint32_t qpn) const;
+  bool IsRssQp(uint32_t qpn) const { return rss_.contains(qpn); }
   // Offers a frame that is not the RNIC's own (received, or looped back
   // from raw QP `from_qpn`, which does not get its own frame) to the flow
   // rules; false when no QP took it.
@@ -425,6 +436,7 @@ class Rnic final : public FrameEndpoint {
   AhTable ahs_;
   MulticastGroups mcast_;
   FlowTable flows_;
+  absl::flat_hash_map<uint32_t, RssConfig> rss_;  // by RSS QP
   FlowKey flow_key_;  // scratch, reused for every steered frame
 
   absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;

@@ -134,6 +134,10 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
   if (qp->type() == QpType::kRawPacket && flows_.RulesOf(qpn) > 0) {
     return absl::FailedPreconditionError("QP has flow rules");
   }
+  if (InRssTable(qpn)) {
+    return absl::FailedPreconditionError("WQ in an indirection table");
+  }
+  rss_.erase(qpn);
   auto it = std::find(active_.begin(), active_.end(), qp);
   if (it != active_.end()) active_.erase(it);
   if (CompletionQueue* q = cqs_.Get(qp->init_.send_cq)) q->Release();
@@ -168,6 +172,43 @@ absl::StatusOr<uint32_t> Rnic::CreateFlow(const FlowRule& rule) {
         "create_flow: only raw packet QPs take flow rules");
   }
   return flows_.Add(rule);
+}
+
+bool Rnic::InRssTable(uint32_t qpn) const {
+  for (const auto& [rss_qpn, rss] : rss_) {
+    if (std::find(rss.table.begin(), rss.table.end(), qpn) != rss.table.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status Rnic::SetRss(uint32_t qpn, RssConfig rss) {
+  const Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  if (qp->type() != QpType::kRawPacket) {
+    return absl::InvalidArgumentError("RSS: only raw packet QPs");
+  }
+  const size_t n = rss.table.size();
+  if (n == 0 || (n & (n - 1)) != 0 || n > (1u << kRssLogTableMax)) {
+    return absl::InvalidArgumentError("RSS: indirection table size");
+  }
+  if (rss.key.size() < 4 || rss.key.size() > kRssKeyMax) {
+    return absl::InvalidArgumentError("RSS: hash key length");
+  }
+  if ((rss.fields & ~rx_hash::kSupported) != 0) {
+    return absl::InvalidArgumentError("RSS: unsupported hash fields");
+  }
+  for (uint32_t wq : rss.table) {
+    const Qp* w = FindQp(wq);
+    if (w == nullptr || w->type() != QpType::kRawPacket ||
+        w->pd() != qp->pd()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("RSS: 0x%06x is not a WQ of the QP's PD", wq));
+    }
+  }
+  rss_[qpn] = std::move(rss);
+  return absl::OkStatus();
 }
 
 absl::Status Rnic::DestroyFlow(uint32_t handle) {

@@ -548,6 +548,14 @@ struct rocemu_flow_rule {
 int rocemu_create_flow(struct rocemu_qp* qp,
                        const struct rocemu_flow_rule* rule, uint32_t* handle);
 int rocemu_destroy_flow(struct rocemu_context* ctx, uint32_t handle);
+/* Receive-side scaling of a raw packet QP (ibv_create_qp_ex with
+ * rx_hash_conf): frames its flow rules take go to one of `wqs` (receive-
+ * only raw packet QPs of the same PD: ibv_create_wq), picked by the
+ * Toeplitz hash under `key` of the IBV_RX_HASH_* `fields` (nic/rss.h).
+ * 1 << log_table_size WQs, at most 64; a key of 4 to 40 bytes. */
+int rocemu_set_rss(struct rocemu_qp* qp, uint64_t fields, const uint8_t* key,
+                   uint32_t key_len, struct rocemu_qp* const* wqs,
+                   uint32_t log_table_size);
 
 /* --- shared receive queues --- */
 struct rocemu_srq* rocemu_create_srq(struct rocemu_pd* pd,

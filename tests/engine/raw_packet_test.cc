@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nic/flow_table.h"
+#include "nic/rss.h"
 #include "protocol/checksum.h"
 #include "tests/engine/back_to_back.h"
 
@@ -405,6 +406,91 @@ TEST(RawPacketTest, FramesTooShortOrTooLongFailTheSend) {
   EXPECT_FALSE(net.a().PostSend(q3.qpn, wr).ok());
   wr.opcode = WrOpcode::kRdmaWrite;
   EXPECT_FALSE(net.a().PostSend(q3.qpn, wr).ok());
+}
+
+// The verification suite of Microsoft's RSS specification (the key every
+// NIC ships as its default): IPv4 addresses alone, then with the ports.
+TEST(RssTest, ToeplitzMatchesTheSpecificationsVectors) {
+  const uint8_t key[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2,
+                           0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+                           0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4,
+                           0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+                           0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+  // 66.9.149.187:2794 -> 161.142.100.80:1766
+  const uint8_t in[12] = {66,  9,  149,  187,  161,  142,
+                          100, 80, 0x0a, 0xea, 0x06, 0xe6};
+  EXPECT_EQ(ToeplitzHash(key, {in, 8}), 0x323e8fc2u);
+  EXPECT_EQ(ToeplitzHash(key, in), 0x51ccc178u);
+}
+
+TEST(RssTest, FramesSpreadOverTheTablesWqsByHash) {
+  BackToBack net;
+  RawQp rss = MakeRawQp(net.b());
+  std::vector<RawQp> wqs;
+  RssConfig c;
+  c.key.assign(40, 0);
+  for (int i = 0; i < 40; ++i) c.key[i] = static_cast<uint8_t>(i * 37 + 1);
+  c.fields = rx_hash::kSrcIpv4 | rx_hash::kDstIpv4;
+  for (int i = 0; i < 4; ++i) {
+    // A WQ: a raw QP of the RSS QP's PD.
+    RawQp w;
+    w.pd = rss.pd;
+    w.cq = *net.b().CreateCq(64);
+    QpInitAttr init;
+    init.qp_type = QpType::kRawPacket;
+    init.send_cq = init.recv_cq = w.cq;
+    init.cap = {0, 16, 0, 1, 0};
+    w.qpn = *net.b().CreateQp(w.pd, init);
+    w.key =
+        *net.b().RegMr(w.pd, w.buf.data(), w.buf.size(), access::kLocalWrite);
+    QpAttr a;
+    a.port_num = 1;
+    a.qp_state = QpState::kInit;
+    ASSERT_TRUE(
+        net.b().ModifyQp(w.qpn, a, qp_attr::kState | qp_attr::kPort).ok());
+    a.qp_state = QpState::kRtr;
+    ASSERT_TRUE(net.b().ModifyQp(w.qpn, a, qp_attr::kState).ok());
+    for (int k = 0; k < 16; ++k) PostRecv(net.b(), w, 1000, k);
+    c.table.push_back(w.qpn);
+    wqs.push_back(std::move(w));
+  }
+  ASSERT_TRUE(net.b().SetRss(rss.qpn, c).ok());
+  ASSERT_TRUE(
+      net.b()
+          .CreateFlow(MacPortRule(rss.qpn, net.b().config().mac, kDstPort))
+          .ok());
+  // Frames with 16 source addresses: each lands on the WQ its hash names.
+  std::vector<int> expect(4, 0);
+  for (uint8_t i = 0; i < 16; ++i) {
+    auto f = UdpFrame(net.b().config().mac, net.a().config().mac, kDstPort, 8);
+    f[14 + 12] = i;  // source address 1.1.1.i ...
+    f[14 + 10] = f[14 + 11] = 0;
+    const uint16_t sum = protocol::Ipv4HeaderChecksum({f.data() + 14, 20});
+    f[14 + 10] = sum >> 8;
+    f[14 + 11] = sum & 0xFF;
+    const uint8_t in[8] = {i, 1, 1, 1, 2, 2, 2, 2};
+    const uint32_t h = ToeplitzHash(c.key, in);
+    ++expect[h & 3];
+    net.Inject(1, f, true);
+  }
+  int total = 0, used = 0;
+  for (int w = 0; w < 4; ++w) {
+    const auto wcs = Poll(net.b(), wqs[w].cq);
+    EXPECT_EQ(static_cast<int>(wcs.size()), expect[w]) << "WQ " << w;
+    for (const auto& wc : wcs) EXPECT_EQ(wc.qp_num, wqs[w].qpn);
+    total += static_cast<int>(wcs.size());
+    used += !wcs.empty();
+  }
+  EXPECT_EQ(total, 16);
+  EXPECT_GT(used, 1);  // spread, not all on one WQ
+  EXPECT_TRUE(Poll(net.b(), rss.cq).empty());
+  // A WQ a table names is busy; the RSS QP's rule and then the RSS QP
+  // first.
+  EXPECT_EQ(net.b().DestroyQp(wqs[0].qpn).code(),
+            absl::StatusCode::kFailedPrecondition);
+  c.fields = 1u << 8;  // IPsec SPI: not offered
+  EXPECT_EQ(net.b().SetRss(rss.qpn, c).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(FlowTableTest, KeysOfVlanIpv6AndTcpFrames) {

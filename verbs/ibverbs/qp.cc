@@ -91,6 +91,10 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
 }
 
 ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  if ((attr->comp_mask &
+       (IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_IND_TABLE)) != 0) {
+    return CreateRssQp(context, attr, CreateQpEx);
+  }
   constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD |
                               IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
                               IBV_QP_INIT_ATTR_CREATE_FLAGS;

@@ -296,6 +296,10 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       st = OnDestroyFlow(c, wire::BodyAs<wire::HandleReq>(body).handle);
       Reply(c, type, seq, st, nullptr, 0, {});
       break;
+    case wire::MsgType::kSetRss:
+      st = OnSetRss(c, wire::BodyAs<wire::SetRssReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
     case wire::MsgType::kInvalid:
       break;
   }

@@ -322,6 +322,28 @@ absl::Status SessionServer::OnCreateFlow(Client& c,
   return absl::OkStatus();
 }
 
+absl::Status SessionServer::OnSetRss(Client& c, const wire::SetRssReq& r) {
+  auto owned = [&](uint32_t qpn) {
+    auto it = qps_.find(qpn);
+    return it != qps_.end() && it->second->owner == c.id;
+  };
+  if (!owned(r.qpn)) return absl::NotFoundError("no such QP");
+  if (r.log_table_size > nic::kRssLogTableMax) {
+    return absl::InvalidArgumentError("RSS: indirection table too large");
+  }
+  if (r.key_len > sizeof(r.key)) {
+    return absl::InvalidArgumentError("RSS: hash key too long");
+  }
+  nic::RssConfig rss;
+  rss.fields = r.fields;
+  rss.key.assign(r.key, r.key + r.key_len);
+  for (uint32_t i = 0; i < (1u << r.log_table_size); ++i) {
+    if (!owned(r.wqs[i])) return absl::NotFoundError("no such WQ");
+    rss.table.push_back(r.wqs[i]);
+  }
+  return rnic_.SetRss(r.qpn, std::move(rss));
+}
+
 absl::Status SessionServer::OnDestroyFlow(Client& c, uint32_t handle) {
   auto it = flows_.find(handle);
   if (it == flows_.end() || it->second.owner != c.id) {
@@ -356,6 +378,9 @@ absl::Status SessionServer::OnDestroyQp(Client& c, uint32_t qpn) {
   // ibv_destroy_qp is EBUSY while flow rules hold the QP.
   if (rnic_.flow_table().RulesOf(qpn) > 0) {
     return absl::UnavailableError("QP has flow rules");
+  }
+  if (rnic_.InRssTable(qpn)) {
+    return absl::UnavailableError("WQ in an indirection table");
   }
   Uncharge(c, {.qps = 1, .queue_bytes = it->second->queue_bytes});
   ReleaseQp(*it->second);

@@ -314,6 +314,7 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnCreateFlow(Client& c, const wire::CreateFlowReq& r,
                             wire::HandleResp* out);
   absl::Status OnDestroyFlow(Client& c, uint32_t handle);
+  absl::Status OnSetRss(Client& c, const wire::SetRssReq& r);
   absl::Status OnQueryDevice(wire::QueryDeviceResp* out);
   absl::Status OnQueryPort(const wire::QueryPortReq& r,
                            wire::QueryPortResp* out);

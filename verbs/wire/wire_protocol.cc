@@ -101,6 +101,8 @@ const char* MsgTypeName(MsgType t) {
       return "create_flow";
     case MsgType::kDestroyFlow:
       return "destroy_flow";
+    case MsgType::kSetRss:
+      return "set_rss";
   }
   return "unknown";
 }
@@ -175,6 +177,8 @@ MsgLayout LayoutOf(MsgType t) {
       return {sizeof(McastReq), 0, 0, 0, 0};
     case MsgType::kCreateFlow:
       return {sizeof(CreateFlowReq), sizeof(HandleResp), 0, 0, 0};
+    case MsgType::kSetRss:
+      return {sizeof(SetRssReq), 0, 0, 0, 0};
     case MsgType::kDestroyFlow:
     case MsgType::kDeallocMw:
     case MsgType::kDestroySrq:

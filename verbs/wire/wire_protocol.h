@@ -85,8 +85,10 @@ enum class MsgType : uint16_t {
   // ibv_create_flow / ibv_destroy_flow (raw packet QPs).
   kCreateFlow = 42,
   kDestroyFlow = 43,
+  // ibv_create_qp_ex with rx_hash_conf: the QP's indirection table of WQs.
+  kSetRss = 44,
 };
-inline constexpr uint16_t kMaxMsgType = 43;
+inline constexpr uint16_t kMaxMsgType = 44;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -228,6 +230,17 @@ struct CreateFlowReq {
   uint16_t priority;
   uint8_t value[64];
   uint8_t mask[64];
+};
+// The RSS of a raw packet QP (nic/rss.h): its WQs (receive-only raw QPs
+// of the same client) and hash. Reply: none.
+struct SetRssReq {
+  uint32_t qpn;
+  uint32_t log_table_size;  // wqs[0, 1 << log_table_size)
+  uint64_t fields;          // IBV_RX_HASH_* bits
+  uint8_t key_len;
+  uint8_t reserved[7];
+  uint8_t key[40];
+  uint32_t wqs[64];
 };
 struct AllocMwReq {  // reply: HandleResp with the window's R_Key
   uint32_t pd;
@@ -522,6 +535,7 @@ static_assert(sizeof(CmInitQpAttrResp) == 96);
 static_assert(sizeof(QueryDeviceResp) == 208);
 static_assert(sizeof(McastReq) == 24);
 static_assert(sizeof(CreateFlowReq) == 136);
+static_assert(sizeof(SetRssReq) == 320);
 static_assert(sizeof(QueryPortResp) == 52);
 static_assert(sizeof(TableQueryReq) == 8);
 static_assert(sizeof(CreateSrqReq) == 16);
