@@ -5,7 +5,8 @@ ether type) to daemon B's MAC, where a flow rule (ETH spec: destination
 MAC, ether type) steers them whole into another raw QP, each one checked
 byte for byte; meanwhile Debian's ibv_rc_pingpong runs between the same
 daemons and must complete (the RNIC's own traffic is unaffected). Frames
-of another ether type, which no rule names, reach only the stack.
+of another ether type, which no rule names, reach only the stack. Then
+perftest's raw_ethernet_bw (500 frames), plain and with IPv4/UDP headers.
 
 Usage: raw_net_test.py ROCEMUD DROPIN_DIR
 """
@@ -25,10 +26,50 @@ ENDPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         "raw_endpoint.py")
 DEV = stock_tools_test.DEV
 MAC_A, MAC_B = "02:00:00:7a:02:01", "02:00:00:7a:02:02"  # setup()'s
+IP_A, IP_B = "10.122.2.1", "10.122.2.2"
 ETHERTYPE = "0x88b5"  # IEEE 802 local experimental
 COUNT = 200
 # Debian's interpreter: python3-pyverbs is installed for it.
 PYTHON = "/usr/bin/python3"
+
+
+def raw_ethernet_bw(r, ns, a, b, extra):
+    """perftest's raw_ethernet_bw between the daemons. Its two sides
+    exchange nothing (no TCP): the client starts once the server printed
+    its result header, after its flow rule and its 512 receives are in
+    place; 500 frames then all find one (raw Ethernet has no flow
+    control: more could outrun the server's reposting, and be dropped as
+    out_of_buffer, as on any NIC)."""
+    # Line-buffered, so that its header shows when it is printed.
+    base = ["stdbuf", "-oL", "raw_ethernet_bw", "-d", DEV, "-n", "500"] + extra
+    srv = r.tool(ns, b, base + ["--server", "-B", MAC_B, "-E", MAC_A], 120)
+    lines, ready = [], threading.Event()
+
+    def pump():
+        for line in srv.stdout:
+            lines.append(line)
+            if line.lstrip().startswith("#bytes"):
+                ready.set()
+        ready.set()  # it exited
+
+    t = threading.Thread(target=pump)
+    t.start()
+    ready.wait(120)
+    cli = r.tool(ns, a, base + ["--client", "-B", MAC_A, "-E", MAC_B], 120)
+    (crc, cout), = netns_util.collect((cli,), 120)
+    try:
+        src = srv.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(srv.pid, 9)
+        src = None
+    t.join()
+    sout = "".join(lines)
+    row = re.compile(r"^\s*1518\s+500\s", re.M)
+    ok = crc == 0 and src == 0 and row.search(sout) and row.search(cout)
+    r.check(ok, f"raw_ethernet_bw {' '.join(extra)}: server {src}, "
+            f"client {crc} (500 frames of 1518 bytes each side)")
+    if not ok:
+        netns_util.print_pair_output(sout, cout)
 
 
 def main():
@@ -82,6 +123,11 @@ def main():
         r.check(m is not None and int(m.group(1)) >= 20,
                 f"B's stack saw the unsteered frames "
                 f"(rx_unhandled {m.group(1) if m else '?'})")
+        # perftest's raw Ethernet bandwidth test, plain and with IPv4/UDP
+        # headers (its server's flow rule names the addresses and ports).
+        for extra in ([], ["-j", IP_A, "-J", IP_B, "-k", "6000", "-K",
+                           "5000"]):
+            raw_ethernet_bw(r, ns, a, b, extra)
     return netns_util.verdict(r.failures)
 
 
