@@ -332,6 +332,41 @@ TEST(RawPacketTest, LowerPriorityValueWinsWhateverTheOrder) {
   EXPECT_EQ(Poll(net.b(), high.cq).size(), 1u);
 }
 
+TEST(RawPacketTest, DefaultAndSnifferRules) {
+  BackToBack net;
+  RawQp normal = MakeRawQp(net.b());
+  RawQp mc = MakeRawQp(net.b());
+  RawQp all = MakeRawQp(net.b());
+  RawQp sniff = MakeRawQp(net.b());
+  ASSERT_TRUE(
+      net.b()
+          .CreateFlow(MacPortRule(normal.qpn, net.b().config().mac, kDstPort))
+          .ok());
+  FlowRule r;
+  r.type = FlowType::kMcDefault;
+  r.qpn = mc.qpn;
+  ASSERT_TRUE(net.b().CreateFlow(r).ok());
+  r.type = FlowType::kAllDefault;
+  r.qpn = all.qpn;
+  ASSERT_TRUE(net.b().CreateFlow(r).ok());
+  r.type = FlowType::kSniffer;
+  r.qpn = sniff.qpn;
+  ASSERT_TRUE(net.b().CreateFlow(r).ok());
+  for (RawQp* q : {&normal, &mc, &all, &sniff}) {
+    for (int i = 0; i < 4; ++i) PostRecv(net.b(), *q, 1000, i);
+  }
+  const MacAddr group = {0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
+  const MacAddr& self = net.b().config().mac;
+  const MacAddr& peer = net.a().config().mac;
+  net.Inject(1, UdpFrame(self, peer, kDstPort, 8), true);  // NORMAL
+  net.Inject(1, UdpFrame(group, peer, 9, 8), true);        // MC_DEFAULT
+  net.Inject(1, UdpFrame(self, peer, 9, 8), true);         // ALL_DEFAULT
+  EXPECT_EQ(Poll(net.b(), normal.cq).size(), 1u);
+  EXPECT_EQ(Poll(net.b(), mc.cq).size(), 1u);
+  EXPECT_EQ(Poll(net.b(), all.cq).size(), 1u);
+  EXPECT_EQ(Poll(net.b(), sniff.cq).size(), 3u);  // a copy of each
+}
+
 TEST(RawPacketTest, LoopbackToOwnMacAndGroupAddresses) {
   BackToBack net;
   RawQp tx = MakeRawQp(net.a());
