@@ -457,6 +457,11 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
     pkts = staged;
   }
   if (n > 0) {
+    RnicPort* const rp =
+        port.shards.empty() && endpoint != nullptr ? rnic(index) : nullptr;
+    nic::Rnic* const steer = rp != nullptr && !rp->rnic().flow_table().empty()
+                                 ? &rp->rnic()
+                                 : nullptr;
     nic::RxFrame frames[std::size(staged)];
     // frames[k] came from nic_bufs[k] (captured once the RNIC took them).
     rte_mbuf* nic_bufs[std::size(staged)];
@@ -530,6 +535,16 @@ bool Daemon::PollPort(unsigned index, nic::TimeNs now) {
           if (cap != nullptr) CaptureFrame(port, *cap, m, kIn, now);
           break;
         case RxVerdict::kDropped:
+          // Not the stack's nor RoCE: a raw QP's flow rule may want it
+          // (nic/flow_table.h; one RNIC per port only).
+          if (steer != nullptr && steer->WouldSteer(data)) {
+            if (cap != nullptr) Tag(m).packet_id = NextPacketId(port);
+            nic_bufs[nic_frames] = m;
+            frames[nic_frames++] = {data.data(),
+                                    static_cast<uint32_t>(data.size()), false,
+                                    Tag(m).packet_id};
+            break;
+          }
           DaemonDrop(port, cap, m, kIn, now, nic::DropReason::kStackDropped,
                      nic::VerdictAction::kDropped);
           break;

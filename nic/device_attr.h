@@ -67,9 +67,12 @@ struct DeviceAttr {
   // given (SYS_IMAGE_GUID 1<<11), RC responders send RNR NAKs
   // (RC_RNR_NAK_GEN 1<<12), memory windows (MEM_WINDOW 1<<17) of type 1
   // and type 2B (MEM_WINDOW_TYPE_2B 1<<24: bound to a QP, as rxe), XRC
-  // (XRC 1<<20: XRC domains, SRQs and INI/TGT QPs, annex A14).
+  // (XRC 1<<20: XRC domains, SRQs and INI/TGT QPs, annex A14), flow
+  // steering rules for raw packet QPs (MANAGED_FLOW_STEERING 1<<29, as a
+  // ConnectX). Not RAW_IP_CSUM: a raw QP's frames leave as they are.
   uint32_t device_cap_flags = (1u << 1) | (1u << 2) | (1u << 11) | (1u << 12) |
-                              (1u << 17) | (1u << 20) | (1u << 24);
+                              (1u << 17) | (1u << 20) | (1u << 24) |
+                              (1u << 29);
   // The 64-bit IB_UVERBS_DEVICE_* bits above 31 (ibv_device_attr_ex's
   // device_cap_flags_ex): IBTA 1.5 RDMA FLUSH with global placement
   // (FLUSH_GLOBAL 1<<38; not FLUSH_PERSISTENT 1<<39: no region is
@@ -111,6 +114,8 @@ struct DeviceAttr {
   // extended query: the inline limit and the largest message.
   uint32_t max_inline_data = kMaxInlineData;
   uint32_t max_msg_sz = 1u << 31;
+  // Flow steering rules (ibv_create_flow) the device holds at once.
+  uint32_t max_flow_rules = 1024;
 
   // Rejects limits this implementation cannot honour (more SGEs or inline
   // bytes than a work request holds, a message above 2^31, ...).

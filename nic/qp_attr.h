@@ -14,7 +14,8 @@ namespace rocemu::nic {
 // IBV_QPT_XRC_SEND and IBV_QPT_XRC_RECV): the initiator only sends (each
 // request names the remote XRC SRQ), the target only responds, delivering
 // into the XRC SRQs of its XRC domain.
-enum class QpType : uint8_t { kRc, kUc, kUd, kXrcIni, kXrcTgt };
+// kRawPacket: IBV_QPT_RAW_PACKET (nic/raw_packet.h).
+enum class QpType : uint8_t { kRc, kUc, kUd, kXrcIni, kXrcTgt, kRawPacket };
 
 // Acknowledged, retried, READ/atomic-capable: RC and both XRC halves.
 constexpr bool IsReliable(QpType t) {
@@ -36,7 +37,8 @@ enum class QpState : uint8_t {
 inline constexpr int kNumQpStates = 7;
 
 const char* QpStateName(QpState s);
-// "RC", "UC", "UD", as ibv_devinfo and `rdma resource` print them.
+// "RC", "UC", "UD", "RAW_PACKET", as ibv_devinfo and `rdma resource` print
+// them.
 const char* QpTypeName(QpType t);
 
 // IBV_MTU_256 .. IBV_MTU_4096.

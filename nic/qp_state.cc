@@ -36,6 +36,8 @@ const char* QpTypeName(QpType t) {
       return "XRC_INI";
     case QpType::kXrcTgt:
       return "XRC_TGT";
+    case QpType::kRawPacket:
+      return "RAW_PACKET";
   }
   return "?";
 }
@@ -44,8 +46,10 @@ namespace {
 
 using namespace qp_attr;  // NOLINT: the table below reads like the spec
 
+// raw: IBV_QPT_RAW_PACKET, as the kernel's table has it (the port at
+// RESET->INIT, nothing else).
 struct PerType {
-  QpAttrMask rc, uc, ud;
+  QpAttrMask rc, uc, ud, raw = 0;
 };
 
 // XRC takes RC's attributes; the initiator has no responder, the target no
@@ -67,6 +71,8 @@ QpAttrMask Pick(const PerType& p, QpType t) {
       return p.rc & ~kResponderOnly;
     case QpType::kXrcTgt:
       return p.rc & ~kRequesterOnly;
+    case QpType::kRawPacket:
+      return p.raw;
   }
   return 0;
 }
@@ -90,20 +96,22 @@ QpTransitionMasks GetQpTransitionMasks(QpType t, QpState cur, QpState next) {
   // RTR->RTS, RTS->RTS and SQD->RTS take the same optional attributes.
   const PerType to_rts_optional{
       kCurState | kAccessFlags | kAltPath | kPathMigState | kMinRnrTimer,
-      kCurState | kAccessFlags | kAltPath | kPathMigState, kCurState | kQkey};
+      kCurState | kAccessFlags | kAltPath | kPathMigState, kCurState | kQkey,
+      kCurState};
   switch (cur) {
     case QpState::kReset:
       if (next == QpState::kInit) {
         set({kPkeyIndex | kPort | kAccessFlags,
-             kPkeyIndex | kPort | kAccessFlags, kPkeyIndex | kPort | kQkey},
+             kPkeyIndex | kPort | kAccessFlags, kPkeyIndex | kPort | kQkey,
+             kPort},
             none);
       }
       break;
     case QpState::kInit:
       if (next == QpState::kInit) {
-        set(none,
-            {kPkeyIndex | kPort | kAccessFlags,
-             kPkeyIndex | kPort | kAccessFlags, kPkeyIndex | kPort | kQkey});
+        set(none, {kPkeyIndex | kPort | kAccessFlags,
+                   kPkeyIndex | kPort | kAccessFlags,
+                   kPkeyIndex | kPort | kQkey, kPort});
       } else if (next == QpState::kRtr) {
         set({kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic |
                  kMinRnrTimer,

@@ -286,6 +286,8 @@ void Responder::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       return;
     case QpType::kXrcIni:
       return;  // takes no request (Rnic::Deliver drops them)
+    case QpType::kRawPacket:  // no RoCE opcode is of this service
+      return;
   }
 }
 

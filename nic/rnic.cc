@@ -7,6 +7,7 @@
 #include "nic/cm/cm_agent.h"
 #include "nic/completer.h"
 #include "nic/qp_state.h"
+#include "nic/raw_packet.h"
 #include "nic/requester.h"
 #include "nic/responder.h"
 #include "protocol/multicast.h"
@@ -67,6 +68,7 @@ Rnic::Rnic(const RnicConfig& config)
       ahs_(pds_, gids_, config.device.max_ah),
       mcast_(config.device.max_mcast_grp, config.device.max_mcast_qp_attach,
              config.device.max_total_mcast_qp_attach),
+      flows_(config.device.max_flow_rules),
       cc_(config.congestion),
       gsi_(std::make_unique<Gsi>(config_.mac, pkeys_, gids_, counters_,
                                  config.mad_queue_len)),
@@ -481,6 +483,12 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
       frame.bytes(), &parsed_,
       frame.ip_checksum_good ? kIpChecksumGood : kVerifyAll);
   if (e != protocol::ParseError::kOk) {
+    // A raw QP takes frames a flow rule names whatever their checksums (a
+    // ConnectX reports them in the CQE); a RoCE frame is never diverted.
+    if (!flows_.empty() && e != protocol::ParseError::kBadIcrc &&
+        SteerRaw(frame.bytes(), 0)) {
+      return;
+    }
     if (e == protocol::ParseError::kBadIcrc) {
       ++counters_.rx_icrc_encapsulated;
     } else if (e == protocol::ParseError::kUnknownOpcode ||
@@ -499,6 +507,7 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     return;
   }
   if (parsed_.kind != protocol::FrameKind::kRoce) {
+    if (!flows_.empty() && SteerRaw(frame.bytes(), 0)) return;
     ++rx_not_roce_;
     Drop(DropReason::kNotRoce);
     return;
@@ -533,6 +542,27 @@ void Rnic::ReceiveOne(const RxFrame& frame, TimeNs now) {
     return;
   }
   Deliver(qp, frame, now);
+}
+
+bool Rnic::SteerRaw(std::span<const uint8_t> frame, uint32_t from_qpn) {
+  if (flows_.empty() || !ExtractFlowKey(frame, &flow_key_)) return false;
+  // The RoCEv2 port is the engines' even when the frame did not parse (a
+  // bad checksum): no rule takes it.
+  if (IsRoceV2Key(flow_key_)) return false;
+  size_t taken = 0;
+  flows_.Steer(flow_key_, [&](uint32_t qpn, uint32_t) {
+    if (qpn == from_qpn) return;
+    if (!rss_.empty()) {
+      if (auto it = rss_.find(qpn); it != rss_.end()) {
+        qpn = RssPick(it->second, flow_key_);
+      }
+    }
+    if (Qp* qp = LookupQp(qpn)) {
+      RawPacket::Receive(*this, *qp, frame);
+      ++taken;
+    }
+  });
+  return taken > 0;
 }
 
 void Rnic::ReceiveMulticast(const RxFrame& frame, TimeNs now) {
@@ -655,10 +685,15 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
     TxFrame& f = frames[n];
     f.len = 0;
     const bool ok = response ? Responder::BuildNext(*this, *picked, f)
-                             : Requester::BuildNext(*this, *picked, f, now);
+                    : picked->type() == QpType::kRawPacket
+                        ? RawPacket::BuildNext(*this, *picked, f)
+                        : Requester::BuildNext(*this, *picked, f, now);
+    // A raw QP's frame delivered locally only.
+    if (ok && f.len == 0 && picked->type() == QpType::kRawPacket) continue;
     if (ok && f.len > 0) {
-      f.priority = cc_.PriorityOf(*picked);
-      if (!response) cc_.OnRequestSent(*picked, f.len, now);
+      const bool raw = picked->type() == QpType::kRawPacket;
+      if (!raw) f.priority = cc_.PriorityOf(*picked);
+      if (!response && !raw) cc_.OnRequestSent(*picked, f.len, now);
       ++n;
       ++counters_.sent_pkts;
     } else {

@@ -31,6 +31,7 @@
 #include "nic/counters.h"
 #include "nic/device_attr.h"
 #include "nic/drop_reason.h"
+#include "nic/flow_table.h"
 #include "nic/frame_io.h"
 #include "nic/frame_verdict.h"
 #include "nic/gid_table.h"
@@ -44,6 +45,7 @@
 #include "nic/qp_attr.h"
 #include "nic/qp_why.h"
 #include "nic/recv_wqe_fetcher.h"
+#include "nic/rss.h"
 #include "nic/shared_receive_queue.h"
 #include "nic/xrc_domain.h"
 #include "protocol/frame.h"
@@ -70,6 +72,10 @@ struct RnicConfig {
   // PCP = the frame's priority (QP: its SL, else roce_prio; MADs 0; CNPs
   // np_cnp_prio). Unset: untagged.
   std::optional<uint16_t> vlan_id;
+  // The medium returns every frame the port sends (a looped cable, DPDK's
+  // net_ring): a raw QP's frame to a group address then reaches the flow
+  // rules from the wire, and the RNIC does not loop it locally as well.
+  bool medium_loops_back = false;
   // One of `shards` RNICs sharing this port's MAC and GIDs, each driven by
   // its own lcore (emulator/shard.h): its QPNs and CM communication IDs
   // are those equal to `shard` modulo `shards`, so that whoever receives
@@ -186,6 +192,36 @@ class Rnic final : public FrameEndpoint {
   absl::Status AttachMcast(uint32_t qpn, const Gid& mgid);
   absl::Status DetachMcast(uint32_t qpn, const Gid& mgid);
   const MulticastGroups& multicast_groups() const { return mcast_; }
+  // ibv_create_flow / ibv_destroy_flow (nic/flow_table.h): rules steering
+  // received frames to raw packet QPs (InvalidArgument for another type;
+  // ibv_destroy_qp is busy while a QP has rules).
+  absl::StatusOr<uint32_t> CreateFlow(const FlowRule& rule);
+  absl::Status DestroyFlow(uint32_t handle);
+  const FlowTable& flow_table() const { return flows_; }
+  // Receive-side scaling (nic/rss.h): frames a rule steers to raw QP `qpn`
+  // go to the WQ of rss.table its hash picks (each a raw QP of the same PD;
+  // a WQ is destroyed only once no table names it). InvalidArgument for
+  // unsupported fields, a key longer than kRssKeyMax or shorter than 4, a
+  // table that is not a power of two up to 2^kRssLogTableMax.
+  absl::Status SetRss(uint32_t qpn, RssConfig rss);
+  // Whether an RSS QP's table names `qpn` (ibv_destroy_wq is busy then);
+  // whether `qpn` is an RSS QP.
+  bool InRssTable(uint32_t qpn) const;
+  bool IsRssQp(uint32_t qpn) const { return rss_.contains(qpn); }
+  // Offers a frame that is not the RNIC's own (received, or looped back
+  // from raw QP `from_qpn`, which does not get its own frame) to the flow
+  // rules; false when no QP took it.
+  bool SteerRaw(std::span<const uint8_t> frame, uint32_t from_qpn);
+  // Whether a flow rule would take `frame`: the daemon asks before it hands
+  // over a frame its net stack does not want, so that a frame no rule
+  // takes keeps the stack's drop reason.
+  bool WouldSteer(std::span<const uint8_t> frame) {
+    if (flows_.empty() || !ExtractFlowKey(frame, &flow_key_) ||
+        IsRoceV2Key(flow_key_)) {
+      return false;
+    }
+    return flows_.Steer(flow_key_, [](uint32_t, uint32_t) {}) > 0;
+  }
   const Qp* GetQp(uint32_t qpn) const;
   // Calls f(const Qp&) for every QP, in no particular order (control path:
   // the daemon's QP listings and per-QP counters).
@@ -422,6 +458,9 @@ class Rnic final : public FrameEndpoint {
   PKeyTable pkeys_;
   AhTable ahs_;
   MulticastGroups mcast_;
+  FlowTable flows_;
+  absl::flat_hash_map<uint32_t, RssConfig> rss_;  // by RSS QP
+  FlowKey flow_key_;  // scratch, reused for every steered frame
 
   absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;
   struct QpCacheEntry {

@@ -24,11 +24,12 @@ bool WrAllowed(QpType t, WrOpcode op) {
   }
   switch (op) {
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
       return true;
+    case WrOpcode::kSendWithImm:
+      return t != QpType::kRawPacket;  // a raw frame has no immediate
     case WrOpcode::kRdmaWrite:
     case WrOpcode::kRdmaWriteWithImm:
-      return t != QpType::kUd;
+      return t == QpType::kRc || t == QpType::kUc;
     case WrOpcode::kRdmaRead:
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd:
@@ -38,7 +39,7 @@ bool WrAllowed(QpType t, WrOpcode op) {
       return IsReliable(t);
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
-      return t != QpType::kUd;
+      return t == QpType::kRc || t == QpType::kUc;
   }
   return false;
 }
@@ -164,6 +165,14 @@ absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& asked) {
 absl::Status Rnic::DestroyQp(uint32_t qpn) {
   Qp* qp = FindQp(qpn);
   if (qp == nullptr) return absl::NotFoundError("no such QP");
+  // A flow rule holds its QP, as the kernel's uverbs flow object does.
+  if (qp->type() == QpType::kRawPacket && flows_.RulesOf(qpn) > 0) {
+    return absl::FailedPreconditionError("QP has flow rules");
+  }
+  if (InRssTable(qpn)) {
+    return absl::FailedPreconditionError("WQ in an indirection table");
+  }
+  rss_.erase(qpn);
   auto it = std::find(active_.begin(), active_.end(), qp);
   if (it != active_.end()) active_.erase(it);
   if (qp->type() == QpType::kXrcTgt) {
@@ -193,6 +202,57 @@ absl::Status Rnic::DestroyQp(uint32_t qpn) {
   if (QpCacheEntry& e = qp_cache_[qpn % kQpCacheSize]; e.qpn == qpn) e = {};
   qps_.erase(qpn);
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> Rnic::CreateFlow(const FlowRule& rule) {
+  const Qp* qp = FindQp(rule.qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  if (qp->type() != QpType::kRawPacket) {
+    return absl::InvalidArgumentError(
+        "create_flow: only raw packet QPs take flow rules");
+  }
+  return flows_.Add(rule);
+}
+
+bool Rnic::InRssTable(uint32_t qpn) const {
+  for (const auto& [rss_qpn, rss] : rss_) {
+    if (std::find(rss.table.begin(), rss.table.end(), qpn) != rss.table.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status Rnic::SetRss(uint32_t qpn, RssConfig rss) {
+  const Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return absl::NotFoundError("no such QP");
+  if (qp->type() != QpType::kRawPacket) {
+    return absl::InvalidArgumentError("RSS: only raw packet QPs");
+  }
+  const size_t n = rss.table.size();
+  if (n == 0 || (n & (n - 1)) != 0 || n > (1u << kRssLogTableMax)) {
+    return absl::InvalidArgumentError("RSS: indirection table size");
+  }
+  if (rss.key.size() < 4 || rss.key.size() > kRssKeyMax) {
+    return absl::InvalidArgumentError("RSS: hash key length");
+  }
+  if ((rss.fields & ~rx_hash::kSupported) != 0) {
+    return absl::InvalidArgumentError("RSS: unsupported hash fields");
+  }
+  for (uint32_t wq : rss.table) {
+    const Qp* w = FindQp(wq);
+    if (w == nullptr || w->type() != QpType::kRawPacket ||
+        w->pd() != qp->pd()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("RSS: 0x%06x is not a WQ of the QP's PD", wq));
+    }
+  }
+  rss_[qpn] = std::move(rss);
+  return absl::OkStatus();
+}
+
+absl::Status Rnic::DestroyFlow(uint32_t handle) {
+  return flows_.Remove(handle);
 }
 
 absl::Status Rnic::AttachMcast(uint32_t qpn, const Gid& mgid) {
@@ -315,10 +375,14 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
         qp->resources_.assign(q.max_dest_rd_atomic, ResponderResource{});
         qp->resp_queue_.Init(2 * std::max<uint32_t>(1, q.max_dest_rd_atomic) +
                              8);
-        if (qp->type() != QpType::kUd) {
+        const bool connected =
+            qp->type() == QpType::kRc || qp->type() == QpType::kUc;
+        if (connected) {
           qp->path_headers_ = std::make_unique<ConnectedPathHeaders>();
         }
-        if (qp->recorder_ == nullptr && config_.flight_recorder_events != 0) {
+        // A raw QP's frames are the application's: nothing to record.
+        if (qp->recorder_ == nullptr && config_.flight_recorder_events != 0 &&
+            qp->type() != QpType::kRawPacket) {
           qp->recorder_ =
               std::make_unique<FlightRecorder>(config_.flight_recorder_events);
         }

@@ -75,6 +75,9 @@ enum rocemu_qp_type {
   ROCEMU_QPT_RC = 2,
   ROCEMU_QPT_UC = 3,
   ROCEMU_QPT_UD = 4,
+  /* Whole Ethernet frames: sends leave as built, receives come through
+   * flow rules (rocemu_create_flow). */
+  ROCEMU_QPT_RAW_PACKET = 8,
   ROCEMU_QPT_XRC_SEND = 9,  /* XRC INI: sends only, to a remote XRC SRQ */
   ROCEMU_QPT_XRC_RECV = 10, /* XRC TGT: rocemu_open_xrc_tgt_qp */
 };
@@ -540,6 +543,31 @@ int rocemu_destroy_ah(struct rocemu_ah* ah);
  * max_mcast_qp_attach. */
 int rocemu_attach_mcast(struct rocemu_qp* qp, const uint8_t gid[16]);
 int rocemu_detach_mcast(struct rocemu_qp* qp, const uint8_t gid[16]);
+/* A flow steering rule of a raw packet QP (ibv_create_flow): frames that
+ * are not the RNIC's own and match `value` under `mask` (the match key of
+ * nic/flow_table.h, network byte order) and have every `layers` bit
+ * (nic/flow_table.h's flow_layer) are placed whole into the QP's receive
+ * WQEs. EINVAL for another QP type or a value outside its mask, ENOMEM
+ * past the device's rules; *handle names it for rocemu_destroy_flow. */
+struct rocemu_flow_rule {
+  uint8_t
+      type; /* ibv_flow_attr_type: NORMAL, ALL_DEFAULT, MC_DEFAULT, SNIFFER */
+  uint8_t layers;
+  uint16_t priority; /* lower first */
+  uint8_t value[64];
+  uint8_t mask[64];
+};
+int rocemu_create_flow(struct rocemu_qp* qp,
+                       const struct rocemu_flow_rule* rule, uint32_t* handle);
+int rocemu_destroy_flow(struct rocemu_context* ctx, uint32_t handle);
+/* Receive-side scaling of a raw packet QP (ibv_create_qp_ex with
+ * rx_hash_conf): frames its flow rules take go to one of `wqs` (receive-
+ * only raw packet QPs of the same PD: ibv_create_wq), picked by the
+ * Toeplitz hash under `key` of the IBV_RX_HASH_* `fields` (nic/rss.h).
+ * 1 << log_table_size WQs, at most 64; a key of 4 to 40 bytes. */
+int rocemu_set_rss(struct rocemu_qp* qp, uint64_t fields, const uint8_t* key,
+                   uint32_t key_len, struct rocemu_qp* const* wqs,
+                   uint32_t log_table_size);
 
 /* --- shared receive queues --- */
 struct rocemu_srq* rocemu_create_srq(struct rocemu_pd* pd,

@@ -67,6 +67,9 @@ absl::StatusOr<nic::RnicConfig> MakeRnicConfig(const config::Config& config,
   cc.pfc_rx.pfc_enable = pfc_mask;
   cc.pfc_rx.port_rate_bps = p.link_speed_mbps * pfc_ecn::kBpsPerMbps;
   rc.vlan_id = p.vlan_id;
+  // DPDK's ring PMD (net_ringN, one ring for RX and TX) hands back every
+  // frame the port sends, as a looped cable would.
+  rc.medium_loops_back = p.devargs.rfind("net_ring", 0) == 0;
   rc.flight_recorder_events = config.recorder.events;
   if (absl::Status s = cc.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(

@@ -756,10 +756,12 @@ static int probe_refuse(void) {
   qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cqx);
   qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
   qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  /* Raw packet QPs need CAP_NET_RAW, as on a ConnectX (EACCES without). */
   qa.qp_type = IBV_QPT_RAW_PACKET;
   errno = 0;
-  CHECK(ibv_create_qp(pd, &qa) == NULL && errno == EOPNOTSUPP,
-        "a raw packet QP: EOPNOTSUPP");
+  struct ibv_qp* raw = ibv_create_qp(pd, &qa);
+  CHECK(raw != NULL || errno == EACCES,
+        "a raw packet QP (EACCES without CAP_NET_RAW: errno %d)", errno);
   qa.qp_type = IBV_QPT_RC;
   struct ibv_qp* qp = ibv_create_qp(pd, &qa);
   CHECK(qp != NULL, "an RC QP");
@@ -767,17 +769,26 @@ static int probe_refuse(void) {
         "ibv_qp_to_qp_ex is NULL for a QP made without send_ops_flags");
   struct ibv_flow_attr fa = {.size = sizeof(fa), .port = 1};
   errno = 0;
-  CHECK(qp != NULL && ibv_create_flow(qp, &fa) == NULL &&
-            (errno == EOPNOTSUPP || errno == ENOSYS),
-        "ibv_create_flow: not supported");
+  CHECK(qp != NULL && ibv_create_flow(qp, &fa) == NULL && errno == EINVAL,
+        "ibv_create_flow on an RC QP: EINVAL");
+  if (raw != NULL) {
+    struct ibv_flow* flow = ibv_create_flow(raw, &fa);
+    CHECK(flow != NULL, "ibv_create_flow (a catch-all rule) on the raw QP");
+    CHECK(ibv_destroy_qp(raw) == EBUSY,
+          "ibv_destroy_qp of a QP holding a flow rule: EBUSY");
+    CHECK(flow != NULL && ibv_destroy_flow(flow) == 0, "ibv_destroy_flow");
+    CHECK(ibv_destroy_qp(raw) == 0, "then the raw QP goes");
+  }
   struct ibv_wq_init_attr wa = {.wq_type = IBV_WQT_RQ,
                                 .max_wr = 4,
                                 .max_sge = 1,
                                 .pd = pd,
                                 .cq = ibv_cq_ex_to_cq(cqx)};
   errno = 0;
-  CHECK(ibv_create_wq(ctx, &wa) == NULL,
-        "ibv_create_wq: not supported (errno %d)", errno);
+  struct ibv_wq* wq = ibv_create_wq(ctx, &wa);
+  CHECK(raw != NULL ? wq != NULL && wq->wq_num != 0 : errno == EACCES,
+        "ibv_create_wq (a receive-only raw QP: errno %d)", errno);
+  if (wq != NULL) CHECK(ibv_destroy_wq(wq) == 0, "ibv_destroy_wq");
   struct ibv_query_device_ex_input in = {.comp_mask = 1};
   struct ibv_device_attr_ex dax;
   CHECK(ibv_query_device_ex(ctx, &in, &dax) == EINVAL,
@@ -785,16 +796,21 @@ static int probe_refuse(void) {
   const uint32_t odp_rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
                           IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
                           IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
-  CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0 &&
-            dax.odp_caps.general_caps ==
-                (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) &&
-            dax.odp_caps.per_transport_caps.rc_odp_caps == odp_rc &&
-            dax.completion_timestamp_mask == ~(uint64_t)0 &&
-            dax.orig_attr.max_mw > 0 &&
-            (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
-            (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B),
-        "ibv_query_device_ex: ODP (implicit too), 64-bit timestamps; "
-        "windows type 1, 2B");
+  CHECK(
+      ibv_query_device_ex(ctx, NULL, &dax) == 0 &&
+          dax.odp_caps.general_caps ==
+              (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) &&
+          dax.odp_caps.per_transport_caps.rc_odp_caps == odp_rc &&
+          dax.completion_timestamp_mask == ~(uint64_t)0 &&
+          dax.orig_attr.max_mw > 0 &&
+          (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+          (dax.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) &&
+          (dax.orig_attr.device_cap_flags & IBV_DEVICE_MANAGED_FLOW_STEERING) &&
+          dax.rss_caps.supported_qpts == 1u << IBV_QPT_RAW_PACKET &&
+          dax.raw_packet_caps == 0,
+      "ibv_query_device_ex: ODP (implicit too), 64-bit timestamps; "
+      "windows type 1, 2B; flow steering, RSS on raw QPs, no raw "
+      "offloads");
   /* The private provider interface exists and refuses. */
   int (*cmd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "ibv_cmd_alloc_pd");
   CHECK(cmd != NULL && cmd() == EOPNOTSUPP,

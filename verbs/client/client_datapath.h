@@ -33,11 +33,12 @@ namespace rocemu::verbs::client {
 inline bool SendOpcodeAllowed(int qp_type, int op) {
   switch (op) {
     case ROCEMU_WR_SEND:
-    case ROCEMU_WR_SEND_WITH_IMM:
       return true;
+    case ROCEMU_WR_SEND_WITH_IMM:
+      return qp_type != ROCEMU_QPT_RAW_PACKET;
     case ROCEMU_WR_RDMA_WRITE:
     case ROCEMU_WR_RDMA_WRITE_WITH_IMM:
-      return qp_type != ROCEMU_QPT_UD;
+      return qp_type == ROCEMU_QPT_RC || qp_type == ROCEMU_QPT_UC;
     case ROCEMU_WR_RDMA_READ:
     case ROCEMU_WR_ATOMIC_CMP_AND_SWP:
     case ROCEMU_WR_ATOMIC_FETCH_AND_ADD:
@@ -48,7 +49,7 @@ inline bool SendOpcodeAllowed(int qp_type, int op) {
       return qp_type == ROCEMU_QPT_RC;
     case ROCEMU_WR_LOCAL_INV:
     case ROCEMU_WR_BIND_MW:
-      return qp_type != ROCEMU_QPT_UD;
+      return qp_type == ROCEMU_QPT_RC || qp_type == ROCEMU_QPT_UC;
     default:
       return false;
   }

@@ -155,6 +155,44 @@ int rocemu_detach_mcast(rocemu_qp* qp, const uint8_t gid[16]) {
   return Mcast(qp, gid, wire::MsgType::kDetachMcast);
 }
 
+int rocemu_create_flow(rocemu_qp* qp, const rocemu_flow_rule* rule,
+                       uint32_t* handle) {
+  wire::CreateFlowReq req{};
+  req.qpn = qp->qpn;
+  req.type = rule->type;
+  req.layers = rule->layers;
+  req.priority = rule->priority;
+  static_assert(sizeof(req.value) == sizeof(rule->value));
+  std::memcpy(req.value, rule->value, sizeof(req.value));
+  std::memcpy(req.mask, rule->mask, sizeof(req.mask));
+  wire::HandleResp resp{};
+  const int err = Call<wire::CreateFlowReq, wire::HandleResp>(
+      qp->ctx, wire::MsgType::kCreateFlow, req, &resp);
+  if (err == 0) *handle = resp.handle;
+  return err;
+}
+
+int rocemu_destroy_flow(rocemu_context* ctx, uint32_t handle) {
+  return Released(ctx, Handle(ctx, wire::MsgType::kDestroyFlow, handle));
+}
+
+int rocemu_set_rss(rocemu_qp* qp, uint64_t fields, const uint8_t* key,
+                   uint32_t key_len, rocemu_qp* const* wqs,
+                   uint32_t log_table_size) {
+  wire::SetRssReq req{};
+  if (key_len > sizeof(req.key) || log_table_size > 6) return EINVAL;
+  req.qpn = qp->qpn;
+  req.log_table_size = log_table_size;
+  req.fields = fields;
+  req.key_len = static_cast<uint8_t>(key_len);
+  std::memcpy(req.key, key, key_len);
+  for (uint32_t i = 0; i < (1u << log_table_size); ++i) {
+    req.wqs[i] = wqs[i]->qpn;
+  }
+  return Call<wire::SetRssReq, wire::Empty>(qp->ctx, wire::MsgType::kSetRss,
+                                            req, nullptr);
+}
+
 namespace {
 struct RocemuSendTraits {
   static uint32_t InvalidateRkey(const rocemu_send_wr& wr) {

@@ -158,8 +158,17 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
   // 1 GHz "core clock" that never wraps in practice).
   a.completion_timestamp_mask = ~uint64_t{0};
   a.hca_core_clock = 1000000;  // kHz
-  // No TSO/RSS/WQs, no tag matching, no CQ moderation: those capability
-  // blocks stay zero.
+  // RSS over WQs for raw packet QPs (verbs/ibverbs/wq.cc, nic/rss.h):
+  // Toeplitz over IPv4/IPv6 addresses and TCP/UDP ports, tables of up to
+  // 64 WQs. No TSO, no raw packet offloads (raw_packet_caps 0), no tag
+  // matching, no CQ moderation: those blocks stay zero.
+  a.rss_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+  a.rss_caps.max_rwq_indirection_tables = r.max_qp;
+  a.rss_caps.max_rwq_indirection_table_size = 64;
+  a.rss_caps.rx_hash_fields_mask =
+      0xFF;  // IBV_RX_HASH_SRC_IPV4 .. DST_PORT_UDP
+  a.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+  a.max_wq_type_rq = r.max_qp;
   std::memcpy(out, &a, std::min(len, sizeof(a)));
   return 0;
 }
@@ -401,6 +410,8 @@ static ibv_context* NewContext(DevImpl* dev, rocemu_context* rc, int cmd_fd) {
   FillQpOps(ctx);
   FillSrqOps(ctx);
   FillXrcOps(ctx);
+  FillFlowOps(ctx);
+  FillWqOps(ctx);
   return &c;
 }
 

@@ -232,6 +232,14 @@ void FillXrcOps(CtxImpl* ctx);
 // (ibv_create_qp_ex with IBV_QPT_XRC_RECV), xrc.cc.
 ibv_srq* CreateXrcSrq(ibv_context* context, ibv_srq_init_attr_ex* attr);
 ibv_qp* CreateXrcTgtQp(ibv_context* context, ibv_qp_init_attr_ex* attr);
+void FillFlowOps(CtxImpl* ctx);  // flow.cc: ibv_create_flow, ibv_destroy_flow
+// wq.cc: ibv_create_wq and co., ibv_create_rwq_ind_table and co.
+void FillWqOps(CtxImpl* ctx);
+// wq.cc: ibv_create_qp_ex with IBV_QP_INIT_ATTR_RX_HASH (an RSS QP), made
+// by `create_qp_ex` without it, then given its indirection table.
+ibv_qp* CreateRssQp(ibv_context* context, ibv_qp_init_attr_ex* attr,
+                    ibv_qp* (*create_qp_ex)(ibv_context*,
+                                            ibv_qp_init_attr_ex*));
 void FillMemoryOps(CtxImpl* ctx);
 void FillMwOps(CtxImpl* ctx);
 void FillDeviceOps(CtxImpl* ctx);

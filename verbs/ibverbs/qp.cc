@@ -53,8 +53,9 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) return FailNull<ibv_qp>(EIO);
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-      attr->qp_type != IBV_QPT_UD && attr->qp_type != IBV_QPT_XRC_SEND) {
-    return FailNull<ibv_qp>(EOPNOTSUPP);  // no raw packet or DC QPs
+      attr->qp_type != IBV_QPT_UD && attr->qp_type != IBV_QPT_XRC_SEND &&
+      attr->qp_type != IBV_QPT_RAW_PACKET) {
+    return FailNull<ibv_qp>(EOPNOTSUPP);  // no DC QPs
   }
   // The XRC INI QP receives nothing: no receive CQ needed, no SRQ taken.
   const bool ini = attr->qp_type == IBV_QPT_XRC_SEND;
@@ -101,6 +102,10 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
 }
 
 ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  if ((attr->comp_mask &
+       (IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_IND_TABLE)) != 0) {
+    return CreateRssQp(context, attr, CreateQpEx);
+  }
   constexpr uint32_t kKnown =
       IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD;

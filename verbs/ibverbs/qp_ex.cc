@@ -269,6 +269,7 @@ void WrSetInlineData(ibv_qp_ex* qpx, void* addr, size_t length) {
 }  // namespace
 
 uint64_t SupportedSendOps(ibv_qp_type type) {
+  if (type == IBV_QPT_RAW_PACKET) return IBV_QP_EX_WITH_SEND;  // whole frames
   uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
   const bool rc = type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
   if (type == IBV_QPT_UC || rc) {

@@ -75,6 +75,8 @@ uint8_t QptOf(nic::QpType t) {
       return kIbvQptXrcSend;
     case nic::QpType::kXrcTgt:
       return kIbvQptXrcRecv;
+    case nic::QpType::kRawPacket:  // the CM connects no raw QP
+      break;
   }
   return 0;
 }

@@ -61,6 +61,9 @@ bool QpTypeFromWire(uint8_t t, nic::QpType* out) {
     case 10:  // IBV_QPT_XRC_RECV
       *out = nic::QpType::kXrcTgt;
       return true;
+    case 8:
+      *out = nic::QpType::kRawPacket;
+      return true;
     default:
       return false;
   }

@@ -323,6 +323,20 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       Reply(c, type, seq, st, &r, sizeof(r), {});
       break;
     }
+    case wire::MsgType::kCreateFlow: {
+      wire::HandleResp r{};
+      st = OnCreateFlow(c, wire::BodyAs<wire::CreateFlowReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
+    case wire::MsgType::kDestroyFlow:
+      st = OnDestroyFlow(c, wire::BodyAs<wire::HandleReq>(body).handle);
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kSetRss:
+      st = OnSetRss(c, wire::BodyAs<wire::SetRssReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
     case wire::MsgType::kInvalid:
       break;
   }

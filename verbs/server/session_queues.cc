@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -19,6 +20,32 @@
 #include "verbs/server/session_server.h"
 
 namespace rocemu::verbs {
+
+namespace {
+
+// Whether process `pid` holds CAP_NET_RAW (bit 13 of its effective set):
+// what the kernel asks of a program creating a raw packet QP on a ConnectX,
+// since such a QP puts any frame it likes on the link.
+bool HasCapNetRaw(pid_t pid) {
+  constexpr uint64_t kCapNetRaw = 1ull << 13;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/status", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return false;
+  char line[256];
+  uint64_t eff = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long long v = 0;
+    if (std::sscanf(line, "CapEff: %llx", &v) == 1) {
+      eff = v;
+      break;
+    }
+  }
+  std::fclose(f);
+  return (eff & kCapNetRaw) != 0;
+}
+
+}  // namespace
 
 absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
                                        int fd, wire::CreateCqResp* out,
@@ -149,6 +176,10 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
       (!no_rcq && (rcq == cqs_.end() || rcq->second->owner != c.id))) {
     return absl::NotFoundError("no such CQ");
   }
+  if (init.qp_type == nic::QpType::kRawPacket && !HasCapNetRaw(c.cred.pid)) {
+    return absl::PermissionDeniedError(
+        "a raw packet QP needs CAP_NET_RAW, as on a ConnectX");
+  }
   Srq* srq = nullptr;
   if ((r.flags & wire::kCreateQpWithSrq) != 0) {
     auto it = srqs_.find(r.srq);
@@ -274,7 +305,67 @@ absl::Status SessionServer::OnMcast(Client& c, const wire::McastReq& r,
                 : rnic_.DetachMcast(r.qpn, mgid);
 }
 
+absl::Status SessionServer::OnCreateFlow(Client& c,
+                                         const wire::CreateFlowReq& r,
+                                         wire::HandleResp* out) {
+  auto it = qps_.find(r.qpn);
+  if (it == qps_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such QP");
+  }
+  nic::FlowRule rule;
+  rule.type = static_cast<nic::FlowType>(r.type);
+  rule.priority = r.priority;
+  rule.qpn = r.qpn;
+  rule.layers = r.layers;
+  static_assert(sizeof(r.value) == nic::flow_key::kLen);
+  std::memcpy(rule.value.bytes.data(), r.value, sizeof(r.value));
+  std::memcpy(rule.mask.bytes.data(), r.mask, sizeof(r.mask));
+  absl::StatusOr<uint32_t> h = rnic_.CreateFlow(rule);
+  if (!h.ok()) return h.status();
+  flows_[*h] = {c.id, r.qpn};
+  out->handle = *h;
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnSetRss(Client& c, const wire::SetRssReq& r) {
+  auto owned = [&](uint32_t qpn) {
+    auto it = qps_.find(qpn);
+    return it != qps_.end() && it->second->owner == c.id;
+  };
+  if (!owned(r.qpn)) return absl::NotFoundError("no such QP");
+  if (r.log_table_size > nic::kRssLogTableMax) {
+    return absl::InvalidArgumentError("RSS: indirection table too large");
+  }
+  if (r.key_len > sizeof(r.key)) {
+    return absl::InvalidArgumentError("RSS: hash key too long");
+  }
+  nic::RssConfig rss;
+  rss.fields = r.fields;
+  rss.key.assign(r.key, r.key + r.key_len);
+  for (uint32_t i = 0; i < (1u << r.log_table_size); ++i) {
+    if (!owned(r.wqs[i])) return absl::NotFoundError("no such WQ");
+    rss.table.push_back(r.wqs[i]);
+  }
+  return rnic_.SetRss(r.qpn, std::move(rss));
+}
+
+absl::Status SessionServer::OnDestroyFlow(Client& c, uint32_t handle) {
+  auto it = flows_.find(handle);
+  if (it == flows_.end() || it->second.owner != c.id) {
+    return absl::NotFoundError("no such flow");
+  }
+  flows_.erase(it);
+  return rnic_.DestroyFlow(handle);
+}
+
 void SessionServer::ReleaseQp(Qp& qp) {
+  // A departing client's flow rules go with their QP.
+  for (auto it = flows_.begin(); it != flows_.end();) {
+    auto cur = it++;
+    if (cur->second.qpn != qp.qpn) continue;
+    (void)rnic_.DestroyFlow(cur->first);
+    flows_.erase(cur);
+  }
   // Completions the RNIC still holds for it are dropped with the QP.
   counters_.wqes_discarded += qp.sq.Unretired();
   if (qp.srq == nullptr) counters_.wqes_discarded += qp.rq.Unretired();
@@ -290,6 +381,13 @@ absl::Status SessionServer::OnDestroyQp(Client& c, uint32_t qpn) {
   auto it = qps_.find(qpn);
   if (it == qps_.end() || !it->second->Holds(c.id)) {
     return absl::NotFoundError("no such QP");
+  }
+  // ibv_destroy_qp is EBUSY while flow rules hold the QP.
+  if (rnic_.flow_table().RulesOf(qpn) > 0) {
+    return absl::UnavailableError("QP has flow rules");
+  }
+  if (rnic_.InRssTable(qpn)) {
+    return absl::UnavailableError("WQ in an indirection table");
   }
   // An XRC TGT QP others hold too only loses this holder.
   if (HandOverTgtQp(*it->second, c)) return absl::OkStatus();

@@ -402,19 +402,22 @@ void SessionServer::Disconnect(nic::ClientId id) {
   }
   if (!gone.doorbells.valid()) --unrung_clients_;
   // QPs first (to ERR, which flushes their queues, then destroyed), so no
-  // engine touches the MRs unmapped next.
-  for (auto it = qps_.begin(); it != qps_.end();) {
-    auto cur = it++;
-    Qp& qp = *cur->second;
-    if (!qp.Holds(id)) continue;
-    // An XRC TGT QP others hold too stays with them.
-    if (HandOverTgtQp(qp, gone)) continue;
-    nic::QpAttr err;
-    err.qp_state = nic::QpState::kErr;
-    (void)rnic_.ModifyQp(qp.qpn, err, nic::qp_attr::kState);
-    ++counters_.qps_flushed;
-    ReleaseQp(qp);
-    qps_.erase(cur);
+  // engine touches the MRs unmapped next; RSS QPs before the WQs their
+  // tables name.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto it = qps_.begin(); it != qps_.end();) {
+      auto cur = it++;
+      Qp& qp = *cur->second;
+      if (!qp.Holds(id) || (pass == 0 && !rnic_.IsRssQp(qp.qpn))) continue;
+      // An XRC TGT QP others hold too stays with them.
+      if (HandOverTgtQp(qp, gone)) continue;
+      nic::QpAttr err;
+      err.qp_state = nic::QpState::kErr;
+      (void)rnic_.ModifyQp(qp.qpn, err, nic::qp_attr::kState);
+      ++counters_.qps_flushed;
+      ReleaseQp(qp);
+      qps_.erase(cur);
+    }
   }
   // Windows before the regions they may be bound into.
   for (auto it = mws_.begin(); it != mws_.end();) {

@@ -312,6 +312,11 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnDestroyAh(Client& c, uint32_t ah);
   // attach_mcast (attach) or detach_mcast on one of the client's QPs.
   absl::Status OnMcast(Client& c, const wire::McastReq& r, bool attach);
+  // ibv_create_flow / ibv_destroy_flow on the client's raw packet QPs.
+  absl::Status OnCreateFlow(Client& c, const wire::CreateFlowReq& r,
+                            wire::HandleResp* out);
+  absl::Status OnDestroyFlow(Client& c, uint32_t handle);
+  absl::Status OnSetRss(Client& c, const wire::SetRssReq& r);
   absl::Status OnQueryDevice(wire::QueryDeviceResp* out);
   absl::Status OnQueryPort(const wire::QueryPortReq& r,
                            wire::QueryPortResp* out);
@@ -454,6 +459,11 @@ class SessionServer final : private nic::RecvWqeFetcher {
 
   absl::flat_hash_map<nic::ClientId, std::unique_ptr<Client>> clients_;
   absl::flat_hash_map<uint32_t, std::unique_ptr<Qp>> qps_;  // by QPN
+  struct FlowRec {
+    nic::ClientId owner = 0;
+    uint32_t qpn = 0;
+  };
+  absl::flat_hash_map<uint32_t, FlowRec> flows_;  // by the RNIC's handle
   absl::flat_hash_map<uint32_t, std::unique_ptr<Cq>> cqs_;  // by handle
   absl::flat_hash_map<uint32_t, std::unique_ptr<Mr>> mrs_;  // by key
   // Regions released so far: an OwnedKey learnt before the last release

@@ -109,6 +109,12 @@ const char* MsgTypeName(MsgType t) {
       return "create_xrc_srq";
     case MsgType::kXrcTgtQp:
       return "xrc_tgt_qp";
+    case MsgType::kCreateFlow:
+      return "create_flow";
+    case MsgType::kDestroyFlow:
+      return "destroy_flow";
+    case MsgType::kSetRss:
+      return "set_rss";
   }
   return "unknown";
 }
@@ -191,7 +197,12 @@ MsgLayout LayoutOf(MsgType t) {
       return {sizeof(CreateXrcSrqReq), sizeof(CreateXrcSrqResp), 0, 0, 1};
     case MsgType::kXrcTgtQp:
       return {sizeof(XrcTgtQpReq), sizeof(XrcTgtQpResp), 0, 0, 0};
+    case MsgType::kCreateFlow:
+      return {sizeof(CreateFlowReq), sizeof(HandleResp), 0, 0, 0};
+    case MsgType::kSetRss:
+      return {sizeof(SetRssReq), 0, 0, 0, 0};
     case MsgType::kCloseXrcd:
+    case MsgType::kDestroyFlow:
     case MsgType::kDeallocMw:
     case MsgType::kDestroySrq:
     case MsgType::kDeallocPd:

@@ -91,8 +91,13 @@ enum class MsgType : uint16_t {
   kCloseXrcd = 45,
   kCreateXrcSrq = 46,
   kXrcTgtQp = 47,
+  // ibv_create_flow / ibv_destroy_flow (raw packet QPs).
+  kCreateFlow = 48,
+  kDestroyFlow = 49,
+  // ibv_create_qp_ex with rx_hash_conf: the QP's indirection table of WQs.
+  kSetRss = 50,
 };
-inline constexpr uint16_t kMaxMsgType = 47;
+inline constexpr uint16_t kMaxMsgType = 50;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -236,6 +241,28 @@ struct McastReq {  // attach_mcast, detach_mcast
   uint16_t lid;  // ignored on RoCE, as by ConnectX and rxe
   uint16_t reserved;
   uint8_t gid[16];
+};
+// ibv_create_flow, its specs already folded by the library into the
+// RNIC's match key (nic/flow_table.h: value and mask over flow_key's
+// layout, the layers the frame must have). Reply: HandleResp.
+struct CreateFlowReq {
+  uint32_t qpn;
+  uint8_t type;  // ibv_flow_attr_type
+  uint8_t layers;
+  uint16_t priority;
+  uint8_t value[64];
+  uint8_t mask[64];
+};
+// The RSS of a raw packet QP (nic/rss.h): its WQs (receive-only raw QPs
+// of the same client) and hash. Reply: none.
+struct SetRssReq {
+  uint32_t qpn;
+  uint32_t log_table_size;  // wqs[0, 1 << log_table_size)
+  uint64_t fields;          // IBV_RX_HASH_* bits
+  uint8_t key_len;
+  uint8_t reserved[7];
+  uint8_t key[40];
+  uint32_t wqs[64];
 };
 struct AllocMwReq {  // reply: HandleResp with the window's R_Key
   uint32_t pd;
@@ -585,6 +612,8 @@ static_assert(sizeof(CmInitQpAttrResp) == 96);
 
 static_assert(sizeof(QueryDeviceResp) == 208);
 static_assert(sizeof(McastReq) == 24);
+static_assert(sizeof(CreateFlowReq) == 136);
+static_assert(sizeof(SetRssReq) == 320);
 static_assert(sizeof(QueryPortResp) == 52);
 static_assert(sizeof(TableQueryReq) == 8);
 static_assert(sizeof(CreateSrqReq) == 16);
