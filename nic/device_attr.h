@@ -71,8 +71,7 @@ struct DeviceAttr {
   // steering rules for raw packet QPs (MANAGED_FLOW_STEERING 1<<29, as a
   // ConnectX). Not RAW_IP_CSUM: a raw QP's frames leave as they are.
   uint32_t device_cap_flags = (1u << 1) | (1u << 2) | (1u << 11) | (1u << 12) |
-                              (1u << 17) | (1u << 20) | (1u << 24) |
-                              (1u << 29);
+                              (1u << 17) | (1u << 20) | (1u << 24) | (1u << 29);
   // The 64-bit IB_UVERBS_DEVICE_* bits above 31 (ibv_device_attr_ex's
   // device_cap_flags_ex): IBTA 1.5 RDMA FLUSH with global placement
   // (FLUSH_GLOBAL 1<<38; not FLUSH_PERSISTENT 1<<39: no region is

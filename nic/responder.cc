@@ -285,7 +285,7 @@ void Responder::Receive(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
       ReceiveXrcTgt(nic, qp, pkt);
       return;
     case QpType::kXrcIni:
-      return;  // takes no request (Rnic::Deliver drops them)
+      return;                 // takes no request (Rnic::Deliver drops them)
     case QpType::kRawPacket:  // no RoCE opcode is of this service
       return;
   }
