@@ -29,7 +29,7 @@ bool WrAllowed(QpType t, WrOpcode op) {
       return t != QpType::kRawPacket;  // a raw frame has no immediate
     case WrOpcode::kRdmaWrite:
     case WrOpcode::kRdmaWriteWithImm:
-      return t == QpType::kRc || t == QpType::kUc;
+      return t == QpType::kRc || t == QpType::kUc || t == QpType::kXrcIni;
     case WrOpcode::kRdmaRead:
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd:
@@ -39,7 +39,7 @@ bool WrAllowed(QpType t, WrOpcode op) {
       return IsReliable(t);
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
-      return t == QpType::kRc || t == QpType::kUc;
+      return t == QpType::kRc || t == QpType::kUc || t == QpType::kXrcIni;
   }
   return false;
 }
@@ -376,7 +376,7 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
         qp->resp_queue_.Init(2 * std::max<uint32_t>(1, q.max_dest_rd_atomic) +
                              8);
         const bool connected =
-            qp->type() == QpType::kRc || qp->type() == QpType::kUc;
+            qp->type() != QpType::kUd && qp->type() != QpType::kRawPacket;
         if (connected) {
           qp->path_headers_ = std::make_unique<ConnectedPathHeaders>();
         }

@@ -161,7 +161,10 @@ TEST(XrcTest, SendWriteReadAtomicsThroughTheNamedSrq) {
           .ok());
   SendWr w = XrcWr(ini, 2, WrOpcode::kRdmaWrite, srq.srqn, 64);
   w.rdma = {target + 2048, srq.key};
-  ASSERT_TRUE(net.a().PostSend(ini.qpn, w).ok());
+  {
+    auto st = net.a().PostSend(ini.qpn, w);
+    ASSERT_TRUE(st.ok()) << st;
+  }
   SendWr r = XrcWr(ini, 3, WrOpcode::kRdmaRead, srq.srqn, 48);
   r.rdma = {target + 8192, srq.key};
   ASSERT_TRUE(net.a().PostSend(ini.qpn, r).ok());

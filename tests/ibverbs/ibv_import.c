@@ -154,10 +154,13 @@ int main(void) {
         "the deregistered MR can no longer be imported");
   CHECK(ibv_dereg_mr(mr2) != 0,
         "nor deregistered again through the original handle");
+  /* As with rdma-core, the stale handle is the application's to drop. */
+  ibv_unimport_mr(mr2);
   CHECK(ibv_dealloc_pd(ipd2) == 0, "a PD deallocated through its import");
   errno = 0;
   CHECK(ibv_import_pd(ictx, pd2->handle) == NULL && errno == EINVAL,
         "the deallocated PD can no longer be imported");
+  ibv_unimport_pd(pd2);
 
   /* Device memory, where the device has it. */
   struct ibv_device_attr_ex ax;
@@ -182,11 +185,15 @@ int main(void) {
     errno = 0;
     CHECK(ibv_import_dm(ictx, dm->handle) == NULL && errno == EINVAL,
           "a freed DM can no longer be imported");
+    ibv_unimport_dm(dm);
   }
 
   /* The session outlives the context it was opened with. */
   const uint32_t lkey = imr->lkey, rkey = imr->rkey;
   ibv_unimport_mr(imr);
+  /* The MR and PD live on in the session: only these handles go. */
+  ibv_unimport_mr(mr);
+  ibv_unimport_pd(pd);
   CHECK(ibv_close_device(ctx) == 0, "the original context closed");
   memset(buf + kHalf, 0, kHalf);
   CHECK(write_and_wait(qa, cq, buf, lkey, buf + kHalf, rkey, kHalf) ==

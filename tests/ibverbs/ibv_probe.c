@@ -709,10 +709,21 @@ static int probe_refuse(void) {
       .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
       .fd = -1,
       .oflags = O_CREAT};
+  /* XRC: fd -1 is a private domain; a file with no domain yet needs
+   * O_CREAT, else EAGAIN as from the kernel. */
+  struct ibv_xrcd* xrcd = ibv_open_xrcd(ctx, &xa);
+  CHECK(xrcd != NULL && ibv_close_xrcd(xrcd) == 0,
+        "ibv_open_xrcd fd -1 O_CREAT: a private domain, closed");
+  char xpath[] = "/tmp/ibv_probe_xrcd_XXXXXX";
+  xa.fd = mkstemp(xpath);
+  xa.oflags = 0;
   errno = 0;
-  CHECK(ibv_open_xrcd(ctx, &xa) == NULL &&
-            (errno == EOPNOTSUPP || errno == ENOSYS),
-        "ibv_open_xrcd: not supported");
+  CHECK(xa.fd >= 0 && ibv_open_xrcd(ctx, &xa) == NULL && errno == EAGAIN,
+        "ibv_open_xrcd of a file without a domain, no O_CREAT: EAGAIN");
+  if (xa.fd >= 0) {
+    close(xa.fd);
+    unlink(xpath);
+  }
   char* mem = malloc(8192);
   errno = 0;
   struct ibv_mr* odp =

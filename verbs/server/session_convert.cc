@@ -34,7 +34,7 @@ int ErrnoOf(const absl::Status& s) {
       return EPROTONOSUPPORT;
     case absl::StatusCode::kDataLoss:
       return EPROTO;
-    case absl::StatusCode::kAborted:  // only ResolveDmac: try again
+    case absl::StatusCode::kAborted:  // ResolveDmac, an XRC file: try again
       return EAGAIN;
     default:
       return EIO;

@@ -45,7 +45,8 @@ absl::Status SessionServer::OnOpenXrcd(Client& c, const wire::OpenXrcdReq& r,
       return absl::OkStatus();
     }
     if ((r.oflags & O_CREAT) == 0) {
-      return absl::InvalidArgumentError(
+      // EAGAIN, as the kernel answers: another process may yet create it.
+      return absl::AbortedError(
           "open_xrcd: the file has no domain (and no O_CREAT)");
     }
   }
