@@ -6,6 +6,7 @@
 #include "nic/requester.h"
 #include "nic/rnic.h"
 #include "nic/sg_copy.h"
+#include "nic/tag_matching.h"
 
 namespace rocemu::nic {
 
@@ -115,6 +116,10 @@ void CompleteHead(Rnic& nic, Qp& qp) {
   if (w.wr.opcode == WrOpcode::kSend || w.wr.opcode == WrOpcode::kSendWithImm ||
       w.wr.opcode == WrOpcode::kSendWithInv) {
     ++nic.engine_counters().rdma_sends;
+  }
+  if ((w.wr.send_flags & send_flags::kTmInternal) != 0) {
+    TmInternalDone(nic, qp, w, WcStatus::kSuccess);
+    return;
   }
   if (w.wr.signaled() || qp.init_.sq_sig_all) {
     WorkCompletion wc;

@@ -34,9 +34,11 @@ constexpr StatusText kStatusText[] = {
     {"IBV_WC_FATAL_ERR", "fatal error"},
     {"IBV_WC_RESP_TIMEOUT_ERR", "response timeout error"},
     {"IBV_WC_GENERAL_ERR", "general error"},
+    {"IBV_WC_TM_ERR", "TM error"},
+    {"IBV_WC_TM_RNDV_INCOMPLETE", "TM software rendezvous"},
 };
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) ==
-              static_cast<size_t>(WcStatus::kGeneralErr) + 1);
+              static_cast<size_t>(WcStatus::kTmRndvIncomplete) + 1);
 }  // namespace
 
 const char* WcStatusName(WcStatus s) {
@@ -73,6 +75,16 @@ const char* WcOpcodeName(WcOpcode op) {
       return "IBV_WC_RECV";
     case WcOpcode::kRecvRdmaWithImm:
       return "IBV_WC_RECV_RDMA_WITH_IMM";
+    case WcOpcode::kTmAdd:
+      return "IBV_WC_TM_ADD";
+    case WcOpcode::kTmDel:
+      return "IBV_WC_TM_DEL";
+    case WcOpcode::kTmSync:
+      return "IBV_WC_TM_SYNC";
+    case WcOpcode::kTmRecv:
+      return "IBV_WC_TM_RECV";
+    case WcOpcode::kTmNoTag:
+      return "IBV_WC_TM_NO_TAG";
   }
   return "IBV_WC_UNKNOWN";
 }

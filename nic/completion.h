@@ -31,6 +31,10 @@ enum class WcStatus : uint8_t {
   kFatalErr = 19,
   kRespTimeoutErr = 20,
   kGeneralErr = 21,
+  // Tag matching: a TAG_DEL of a buffer no longer in the list; a
+  // rendezvous whose data does not fit the tagged buffer.
+  kTmErr = 22,
+  kTmRndvIncomplete = 23,
 };
 // "IBV_WC_LOC_PROT_ERR"; "IBV_WC_UNKNOWN" for values outside the enum.
 const char* WcStatusName(WcStatus s);
@@ -50,6 +54,12 @@ enum class WcOpcode : uint8_t {
   kAtomicWrite = 9,
   kRecv = 128,
   kRecvRdmaWithImm = 129,
+  // Tag matching (nic/tag_list.h): list operations, then receives.
+  kTmAdd = 130,
+  kTmDel = 131,
+  kTmSync = 132,
+  kTmRecv = 133,
+  kTmNoTag = 134,
 };
 const char* WcOpcodeName(WcOpcode op);
 constexpr bool IsRecvOpcode(WcOpcode op) {
@@ -62,6 +72,9 @@ inline constexpr uint32_t kGrh = 1u << 0;
 inline constexpr uint32_t kWithImm = 1u << 1;
 inline constexpr uint32_t kIpCsumOk = 1u << 2;
 inline constexpr uint32_t kWithInv = 1u << 3;
+inline constexpr uint32_t kTmSyncReq = 1u << 4;
+inline constexpr uint32_t kTmMatch = 1u << 5;
+inline constexpr uint32_t kTmDataValid = 1u << 6;
 }  // namespace wc_flags
 
 // ibv_wc. ibverbs overlays imm_data and invalidated_rkey in one union; they
@@ -95,6 +108,12 @@ struct WorkCompletion {
   // (the QP has none of its own; the verbs server retires that SRQ's
   // ring). 0 otherwise.
   uint32_t srq = 0;
+  // Tag matching: the TMH's tag and app_ctx (ibv_wc_read_tm_info) of a
+  // matched receive; `tagged`: the receive used a tagged buffer (or is a
+  // list operation), not a WQE of the SRQ's ring.
+  uint64_t tm_tag = 0;
+  uint32_t tm_priv = 0;
+  bool tagged = false;
 };
 
 }  // namespace rocemu::nic

@@ -51,6 +51,16 @@ const char* PortStateName(PortState s);
 uint64_t GuidFromMac(const protocol::MacAddr& mac);
 
 // ibv_device_attr (the fields meaningful for a RoCE device).
+// ibv_tm_caps (IBV_TM_CAP_RC): what a tag-matching SRQ may hold. One SGE
+// per tagged buffer and a 64-byte rendezvous header, as ConnectX-5 reports;
+// the list is scanned per tagged message, so it is kept short.
+struct TmCaps {
+  uint32_t max_rndv_hdr_size = 64;
+  uint32_t max_num_tags = 64;
+  uint32_t max_ops = 32;
+  uint32_t max_sge = 1;
+};
+
 struct DeviceAttr {
   std::string fw_ver = "0.1.0";
   uint64_t node_guid = 0;
@@ -104,6 +114,7 @@ struct DeviceAttr {
   uint32_t max_srq = 1u << 17;
   uint32_t max_srq_wr = 1u << 15;
   uint32_t max_srq_sge = kMaxSge;
+  TmCaps tm_caps;
   // XRC domains the device holds (no ibv_device_attr field reports it).
   uint32_t max_xrcds = 1u << 16;
   uint32_t max_pkeys = 64;

@@ -16,7 +16,8 @@ uint16_t SourcePortFor(uint32_t qpn) {
 
 }  // namespace
 
-Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge)
+Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge,
+       uint32_t internal_send_wr)
     : qpn_(qpn),
       pd_(pd),
       init_(init),
@@ -25,9 +26,15 @@ Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge)
           init.has_srq ? 0 : init.cap.max_recv_sge),
       rwqe_sges_(recv_max_sge) {
   attr_.cap = init.cap;
-  sq_.Init(init.cap.max_send_wr);
-  sq_sges_.resize(sq_.slots() * init.cap.max_send_sge);
-  sq_inline_.resize(sq_.slots() * init.cap.max_inline_data);
+  sq_.Init(init.cap.max_send_wr + internal_send_wr);
+  sq_sge_stride_ = internal_send_wr != 0
+                       ? std::max<uint32_t>(init.cap.max_send_sge, 1)
+                       : init.cap.max_send_sge;
+  sq_inline_stride_ = internal_send_wr != 0
+                          ? std::max<uint32_t>(init.cap.max_inline_data, 32)
+                          : init.cap.max_inline_data;
+  sq_sges_.resize(sq_.slots() * sq_sge_stride_);
+  sq_inline_.resize(sq_.slots() * sq_inline_stride_);
   // resp_queue_ is sized at INIT->RTR from max_dest_rd_atomic: until then
   // it has no slot, and the responder (which needs two free ones) drops.
 }
@@ -37,13 +44,13 @@ SendWqe& Qp::PushSendWqe(const SendWr& wr) {
   SendWqe& w = sq_.at(sq_tail_++);
   static_cast<SendWrHeader&>(w.wr) = wr;
   if (wr.is_inline()) {
-    uint8_t* dst = sq_inline_.data() + slot * init_.cap.max_inline_data;
+    uint8_t* dst = sq_inline_.data() + slot * sq_inline_stride_;
     std::memcpy(dst, wr.inline_data.data(), wr.inline_data.size());
     w.wr.inline_bytes = dst;
     w.wr.inline_len = wr.inline_data.size();
     w.wr.sg_list = SgView();
   } else {
-    Sge* dst = sq_sges_.data() + slot * init_.cap.max_send_sge;
+    Sge* dst = sq_sges_.data() + slot * sq_sge_stride_;
     std::copy(wr.sg_list.begin(), wr.sg_list.end(), dst);
     w.wr.sg_list = SgView(dst, wr.sg_list.size());
     w.wr.inline_bytes = nullptr;

@@ -22,6 +22,7 @@
 #include "nic/recv_queue.h"
 #include "nic/work_request.h"
 #include "protocol/net_header_template.h"
+#include "protocol/tag_matching_header.h"
 
 namespace rocemu::nic {
 
@@ -163,6 +164,11 @@ struct ResponderState {
   // UC: drop packets until the next FIRST/ONLY after a loss.
   bool uc_drop = false;
   bool goto_error = false;
+  // Tag matching (a QP of a TM SRQ): what the SEND in progress is to the
+  // matching list (nic/tag_matching.h), and a matched one's TMH.
+  uint8_t tm_kind = 0;
+  uint64_t tm_tag = 0;
+  uint32_t tm_priv = 0;
 };
 
 // Per-QP counters (rxe/mlx5 names).
@@ -216,10 +222,22 @@ struct ConnectedPathHeaders {
   protocol::IpAddr sgid{};
 };
 
+// A rendezvous a TM SRQ matched on this QP: the READ of the sender's
+// buffer is in flight; the FIN after it echoes the TMH and RVH.
+struct TmRendezvous {
+  uint64_t recv_wr_id = 0;
+  protocol::Tmh tmh;
+  protocol::Rvh rvh;
+  bool busy = false;
+};
+
 class Qp {
  public:
   // recv_max_sge: the SRQ's max_sge when the QP takes its receives there.
-  Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge);
+  // internal_send_wr: send queue slots beyond the application's, for the
+  // requests the RNIC issues itself (a TM SRQ's rendezvous READs and FINs).
+  Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge,
+     uint32_t internal_send_wr = 0);
 
   // Copies a request into the next send queue slot (the caller has checked
   // that there is one and that the request fits the QP's caps).
@@ -270,9 +288,16 @@ class Qp {
   bool comm_est_ = false;
 
   Ring<SendWqe> sq_;
-  // Per send queue slot: max_send_sge SG entries and max_inline_data bytes.
+  // Per send queue slot: max_send_sge SG entries and max_inline_data bytes
+  // (at least one and 32 with internal slots: a READ's one SGE, a FIN).
   std::vector<Sge> sq_sges_;
   std::vector<uint8_t> sq_inline_;
+  uint32_t sq_sge_stride_ = 0;
+  uint32_t sq_inline_stride_ = 0;
+  // A QP of a tag-matching SRQ, and its rendezvous in flight
+  // (nic/tag_matching.h; empty otherwise).
+  bool tm_ = false;
+  std::vector<TmRendezvous> tm_rndv_;
   uint64_t sq_tail_ = 0;
   RecvQueue rq_;
   // The receive WQE the responder consumed (resp_.rwqe), which outlives its

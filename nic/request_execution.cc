@@ -7,6 +7,7 @@
 #include "nic/response_queue.h"
 #include "nic/rnic.h"
 #include "nic/sg_copy.h"
+#include "nic/tag_matching.h"
 
 namespace rocemu::nic {
 namespace {
@@ -236,15 +237,29 @@ Step ExecuteSend(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
                  Rejection* j) {
   ResponderState& r = qp.resp_;
   const protocol::OpcodeInfo& op = *pkt.op;
+  std::span<const uint8_t> payload = pkt.payload;
+  if (qp.tm_ && op.IsFirst()) {
+    uint32_t skip = 0;
+    switch (TmFirstPacket(nic, qp, pkt, &skip)) {
+      case TmStart::kNotReady:
+        return Step::kNotReady;
+      case TmStart::kDone:  // a rendezvous request: the QP READs the data
+        r.msn = PsnAdd(r.msn, 1);
+        return Step::kDone;
+      case TmStart::kContinue:
+        break;
+    }
+    payload = payload.subspan(skip);
+  }
   if (!AcquireRwqe(nic, qp)) return Step::kNotReady;
   const auto sges = r.rwqe.sg_list.span();
   SgCursor cur = SeekSg(sges, r.recv_offset);
-  const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
+  const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, payload);
   if (ms != MrStatus::kOk) {
     nic.CountMrFault(ms);
     if (ms == MrStatus::kLengthExceeded) {
       *j = Reject(DropReason::kRecvTooShort, NakCode::kInvalidRequest,
-                  WcStatus::kLocLenErr, r.recv_offset + pkt.payload.size(),
+                  WcStatus::kLocLenErr, r.recv_offset + payload.size(),
                   SgRemaining(sges, SgCursor{}), op.IsLast() ? 1 : 0);
     } else {
       *j = Rejection{LocalReason(ms),
@@ -255,7 +270,7 @@ Step ExecuteSend(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     }
     return Step::kRejected;
   }
-  r.recv_offset += pkt.payload.size();
+  r.recv_offset += payload.size();
   if (op.HasInvalidate()) {
     // IBTA class J (rxe: RESPST_ERR_INVALIDATE_RKEY): an R_Key that is
     // unknown, of another PD or not invalidatable fails the receive WQE

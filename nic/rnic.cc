@@ -10,6 +10,7 @@
 #include "nic/raw_packet.h"
 #include "nic/requester.h"
 #include "nic/responder.h"
+#include "nic/tag_matching.h"
 #include "protocol/multicast.h"
 
 namespace rocemu::nic {
@@ -194,8 +195,9 @@ absl::Status Rnic::DestroySrq(SrqHandle srq) {
   const uint32_t xrcd = q != nullptr ? q->xrcd() : kInvalidHandle;
   const CqHandle cq = q != nullptr ? q->cq() : kInvalidHandle;
   absl::Status s = srqs_.Destroy(kKernelClient, srq);
-  if (s.ok() && xrcd != kInvalidHandle) {
-    xrcds_.Release(xrcd);
+  if (s.ok() && xrcd != kInvalidHandle) xrcds_.Release(xrcd);
+  // An XRC or tag-matching SRQ held its CQ.
+  if (s.ok() && cq != kInvalidHandle) {
     if (CompletionQueue* c = cqs_.Get(cq)) c->Release();
   }
   return s;
@@ -279,13 +281,22 @@ void Rnic::CompleteRecv(Qp& qp, const WorkCompletion& wc, bool solicited,
   } else {
     ++counters_.rdma_recvs;
   }
-  CompletionQueue* cq = cqs_.Get(qp.init_.recv_cq);
-  if (cq == nullptr) return;
   WorkCompletion flagged = wc;
+  CqHandle cq_handle = qp.init_.recv_cq;
+  if (qp.tm_) {
+    // A TM SRQ's receives complete to its CQ, with their tag-matching
+    // opcode and flags.
+    TmDecorate(qp.resp_, &flagged);
+    if (const SharedReceiveQueue* s = srqs_.Get(qp.init_.srq)) {
+      cq_handle = s->cq();
+    }
+  }
+  CompletionQueue* cq = cqs_.Get(cq_handle);
+  if (cq == nullptr) return;
   flagged.solicited = solicited;
   if (qp.type() == QpType::kXrcTgt) flagged.srq = qp.init_.srq;
   if (cq->Push(flagged, solicited) != CqPushResult::kOk) {
-    CqOverflow(qp, qp.init_.recv_cq, *cq);
+    CqOverflow(qp, cq_handle, *cq);
   }
 }
 
@@ -303,6 +314,10 @@ void Rnic::FlushSendQueue(Qp& qp) {
     const uint64_t cause_id = own ? w.cause_id : qp.error_cause_.packet_id;
     w.status = WcStatus::kSuccess;
     qp.comp_.comp_idx = i + 1;
+    if ((w.wr.send_flags & send_flags::kTmInternal) != 0) {
+      TmInternalDone(*this, qp, w, wc.status);
+      continue;
+    }
     CompleteSend(qp, wc, cause, cause_id);
   }
   qp.comp_.comp_idx = qp.sq_tail_;

@@ -168,6 +168,28 @@ class Rnic final : public FrameEndpoint {
   SharedReceiveQueue* FindXrcSrq(uint32_t srqn) const {
     return srqs_.FindXrc(srqn);
   }
+  // --- tag matching (nic/tag_matching.h) ---
+  // ibv_create_srq_ex with IBV_SRQT_TM: an SRQ of `pd` with a matching list
+  // of max_num_tags buffers (at most the device's tm_caps), its receive and
+  // list-operation completions to `cq`.
+  absl::StatusOr<SrqHandle> CreateTmSrq(PdHandle pd, CqHandle cq,
+                                        const SrqAttr& attr,
+                                        uint32_t max_num_tags,
+                                        uint32_t max_ops);
+  // ibv_post_srq_ops, one operation: ADD returns the buffer's handle
+  // (ResourceExhausted when the list is full, InvalidArgument for more SGEs
+  // than tm_caps.max_sge); a DEL of a buffer no longer listed completes
+  // with IBV_WC_TM_ERR. The completion (when signaled, or in error) goes to
+  // the SRQ's CQ at once.
+  absl::StatusOr<uint32_t> PostSrqOp(SrqHandle srq, const TmOp& op);
+  SharedReceiveQueue* GetSrq(SrqHandle srq) const { return srqs_.Get(srq); }
+  // A completion of a tagged buffer (or rendezvous) of QP `qp`, to its
+  // SRQ's CQ.
+  void CompleteTagged(Qp& qp, const WorkCompletion& wc);
+  // Posts a request the RNIC issues itself (send_flags::kTmInternal) on the
+  // QP's reserved send queue slots.
+  void PostInternal(Qp& qp, const SendWr& wr);
+
   // Tables, for the session server's ownership checks.
   const XrcdTable& xrcd_table() const { return xrcds_; }
   const SrqTable& srq_table() const { return srqs_; }
@@ -382,6 +404,8 @@ class Rnic final : public FrameEndpoint {
   void MoveToSqe(Qp& qp, DropReason why, uint64_t cause_id = 0);
   void FlushSendQueue(Qp& qp);
   void FlushRecvQueue(Qp& qp);
+  // Appends a checked request to the QP's send queue.
+  void EnqueueSend(Qp& qp, const SendWr& wr);
   // Takes the next receive WQE of the QP (or its SRQ) into qp.resp_.rwqe;
   // false when none, after asking the fetcher (if any) for WQEs posted but
   // not yet handed over.

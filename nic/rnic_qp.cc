@@ -11,6 +11,7 @@
 #include "nic/psn.h"
 #include "nic/qp_state.h"
 #include "nic/rnic.h"
+#include "nic/tag_matching.h"
 
 namespace rocemu::nic {
 namespace {
@@ -131,6 +132,11 @@ absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& asked) {
   if (asked.has_srq && srqs_.Get(asked.srq) == nullptr) {
     return absl::NotFoundError("no such SRQ");
   }
+  // Tag matching is defined for RC (IBV_TM_CAP_RC).
+  const bool tm = asked.has_srq && srqs_.Get(asked.srq)->is_tm();
+  if (tm && asked.qp_type != QpType::kRc) {
+    return absl::InvalidArgumentError("a tag-matching SRQ takes RC QPs only");
+  }
   // A send queue or receive queue of no entries is allowed (as mlx5 and
   // rxe allow it): a receive-only or send-only QP, whose posts to the
   // empty queue fail with ENOMEM.
@@ -152,7 +158,12 @@ absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& asked) {
   } while (qps_.contains(qpn));
   const uint32_t recv_max_sge =
       init.has_srq ? srqs_.Get(init.srq)->Query().max_sge : c.max_recv_sge;
-  auto qp = std::make_unique<Qp>(qpn, pd, init, recv_max_sge);
+  auto qp = std::make_unique<Qp>(qpn, pd, init, recv_max_sge,
+                                 tm ? kTmInternalSendWr : 0);
+  if (tm) {
+    qp->tm_ = true;
+    qp->tm_rndv_.resize(kTmRendezvousSlots);
+  }
   absl::Status s = pds_.Retain(pd);
   if (!s.ok()) return s;
   scq->Retain();
@@ -439,6 +450,9 @@ absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
     return absl::FailedPreconditionError(
         absl::StrFormat("post_send on a QP in state %s", QpStateName(st)));
   }
+  if ((wr.send_flags & send_flags::kTmInternal) != 0) {
+    return absl::InvalidArgumentError("send flag 0x80000000 is the RNIC's");
+  }
   if (!WrAllowed(qp->type(), wr.opcode)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s is not valid on this QP type", WrOpcodeName(wr.opcode)));
@@ -449,10 +463,34 @@ absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
   if (wr.is_inline() && wr.inline_data.size() > qp->init_.cap.max_inline_data) {
     return absl::InvalidArgumentError("inline data above max_inline_data");
   }
-  if (qp->sq_tail_ - qp->comp_.comp_idx >= qp->init_.cap.max_send_wr) {
+  // A TM SRQ's own requests share the ring (its slots beyond max_send_wr).
+  if (qp->sq_outstanding() >= qp->init_.cap.max_send_wr ||
+      qp->sq_outstanding() >= qp->sq_.capacity()) {
     return absl::ResourceExhaustedError("send queue full");
   }
-  SendWqe& w = qp->PushSendWqe(wr);
+  if (st == QpState::kErr || st == QpState::kSqe) {
+    EnqueueSend(*qp, wr);
+    FlushSendQueue(*qp);
+    return absl::OkStatus();
+  }
+  EnqueueSend(*qp, wr);
+  Schedule(*qp);
+  return absl::OkStatus();
+}
+
+void Rnic::PostInternal(Qp& qp, const SendWr& wr) {
+  if (qp.sq_outstanding() >= qp.sq_.capacity()) return;  // reserved: cannot
+  EnqueueSend(qp, wr);
+  const QpState st = qp.attr_.qp_state;
+  if (st == QpState::kErr || st == QpState::kSqe) {
+    FlushSendQueue(qp);
+    return;
+  }
+  Schedule(qp);
+}
+
+void Rnic::EnqueueSend(Qp& qp, const SendWr& wr) {
+  SendWqe& w = qp.PushSendWqe(wr);
   // A FLUSH moves no data; an ATOMIC WRITE carries its 8 bytes in the WQE.
   w.length = (wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
               wr.opcode == WrOpcode::kAtomicFetchAndAdd ||
@@ -462,12 +500,6 @@ absl::Status Rnic::PostSend(uint32_t qpn, const SendWr& wr) {
                                                            : wr.PayloadLength();
   w.status = WcStatus::kSuccess;
   w.read_or_atomic = false;
-  if (st == QpState::kErr || st == QpState::kSqe) {
-    FlushSendQueue(*qp);
-    return absl::OkStatus();
-  }
-  Schedule(*qp);
-  return absl::OkStatus();
 }
 
 absl::Status Rnic::PostRecv(uint32_t qpn, const RecvWr& wr) {

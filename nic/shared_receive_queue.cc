@@ -79,6 +79,17 @@ absl::StatusOr<SrqHandle> SrqTable::CreateXrc(ClientId client, PdHandle pd,
   return h;
 }
 
+absl::StatusOr<SrqHandle> SrqTable::CreateTm(ClientId client, PdHandle pd,
+                                             CqHandle cq, const SrqAttr& attr,
+                                             const TmCaps& caps) {
+  absl::StatusOr<SrqHandle> h = Create(client, pd, attr);
+  if (!h.ok()) return h;
+  SharedReceiveQueue* s = srqs_.Get(*h);
+  s->cq_ = cq;
+  s->tm_ = std::make_unique<TagList>(caps.max_num_tags, caps.max_ops);
+  return h;
+}
+
 absl::Status SrqTable::Destroy(ClientId client, SrqHandle srq) {
   SharedReceiveQueue* s = srqs_.Get(srq, client);
   if (s == nullptr) {

@@ -2,7 +2,9 @@
 // SRQ (IBV_SRQT_XRC, annex A14) also belongs to an XRC domain and has its
 // own CQ: requests reach it through any XRC TGT QP of that domain, which
 // names it by its SRQ number (the XRCETH), and its receive completions go
-// to its CQ, not to a QP's. The
+// to its CQ, not to a QP's. A tag-matching SRQ (IBV_SRQT_TM) also has its
+// own CQ, and a matching list (nic/tag_list.h) besides its ordinary
+// buffers, which then take the messages no tag matched. The
 // application arms a limit (ibv_modify_srq with IBV_SRQ_LIMIT); when a take
 // leaves fewer WRs queued than the limit, IBV_EVENT_SRQ_LIMIT_REACHED is
 // raised once and the limit disarms (as IBTA and rxe do: the check happens
@@ -11,14 +13,17 @@
 #define ROCEMU_NIC_SHARED_RECEIVE_QUEUE_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nic/async_event.h"
+#include "nic/device_attr.h"
 #include "nic/handle_table.h"
 #include "nic/handles.h"
 #include "nic/pd_table.h"
 #include "nic/recv_queue.h"
+#include "nic/tag_list.h"
 #include "nic/work_request.h"
 
 namespace rocemu::nic {
@@ -73,6 +78,10 @@ class SharedReceiveQueue {
   bool is_xrc() const { return xrcd_ != kInvalidHandle; }
   uint32_t xrcd() const { return xrcd_; }
   CqHandle cq() const { return cq_; }
+  // Tag matching: the matching list (nullptr: not a TM SRQ).
+  bool is_tm() const { return tm_ != nullptr; }
+  TagList* tm() { return tm_.get(); }
+  const TagList* tm() const { return tm_.get(); }
   // The SRQ number an XRCETH names (ibv_get_srq_num): the handle's 24-bit
   // index; SrqTable::FindXrc maps it back.
   uint32_t srqn() const { return HandleIndex(handle_); }
@@ -96,6 +105,7 @@ class SharedReceiveQueue {
   SrqHandle handle_ = kInvalidHandle;
   uint32_t xrcd_ = kInvalidHandle;
   CqHandle cq_ = kInvalidHandle;
+  std::unique_ptr<TagList> tm_;
   ClientId owner_;
   AsyncEventQueue* events_;
 };
@@ -119,6 +129,11 @@ class SrqTable {
   absl::StatusOr<SrqHandle> CreateXrc(ClientId client, PdHandle pd,
                                       uint32_t xrcd, CqHandle cq,
                                       const SrqAttr& attr);
+  // ibv_create_srq_ex with IBV_SRQT_TM: as Create, with a matching list of
+  // `caps` (max_num_tags, max_ops; the caller checked them against the
+  // device's) and completions to `cq` (the caller holds it).
+  absl::StatusOr<SrqHandle> CreateTm(ClientId client, PdHandle pd, CqHandle cq,
+                                     const SrqAttr& attr, const TmCaps& caps);
   // The XRC SRQ with SRQ number `srqn` (an XRCETH's), or nullptr.
   SharedReceiveQueue* FindXrc(uint32_t srqn) const {
     SharedReceiveQueue* s = srqs_.Get(srqs_.Current(MakeHandle(srqn, 0)));

@@ -136,6 +136,10 @@ inline constexpr uint32_t kSignaled = 1u << 1;
 inline constexpr uint32_t kSolicited = 1u << 2;
 inline constexpr uint32_t kInline = 1u << 3;
 inline constexpr uint32_t kIpCsum = 1u << 4;
+// A request the RNIC issued itself (a TM SRQ's rendezvous READ or FIN,
+// nic/tag_matching.h): it completes to the RNIC, never to a CQ. Refused
+// from applications.
+inline constexpr uint32_t kTmInternal = 1u << 31;
 }  // namespace send_flags
 
 // ibv_send_wr without its gather list and inline bytes: what a send queue
