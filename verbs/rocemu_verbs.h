@@ -597,6 +597,30 @@ struct rocemu_srq* rocemu_create_xrc_srq(struct rocemu_pd* pd,
                                          struct rocemu_xrcd* xrcd,
                                          struct rocemu_cq* cq,
                                          struct rocemu_srq_init_attr* attr);
+/* ibv_create_srq_ex with IBV_SRQT_TM: a tag-matching SRQ whose receive and
+ * list-operation completions go to `cq`, with a matching list of
+ * max_num_tags buffers (at most tm_caps.max_num_tags; max_ops likewise). */
+struct rocemu_srq* rocemu_create_tm_srq(struct rocemu_pd* pd,
+                                        struct rocemu_cq* cq,
+                                        struct rocemu_srq_init_attr* attr,
+                                        uint32_t max_num_tags,
+                                        uint32_t max_ops);
+/* ibv_post_srq_ops, one operation (ibv_ops_wr's fields; num_sge 0 or 1).
+ * ADD returns the buffer's handle in *handle. */
+struct rocemu_srq_op {
+  uint64_t wr_id;
+  int opcode; /* IBV_WR_TAG_ADD, _DEL, _SYNC */
+  int flags;  /* IBV_OPS_SIGNALED, IBV_OPS_TM_SYNC */
+  uint32_t unexpected_cnt;
+  uint32_t handle;
+  uint64_t recv_wr_id;
+  struct rocemu_sge* sg_list;
+  int num_sge;
+  uint64_t tag;
+  uint64_t mask;
+};
+int rocemu_post_srq_op(struct rocemu_srq* srq, const struct rocemu_srq_op* op,
+                       uint32_t* handle);
 /* ibv_get_srq_num: what an XRC INI QP's requests name (EINVAL: not XRC). */
 int rocemu_get_srq_num(struct rocemu_srq* srq, uint32_t* srqn);
 /* An XRC TGT QP of `xrcd`: a new one (qpn 0; ibv_create_qp of

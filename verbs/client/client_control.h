@@ -81,6 +81,13 @@ inline int Released(rocemu_context* ctx, int err) {
   return err == EIO && ctx->dead.load(std::memory_order_relaxed) ? 0 : err;
 }
 
+// An SRQ the daemon made (`handle`, `attr` its sizes) with its ring's fd:
+// the ring attached and the SRQ recorded in the context; nullptr (errno
+// EPROTO, the SRQ destroyed) when the ring cannot be mapped.
+rocemu_srq* AttachSrq(rocemu_pd* pd, uint32_t handle,
+                      const wire::WireSrqAttr& attr, int ring_fd,
+                      rocemu_srq_init_attr* init);
+
 void ToWireAh(const rocemu_ah_attr& a, wire::WireAhAttr* w);
 void FromWireAh(const wire::WireAhAttr& w, rocemu_ah_attr* a);
 

@@ -128,6 +128,7 @@ struct rocemu_srq {
   uint32_t handle;
   uint32_t srqn = 0;  // XRC SRQs: what an XRCETH names it by
   bool xrc = false;
+  bool tm = false;  // a tag-matching SRQ (rocemu_post_srq_op)
   void* srq_context;
   uint32_t max_sge;
   uint32_t max_wr;

@@ -22,6 +22,34 @@ using rocemu::verbs::RqSlot;
 using rocemu::verbs::ShmRing;
 using rocemu::verbs::SqSlot;
 
+namespace rocemu::verbs::client {
+
+rocemu_srq* AttachSrq(rocemu_pd* pd, uint32_t handle,
+                      const wire::WireSrqAttr& attr, int ring_fd,
+                      rocemu_srq_init_attr* init) {
+  absl::StatusOr<ShmRing> ring =
+      ShmRing::Attach(ring_fd, sizeof(RqSlot), std::bit_ceil(attr.max_wr));
+  if (!ring.ok()) {
+    Handle(pd->ctx, wire::MsgType::kDestroySrq, handle);
+    return Fail<rocemu_srq>(EPROTO);
+  }
+  ring->CloseFd();
+  init->attr = {attr.max_wr, attr.max_sge, attr.srq_limit};
+  auto* srq = new rocemu_srq{};
+  srq->ctx = pd->ctx;
+  srq->pd = pd;
+  srq->handle = handle;
+  srq->srq_context = init->srq_context;
+  srq->max_sge = attr.max_sge;
+  srq->max_wr = attr.max_wr;
+  srq->ring = *std::move(ring);
+  std::lock_guard<std::mutex> lock(pd->ctx->mu);
+  pd->ctx->srqs[srq->handle] = srq;
+  return srq;
+}
+
+}  // namespace rocemu::verbs::client
+
 extern "C" {
 
 rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
@@ -256,25 +284,52 @@ rocemu_srq* rocemu_create_srq(rocemu_pd* pd, rocemu_srq_init_attr* attr) {
   const int err =
       Call(pd->ctx, wire::MsgType::kCreateSrq, req, &resp, {}, {&ring_fd, 1});
   if (err != 0) return Fail<rocemu_srq>(err);
-  absl::StatusOr<ShmRing> ring =
-      ShmRing::Attach(ring_fd, sizeof(RqSlot), std::bit_ceil(resp.attr.max_wr));
-  if (!ring.ok()) {
-    Handle(pd->ctx, wire::MsgType::kDestroySrq, resp.srq);
-    return Fail<rocemu_srq>(EPROTO);
-  }
-  ring->CloseFd();
-  attr->attr = {resp.attr.max_wr, resp.attr.max_sge, resp.attr.srq_limit};
-  auto* srq = new rocemu_srq{};
-  srq->ctx = pd->ctx;
-  srq->pd = pd;
-  srq->handle = resp.srq;
-  srq->srq_context = attr->srq_context;
-  srq->max_sge = resp.attr.max_sge;
-  srq->max_wr = resp.attr.max_wr;
-  srq->ring = *std::move(ring);
-  std::lock_guard<std::mutex> lock(pd->ctx->mu);
-  pd->ctx->srqs[srq->handle] = srq;
+  return AttachSrq(pd, resp.srq, resp.attr, ring_fd, attr);
+}
+
+rocemu_srq* rocemu_create_tm_srq(rocemu_pd* pd, rocemu_cq* cq,
+                                 rocemu_srq_init_attr* attr,
+                                 uint32_t max_num_tags, uint32_t max_ops) {
+  if (cq == nullptr) return Fail<rocemu_srq>(EINVAL);
+  wire::CreateTmSrqReq req{};
+  req.pd = pd->handle;
+  req.cq = cq->handle;
+  req.max_num_tags = max_num_tags;
+  req.max_ops = max_ops;
+  req.attr = {attr->attr.max_wr, attr->attr.max_sge, attr->attr.srq_limit};
+  wire::CreateSrqResp resp{};
+  int ring_fd = -1;
+  const int err =
+      Call(pd->ctx, wire::MsgType::kCreateTmSrq, req, &resp, {}, {&ring_fd, 1});
+  if (err != 0) return Fail<rocemu_srq>(err);
+  rocemu_srq* srq = AttachSrq(pd, resp.srq, resp.attr, ring_fd, attr);
+  if (srq != nullptr) srq->tm = true;
   return srq;
+}
+
+int rocemu_post_srq_op(rocemu_srq* srq, const rocemu_srq_op* op,
+                       uint32_t* handle) {
+  if (!srq->tm || op->num_sge < 0 || op->num_sge > 1) return EINVAL;
+  wire::PostSrqOpsReq req{};
+  req.wr_id = op->wr_id;
+  req.srq = srq->handle;
+  req.opcode = static_cast<uint8_t>(op->opcode);
+  req.num_sge = static_cast<uint8_t>(op->num_sge);
+  req.flags = static_cast<uint32_t>(op->flags);
+  req.unexpected_cnt = op->unexpected_cnt;
+  req.handle = op->handle;
+  req.recv_wr_id = op->recv_wr_id;
+  req.tag = op->tag;
+  req.mask = op->mask;
+  if (op->num_sge == 1) {
+    req.addr = op->sg_list[0].addr;
+    req.length = op->sg_list[0].length;
+    req.lkey = op->sg_list[0].lkey;
+  }
+  wire::HandleResp resp{};
+  const int err = Call(srq->ctx, wire::MsgType::kPostSrqOps, req, &resp);
+  if (err == 0 && handle != nullptr) *handle = resp.handle;
+  return err;
 }
 
 int rocemu_modify_srq(rocemu_srq* srq, rocemu_srq_attr* attr, int attr_mask) {

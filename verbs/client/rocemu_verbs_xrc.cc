@@ -50,26 +50,11 @@ rocemu_srq* rocemu_create_xrc_srq(rocemu_pd* pd, rocemu_xrcd* xrcd,
   const int err = Call(pd->ctx, wire::MsgType::kCreateXrcSrq, req, &resp, {},
                        {&ring_fd, 1});
   if (err != 0) return Fail<rocemu_srq>(err);
-  absl::StatusOr<ShmRing> ring =
-      ShmRing::Attach(ring_fd, sizeof(RqSlot), std::bit_ceil(resp.attr.max_wr));
-  if (!ring.ok()) {
-    Handle(pd->ctx, wire::MsgType::kDestroySrq, resp.srq);
-    return Fail<rocemu_srq>(EPROTO);
-  }
-  ring->CloseFd();
-  attr->attr = {resp.attr.max_wr, resp.attr.max_sge, resp.attr.srq_limit};
-  auto* srq = new rocemu_srq{};
-  srq->ctx = pd->ctx;
-  srq->pd = pd;
-  srq->handle = resp.srq;
+  rocemu_srq* srq = AttachSrq(pd, resp.srq, resp.attr, ring_fd, attr);
+  if (srq == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(pd->ctx->mu);
   srq->srqn = resp.srqn;
   srq->xrc = true;
-  srq->srq_context = attr->srq_context;
-  srq->max_sge = resp.attr.max_sge;
-  srq->max_wr = resp.attr.max_wr;
-  srq->ring = *std::move(ring);
-  std::lock_guard<std::mutex> lock(pd->ctx->mu);
-  pd->ctx->srqs[srq->handle] = srq;
   return srq;
 }
 

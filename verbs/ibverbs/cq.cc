@@ -20,13 +20,14 @@ namespace {
 using verbs::CqeSlot;
 
 // Work-completion flags a rocemu CQ can report through ibv_cq_ex: the
-// standard ones and the completion timestamps, raw and wall-clock (no
-// VLANs, flow tags or tag matching).
+// standard ones, the completion timestamps, raw and wall-clock, and tag
+// matching's tag (no VLANs or flow tags).
 constexpr uint64_t kTimestampFlags =
     static_cast<uint64_t>(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) |
     static_cast<uint64_t>(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK);
 constexpr uint64_t kSupportedWcFlags =
-    static_cast<uint64_t>(IBV_WC_STANDARD_FLAGS) | kTimestampFlags;
+    static_cast<uint64_t>(IBV_WC_STANDARD_FLAGS) | kTimestampFlags |
+    static_cast<uint64_t>(IBV_WC_EX_WITH_TM_INFO);
 
 // CLOCK_REALTIME minus the completion clock (CLOCK_MONOTONIC_RAW), read
 // now. The daemon stamps with the raw clock only; a wall-clock stamp is the
@@ -132,6 +133,10 @@ uint32_t ReadSlid(ibv_cq_ex* cq) { return Cq(cq)->cur.slid; }
 uint8_t ReadSl(ibv_cq_ex* cq) { return Cq(cq)->cur.sl; }
 uint8_t ReadDlidPathBits(ibv_cq_ex* cq) { return Cq(cq)->cur.dlid_path_bits; }
 uint64_t ReadCompletionTs(ibv_cq_ex* cq) { return Cq(cq)->cur.timestamp; }
+void ReadTmInfo(ibv_cq_ex* cq, ibv_wc_tm_info* info) {
+  info->tag = Cq(cq)->cur.tm_tag;
+  info->priv = Cq(cq)->cur.tm_priv;
+}
 uint64_t ReadCompletionWallclockNs(ibv_cq_ex* cq) {
   const CqImpl* c = Cq(cq);
   return c->cur.timestamp + static_cast<uint64_t>(c->wall_offset_ns);
@@ -205,6 +210,7 @@ ibv_cq_ex* CreateCq(ibv_context* context, int cqe, ibv_comp_channel* channel,
   if ((wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0) {
     x.read_completion_wallclock_ns = ReadCompletionWallclockNs;
   }
+  if ((wc_flags & IBV_WC_EX_WITH_TM_INFO) != 0) x.read_tm_info = ReadTmInfo;
   return &x;
 }
 

@@ -160,8 +160,8 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
   a.hca_core_clock = 1000000;  // kHz
   // RSS over WQs for raw packet QPs (verbs/ibverbs/wq.cc, nic/rss.h):
   // Toeplitz over IPv4/IPv6 addresses and TCP/UDP ports, tables of up to
-  // 64 WQs. No TSO, no raw packet offloads (raw_packet_caps 0), no tag
-  // matching, no CQ moderation: those blocks stay zero.
+  // 64 WQs. No TSO, no raw packet offloads (raw_packet_caps 0), no CQ
+  // moderation: those blocks stay zero.
   a.rss_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
   a.rss_caps.max_rwq_indirection_tables = r.max_qp;
   a.rss_caps.max_rwq_indirection_table_size = 64;
@@ -169,6 +169,13 @@ int QueryDeviceEx(ibv_context* context, const ibv_query_device_ex_input* in,
       0xFF;  // IBV_RX_HASH_SRC_IPV4 .. DST_PORT_UDP
   a.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
   a.max_wq_type_rq = r.max_qp;
+  // Tag matching on RC (nic/tag_matching.h), the daemon's limits.
+  const nic::TmCaps tm = nic::DeviceAttr{}.tm_caps;
+  a.tm_caps.max_rndv_hdr_size = tm.max_rndv_hdr_size;
+  a.tm_caps.max_num_tags = tm.max_num_tags;
+  a.tm_caps.flags = IBV_TM_CAP_RC;
+  a.tm_caps.max_ops = tm.max_ops;
+  a.tm_caps.max_sge = tm.max_sge;
   std::memcpy(out, &a, std::min(len, sizeof(a)));
   return 0;
 }

@@ -430,6 +430,11 @@ void SessionServer::Retire(const nic::WorkCompletion& wc, Qp** last) {
   }
   Qp& qp = *qp_ptr;
   uint32_t n = 1;
+  if (wc.tagged) {
+    // A tagged buffer (posted by ibv_post_srq_ops), not a ring slot.
+    if (wc.status == nic::WcStatus::kSuccess) ++counters_.wqes_completed;
+    return;
+  }
   if (static_cast<uint32_t>(wc.opcode) < kFirstRecvOpcode) {
     // What the library flushes itself if the daemon dies starts after
     // this request (verbs/client/client_flush.cc).

@@ -337,6 +337,21 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       st = OnSetRss(c, wire::BodyAs<wire::SetRssReq>(body));
       Reply(c, type, seq, st, nullptr, 0, {});
       break;
+    case wire::MsgType::kCreateTmSrq: {
+      wire::CreateSrqResp r{};
+      int ring_fd = -1;
+      st = OnCreateTmSrq(c, wire::BodyAs<wire::CreateTmSrqReq>(body), &r,
+                         &ring_fd);
+      Reply(c, type, seq, st, &r, sizeof(r), {&ring_fd, st.ok() ? 1u : 0u});
+      if (st.ok()) srqs_.at(r.srq)->ring.CloseFd();
+      break;
+    }
+    case wire::MsgType::kPostSrqOps: {
+      wire::HandleResp r{};
+      st = OnPostSrqOps(c, wire::BodyAs<wire::PostSrqOpsReq>(body), &r);
+      Reply(c, type, seq, st, &r, sizeof(r), {});
+      break;
+    }
     case wire::MsgType::kInvalid:
       break;
   }

@@ -103,7 +103,7 @@ struct SessionServer::Srq {
   nic::ClientId owner = 0;
   nic::SrqHandle handle = 0;
   nic::PdHandle pd = 0;
-  Cq* xrc_cq = nullptr;  // an XRC SRQ's CQ
+  Cq* own_cq = nullptr;  // an XRC or tag-matching SRQ's CQ
   ShmRing ring;
   uint32_t users = 0;   // QPs bound to it
   bool active = false;  // in active_ (its doorbell was taken)

@@ -454,26 +454,27 @@ absl::Status SessionServer::OnDestroyAh(Client& c, uint32_t ah) {
   return absl::OkStatus();
 }
 
-absl::Status SessionServer::OnCreateSrq(Client& c, const wire::CreateSrqReq& r,
-                                        wire::CreateSrqResp* out,
-                                        int* ring_fd) {
-  auto pd = pds_.find(r.pd);
-  if (pd == pds_.end() || pd->second != c.id) {
+absl::Status SessionServer::NewSrq(
+    Client& c, uint32_t pd, const wire::WireSrqAttr& a, Cq* own_cq,
+    absl::FunctionRef<absl::StatusOr<nic::SrqHandle>(const nic::SrqAttr&)> make,
+    wire::CreateSrqResp* out, int* ring_fd) {
+  auto p = pds_.find(pd);
+  if (p == pds_.end() || p->second != c.id) {
     return absl::NotFoundError("no such PD");
   }
   const nic::DeviceAttr& dev = rnic_.device_attr();
-  if (r.attr.max_wr == 0 || r.attr.max_wr > dev.max_srq_wr ||
-      r.attr.max_sge == 0 || r.attr.max_sge > dev.max_srq_sge) {
+  if (a.max_wr == 0 || a.max_wr > dev.max_srq_wr || a.max_sge == 0 ||
+      a.max_sge > dev.max_srq_sge) {
     return absl::InvalidArgumentError("SRQ sizes outside the device's");
   }
   // The ring first: an SRQ the RNIC made must not outlive a ring failure.
   absl::StatusOr<ShmRing> ring =
-      ShmRing::Create("rocemu-srq", sizeof(RqSlot), r.attr.max_wr);
+      ShmRing::Create("rocemu-srq", sizeof(RqSlot), a.max_wr);
   if (!ring.ok()) return ring.status();
   const ResourceUse use{.queue_bytes = ring->map_bytes()};
   if (absl::Status st = Charge(c, use); !st.ok()) return st;
-  const nic::SrqAttr attr{r.attr.max_wr, r.attr.max_sge, r.attr.srq_limit};
-  absl::StatusOr<nic::SrqHandle> h = rnic_.CreateSrq(r.pd, attr);
+  absl::StatusOr<nic::SrqHandle> h =
+      make(nic::SrqAttr{a.max_wr, a.max_sge, a.srq_limit});
   if (!h.ok()) {
     Uncharge(c, use);
     return h.status();
@@ -482,12 +483,63 @@ absl::Status SessionServer::OnCreateSrq(Client& c, const wire::CreateSrqReq& r,
   srq->queue_bytes = use.queue_bytes;
   srq->owner = c.id;
   srq->handle = *h;
-  srq->pd = r.pd;
+  srq->pd = pd;
+  srq->own_cq = own_cq;
+  if (own_cq != nullptr) ++own_cq->users;
   srq->ring = *std::move(ring);
   *ring_fd = srq->ring.fd();
   out->srq = *h;
-  out->attr = r.attr;
+  out->attr = a;
   srqs_[*h] = std::move(srq);
+  return absl::OkStatus();
+}
+
+absl::Status SessionServer::OnCreateSrq(Client& c, const wire::CreateSrqReq& r,
+                                        wire::CreateSrqResp* out,
+                                        int* ring_fd) {
+  return NewSrq(
+      c, r.pd, r.attr, nullptr,
+      [&](const nic::SrqAttr& a) { return rnic_.CreateSrq(r.pd, a); }, out,
+      ring_fd);
+}
+
+absl::Status SessionServer::OnCreateTmSrq(Client& c,
+                                          const wire::CreateTmSrqReq& r,
+                                          wire::CreateSrqResp* out,
+                                          int* ring_fd) {
+  auto cq = cqs_.find(r.cq);
+  if (cq == cqs_.end() || cq->second->owner != c.id) {
+    return absl::NotFoundError("no such CQ");
+  }
+  return NewSrq(
+      c, r.pd, r.attr, cq->second.get(),
+      [&](const nic::SrqAttr& a) {
+        return rnic_.CreateTmSrq(r.pd, r.cq, a, r.max_num_tags, r.max_ops);
+      },
+      out, ring_fd);
+}
+
+absl::Status SessionServer::OnPostSrqOps(Client& c,
+                                         const wire::PostSrqOpsReq& r,
+                                         wire::HandleResp* out) {
+  auto it = srqs_.find(r.srq);
+  if (it == srqs_.end() || it->second->owner != c.id) {
+    return absl::NotFoundError("no such SRQ");
+  }
+  if (r.opcode > static_cast<uint8_t>(nic::TmOpcode::kSync) || r.num_sge > 1) {
+    return absl::InvalidArgumentError("post_srq_ops: opcode or num_sge");
+  }
+  nic::TmOp op;
+  op.wr_id = r.wr_id;
+  op.opcode = static_cast<nic::TmOpcode>(r.opcode);
+  op.flags = r.flags;
+  op.unexpected_cnt = r.unexpected_cnt;
+  op.handle = r.handle;
+  op.add = {
+      r.recv_wr_id, r.tag, r.mask, {r.addr, r.length, r.lkey}, r.num_sge == 1};
+  absl::StatusOr<uint32_t> h = rnic_.PostSrqOp(r.srq, op);
+  if (!h.ok()) return h.status();
+  out->handle = *h;
   return absl::OkStatus();
 }
 
@@ -526,7 +578,7 @@ absl::Status SessionServer::OnQuerySrq(Client& c, uint32_t h,
 
 void SessionServer::ReleaseSrq(Srq& srq) {
   counters_.wqes_discarded += srq.ring.Unretired();
-  if (srq.xrc_cq != nullptr) --srq.xrc_cq->users;
+  if (srq.own_cq != nullptr) --srq.own_cq->users;
   (void)rnic_.DestroySrq(srq.handle);
 }
 

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nic/cm/cm_types.h"
@@ -335,6 +336,18 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnCloseXrcd(Client& c, uint32_t xrcd);
   absl::Status OnCreateXrcSrq(Client& c, const wire::CreateXrcSrqReq& r,
                               wire::CreateXrcSrqResp* out, int* ring_fd);
+  absl::Status OnCreateTmSrq(Client& c, const wire::CreateTmSrqReq& r,
+                             wire::CreateSrqResp* out, int* ring_fd);
+  absl::Status OnPostSrqOps(Client& c, const wire::PostSrqOpsReq& r,
+                            wire::HandleResp* out);
+  // What every SRQ type shares: the PD and size checks, the ring, the
+  // charge and the record; `make` asks the RNIC for the SRQ. `own_cq`: an
+  // XRC or TM SRQ's CQ, held while the SRQ lives.
+  absl::Status NewSrq(
+      Client& c, uint32_t pd, const wire::WireSrqAttr& a, Cq* own_cq,
+      absl::FunctionRef<absl::StatusOr<nic::SrqHandle>(const nic::SrqAttr&)>
+          make,
+      wire::CreateSrqResp* out, int* ring_fd);
   absl::Status OnXrcTgtQp(Client& c, const wire::XrcTgtQpReq& r,
                           wire::XrcTgtQpResp* out);
   // The domain `xrcd` if `c` holds it open, else nullptr.

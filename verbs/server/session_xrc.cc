@@ -98,10 +98,6 @@ absl::Status SessionServer::OnCreateXrcSrq(Client& c,
                                            const wire::CreateXrcSrqReq& r,
                                            wire::CreateXrcSrqResp* out,
                                            int* ring_fd) {
-  auto pd = pds_.find(r.pd);
-  if (pd == pds_.end() || pd->second != c.id) {
-    return absl::NotFoundError("no such PD");
-  }
   auto cq = cqs_.find(r.cq);
   if (cq == cqs_.end() || cq->second->owner != c.id) {
     return absl::NotFoundError("no such CQ");
@@ -109,39 +105,18 @@ absl::Status SessionServer::OnCreateXrcSrq(Client& c,
   if (HeldXrcd(c, r.xrcd) == nullptr) {
     return absl::NotFoundError("no such XRCD");
   }
-  const nic::DeviceAttr& dev = rnic_.device_attr();
-  if (r.attr.max_wr == 0 || r.attr.max_wr > dev.max_srq_wr ||
-      r.attr.max_sge == 0 || r.attr.max_sge > dev.max_srq_sge) {
-    return absl::InvalidArgumentError("SRQ sizes outside the device's");
-  }
-  absl::StatusOr<ShmRing> ring =
-      ShmRing::Create("rocemu-srq", sizeof(RqSlot), r.attr.max_wr);
-  if (!ring.ok()) return ring.status();
-  const ResourceUse use{.queue_bytes = ring->map_bytes()};
-  if (absl::Status st = Charge(c, use); !st.ok()) return st;
-  const nic::SrqAttr attr{r.attr.max_wr, r.attr.max_sge, r.attr.srq_limit};
-  absl::StatusOr<nic::SrqHandle> h =
-      rnic_.CreateXrcSrq(r.pd, r.xrcd, r.cq, attr);
-  absl::StatusOr<uint32_t> srqn =
-      h.ok() ? rnic_.GetSrqNum(*h) : absl::StatusOr<uint32_t>(h.status());
-  if (!srqn.ok()) {
-    if (h.ok()) (void)rnic_.DestroySrq(*h);
-    Uncharge(c, use);
-    return srqn.status();
-  }
-  auto srq = std::make_unique<Srq>();
-  srq->queue_bytes = use.queue_bytes;
-  srq->owner = c.id;
-  srq->handle = *h;
-  srq->pd = r.pd;
-  srq->xrc_cq = cq->second.get();
-  ++srq->xrc_cq->users;
-  srq->ring = *std::move(ring);
-  *ring_fd = srq->ring.fd();
-  out->srq = *h;
-  out->srqn = *srqn;
-  out->attr = r.attr;
-  srqs_[*h] = std::move(srq);
+  wire::CreateSrqResp made{};
+  absl::Status st = NewSrq(
+      c, r.pd, r.attr, cq->second.get(),
+      [&](const nic::SrqAttr& a) {
+        return rnic_.CreateXrcSrq(r.pd, r.xrcd, r.cq, a);
+      },
+      &made, ring_fd);
+  if (!st.ok()) return st;
+  // A fresh XRC SRQ always has its number.
+  out->srq = made.srq;
+  out->srqn = *rnic_.GetSrqNum(made.srq);
+  out->attr = made.attr;
   return absl::OkStatus();
 }
 

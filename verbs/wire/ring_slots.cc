@@ -129,7 +129,10 @@ void CqeFromCompletion(const nic::WorkCompletion& wc, uint64_t timestamp,
                  .sl = wc.sl,
                  .dlid_path_bits = wc.dlid_path_bits,
                  .flags = 0,
-                 .timestamp = timestamp};
+                 .timestamp = timestamp,
+                 .tm_tag = wc.tm_tag,
+                 .tm_priv = wc.tm_priv,
+                 .reserved = 0};
 }
 
 }  // namespace rocemu::verbs

@@ -82,8 +82,12 @@ struct CqeSlot {
   // nanoseconds; 0 unless the CQ was created with
   // kCreateCqWithTimestamps.
   uint64_t timestamp;
+  // Tag matching (ibv_wc_read_tm_info): the TMH's tag and app_ctx.
+  uint64_t tm_tag;
+  uint32_t tm_priv;
+  uint32_t reserved;
 };
-static_assert(sizeof(CqeSlot) == 56);
+static_assert(sizeof(CqeSlot) == 72);
 
 // The clock of completion timestamps (ibv_wc_read_completion_ts,
 // ibv_query_rt_values_ex): CLOCK_MONOTONIC_RAW in nanoseconds, which the

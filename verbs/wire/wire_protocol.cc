@@ -115,6 +115,10 @@ const char* MsgTypeName(MsgType t) {
       return "destroy_flow";
     case MsgType::kSetRss:
       return "set_rss";
+    case MsgType::kCreateTmSrq:
+      return "create_tm_srq";
+    case MsgType::kPostSrqOps:
+      return "post_srq_ops";
   }
   return "unknown";
 }
@@ -201,6 +205,10 @@ MsgLayout LayoutOf(MsgType t) {
       return {sizeof(CreateFlowReq), sizeof(HandleResp), 0, 0, 0};
     case MsgType::kSetRss:
       return {sizeof(SetRssReq), 0, 0, 0, 0};
+    case MsgType::kCreateTmSrq:
+      return {sizeof(CreateTmSrqReq), sizeof(CreateSrqResp), 0, 0, 1};
+    case MsgType::kPostSrqOps:
+      return {sizeof(PostSrqOpsReq), sizeof(HandleResp), 0, 0, 0};
     case MsgType::kCloseXrcd:
     case MsgType::kDestroyFlow:
     case MsgType::kDeallocMw:

@@ -96,8 +96,11 @@ enum class MsgType : uint16_t {
   kDestroyFlow = 49,
   // ibv_create_qp_ex with rx_hash_conf: the QP's indirection table of WQs.
   kSetRss = 50,
+  // Tag matching: create_srq_ex with IBV_SRQT_TM, ibv_post_srq_ops.
+  kCreateTmSrq = 51,
+  kPostSrqOps = 52,
 };
-inline constexpr uint16_t kMaxMsgType = 50;
+inline constexpr uint16_t kMaxMsgType = 52;
 const char* MsgTypeName(MsgType t);
 
 struct MsgHeader {
@@ -434,6 +437,34 @@ struct XrcTgtQpResp {
 struct CreateSrqReq {
   uint32_t pd;
   WireSrqAttr attr;
+};
+// create_srq_ex with IBV_SRQT_TM: completions to `cq`, a matching list of
+// max_num_tags. Reply: CreateSrqResp and the SRQ ring's fd.
+struct CreateTmSrqReq {
+  uint32_t pd;
+  uint32_t cq;
+  uint32_t max_num_tags;
+  uint32_t max_ops;
+  WireSrqAttr attr;
+};
+// ibv_post_srq_ops, one operation (ibv_ops_wr; one SGE at most, as
+// tm_caps.max_sge). Reply: HandleResp (ADD: the buffer's handle).
+struct PostSrqOpsReq {
+  uint64_t wr_id;
+  uint32_t srq;
+  uint8_t opcode;  // IBV_WR_TAG_ADD, _DEL, _SYNC
+  uint8_t num_sge;
+  uint16_t reserved;
+  uint32_t flags;  // IBV_OPS_SIGNALED, IBV_OPS_TM_SYNC
+  uint32_t unexpected_cnt;
+  uint32_t handle;
+  uint32_t reserved1;
+  uint64_t recv_wr_id;
+  uint64_t tag;
+  uint64_t mask;
+  uint64_t addr;  // the SGE (num_sge 1)
+  uint32_t length;
+  uint32_t lkey;
 };
 struct CreateSrqResp {  // + the SRQ ring's fd
   uint32_t srq;
