@@ -107,21 +107,10 @@ void RawPacket::Receive(Rnic& nic, Qp& qp, std::span<const uint8_t> frame) {
   const auto sges = wqe.sg_list.span();
   SgCursor cur;
   const MrStatus ms = Scatter(nic.mrs(), qp.pd(), sges, cur, frame);
-  DropReason why = DropReason::kNone;
-  if (ms != MrStatus::kOk) {
-    // As a UD receive: the WQE completes in error, the QP stays.
-    nic.CountMrFault(ms);
-    wc.status = LocalWcStatus(ms);
-    why = LocalReason(ms);
-    FrameVerdict& v = nic.Verdict(&qp, why, VerdictAction::kFailedWr);
-    if (why == DropReason::kRecvTooShort) {
-      v.args[0] = wc.byte_len;
-      v.args[1] = SgRemaining(sges, SgCursor{});
-      v.args[2] = 1;
-    } else {
-      nic.SgArgs(v.args, sges, access::kLocalWrite, qp.pd());
-    }
-  }
+  // As a UD receive: the WQE completes in error, the QP stays.
+  const DropReason why = ms == MrStatus::kOk
+                             ? DropReason::kNone
+                             : nic.FailReceiveScatter(qp, ms, sges, &wc);
   nic.CompleteRecv(qp, wc, false, why, nic.rx_packet_id());
 }
 

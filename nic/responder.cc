@@ -249,20 +249,9 @@ void ReceiveUd(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   if (ms == MrStatus::kOk) {
     ms = Scatter(nic.mrs(), qp.pd(), sges, cur, pkt.payload);
   }
-  DropReason why = DropReason::kNone;
-  if (ms != MrStatus::kOk) {
-    nic.CountMrFault(ms);
-    wc.status = LocalWcStatus(ms);
-    why = LocalReason(ms);
-    FrameVerdict& v = nic.Verdict(&qp, why, VerdictAction::kFailedWr);
-    if (why == DropReason::kRecvTooShort) {
-      v.args[0] = wc.byte_len;
-      v.args[1] = SgRemaining(sges, SgCursor{});
-      v.args[2] = 1;  // a UD message is one packet
-    } else {
-      nic.SgArgs(v.args, sges, access::kLocalWrite, qp.pd());
-    }
-  }
+  const DropReason why = ms == MrStatus::kOk
+                             ? DropReason::kNone
+                             : nic.FailReceiveScatter(qp, ms, sges, &wc);
   qp.counters_.rcvd_bytes += pkt.payload.size();
   nic.CompleteRecv(qp, wc, pkt.hdr.bth.se, why, nic.rx_packet_id());
 }

@@ -368,6 +368,12 @@ class Rnic final : public FrameEndpoint {
   void MrArgs(uint64_t* args, uint32_t key, uint64_t va, uint64_t len,
               AccessFlags need, PdHandle pd) const;
   // The same for the entry of `sges` that fails (or the first).
+  // A one-packet receive (UD, raw packet) whose scatter into `sges` failed
+  // with `ms`: counted, the WQE's completion `wc` (byte_len set) given the
+  // error status, and the verdict with its arguments; returns why. The QP
+  // stays usable, as a UD receive's does.
+  DropReason FailReceiveScatter(Qp& qp, MrStatus ms, std::span<const Sge> sges,
+                                WorkCompletion* wc);
   void SgArgs(uint64_t* args, std::span<const Sge> sges, AccessFlags need,
               PdHandle pd) const;
   // A frame `qp` just built into `out` (opcode and PSN of its BTH): its

@@ -8,6 +8,7 @@
 
 #include "nic/gsi.h"
 #include "nic/rnic.h"
+#include "nic/sg_copy.h"
 
 namespace rocemu::nic {
 
@@ -195,6 +196,23 @@ void Rnic::ReceiveGsi(TimeNs now) {
   } else if (moved(&DeviceCounters::mad_rx_drop_unsupported)) {
     Drop(DropReason::kMadUnsupported);
   }
+}
+
+DropReason Rnic::FailReceiveScatter(Qp& qp, MrStatus ms,
+                                    std::span<const Sge> sges,
+                                    WorkCompletion* wc) {
+  CountMrFault(ms);
+  wc->status = LocalWcStatus(ms);
+  const DropReason why = LocalReason(ms);
+  FrameVerdict& v = Verdict(&qp, why, VerdictAction::kFailedWr);
+  if (why == DropReason::kRecvTooShort) {
+    v.args[0] = wc->byte_len;
+    v.args[1] = SgRemaining(sges, SgCursor{});
+    v.args[2] = 1;  // one packet
+  } else {
+    SgArgs(v.args, sges, access::kLocalWrite, qp.pd());
+  }
+  return why;
 }
 
 }  // namespace rocemu::nic

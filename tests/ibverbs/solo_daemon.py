@@ -99,3 +99,29 @@ class SoloDaemon:
         self.stop()
         if not keep and not os.environ.get("ROCEMU_KEEP_TMP"):
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def run_program_test(prefix, ok_line, check):
+    """The body of a test that runs one C program over the drop-in library
+    and one rocemud (argv: ROCEMUD DROPIN_DIR PROGRAM): the program must
+    exit 0 having printed `ok_line`; then check(daemon) inspects
+    the daemon and returns False on a failure (it prints its own lines);
+    the daemon must stop cleanly. Returns the test's exit status."""
+    rocemud, dropin, prog = (os.path.abspath(p) for p in sys.argv[1:4])
+    d = SoloDaemon(rocemud, prefix=prefix)
+    failed = False
+    try:
+        r = subprocess.run([prog], env=d.env(dropin), capture_output=True,
+                           text=True, timeout=120)
+        print(r.stdout, end="")
+        print(r.stderr, end="", file=sys.stderr)
+        failed = r.returncode != 0 or ok_line not in r.stdout
+        print(("FAIL " if failed else "ok   ") +
+              f"{os.path.basename(prog)} exit {r.returncode}")
+        failed |= not check(d)
+    finally:
+        rc = d.stop()
+        d.cleanup()
+    print(("ok   " if rc == 0 else "FAIL ") +
+          f"rocemud stops cleanly (exit {rc})")
+    return 1 if failed or rc != 0 else 0
