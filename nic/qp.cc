@@ -35,6 +35,10 @@ Qp::Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge,
                           : init.cap.max_inline_data;
   sq_sges_.resize(sq_.slots() * sq_sge_stride_);
   sq_inline_.resize(sq_.slots() * sq_inline_stride_);
+  if (internal_send_wr != 0) {
+    tm_ = true;
+    tm_rndv_.resize(internal_send_wr / 2);
+  }
   // resp_queue_ is sized at INIT->RTR from max_dest_rd_atomic: until then
   // it has no slot, and the responder (which needs two free ones) drops.
 }

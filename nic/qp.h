@@ -235,7 +235,8 @@ class Qp {
  public:
   // recv_max_sge: the SRQ's max_sge when the QP takes its receives there.
   // internal_send_wr: send queue slots beyond the application's, for the
-  // requests the RNIC issues itself (a TM SRQ's rendezvous READs and FINs).
+  // requests the RNIC issues itself: a TM SRQ's QP (tm_), whose rendezvous
+  // each take a READ and a FIN slot.
   Qp(uint32_t qpn, PdHandle pd, const QpInitAttr& init, uint32_t recv_max_sge,
      uint32_t internal_send_wr = 0);
 

@@ -160,10 +160,6 @@ absl::StatusOr<uint32_t> Rnic::CreateQp(PdHandle pd, const QpInitAttr& asked) {
       init.has_srq ? srqs_.Get(init.srq)->Query().max_sge : c.max_recv_sge;
   auto qp = std::make_unique<Qp>(qpn, pd, init, recv_max_sge,
                                  tm ? kTmInternalSendWr : 0);
-  if (tm) {
-    qp->tm_ = true;
-    qp->tm_rndv_.resize(kTmRendezvousSlots);
-  }
   absl::Status s = pds_.Retain(pd);
   if (!s.ok()) return s;
   scq->Retain();
@@ -369,12 +365,15 @@ absl::Status Rnic::ModifyQp(uint32_t qpn, const QpAttr& a, QpAttrMask mask) {
       const QpInitAttr init = qp->init_;
       const QpAttr keep = q;
       const uint32_t recv_max_sge = qp->rwqe_sges_.size();
+      const bool tm = qp->tm_;
       auto it = std::find(active_.begin(), active_.end(), qp);
       if (it != active_.end()) active_.erase(it);
       // The recorder keeps its history (and its memory) across the reset.
       std::unique_ptr<FlightRecorder> recorder = std::move(qp->recorder_);
       qp->~Qp();
-      new (qp) Qp(n, pd, init, recv_max_sge);
+      // A QP of a TM SRQ keeps its own send slots; its rendezvous in
+      // flight are dropped with every WR.
+      new (qp) Qp(n, pd, init, recv_max_sge, tm ? kTmInternalSendWr : 0);
       qp->attr_.cap = keep.cap;
       qp->recorder_ = std::move(recorder);
       return absl::OkStatus();

@@ -41,7 +41,8 @@ enum class TmKind : uint8_t {
 };
 
 // Send queue slots a QP of a TM SRQ has beyond the application's, and the
-// rendezvous it may have in flight (each takes a READ and a FIN slot).
+// rendezvous it may have in flight (each takes a READ and a FIN slot; the
+// Qp sizes Qp::tm_rndv_ so).
 inline constexpr uint32_t kTmRendezvousSlots = 8;
 inline constexpr uint32_t kTmInternalSendWr = 2 * kTmRendezvousSlots;
 

@@ -265,6 +265,34 @@ TEST(TmTest, RendezvousReadsTheSendersBufferAndSendsFin) {
   EXPECT_EQ(n.net.b().GetQp(n.b.e.qpn)->sq_outstanding(), 0u);
 }
 
+TEST(TmTest, ResetKeepsTheQpsOwnSendSlots) {
+  Net n;
+  using namespace qp_attr;  // NOLINT
+  QpAttr reset;
+  reset.qp_state = QpState::kReset;
+  ASSERT_TRUE(n.net.b().ModifyQp(n.b.e.qpn, reset, kState).ok());
+  ASSERT_TRUE(n.net.a().ModifyQp(n.a.qpn, reset, kState).ok());
+  const ConnectOptions o;
+  ASSERT_TRUE(
+      ConnectQp(n.net.a(), n.a, n.net.b().config(), n.b.e.qpn, 100, 900, o)
+          .ok());
+  ASSERT_TRUE(
+      ConnectQp(n.net.b(), n.b.e, n.net.a().config(), n.a.qpn, 900, 100, o)
+          .ok());
+  n.Add(1, 0x77, ~0ull, 0, 8192);
+  n.PollB();
+  Fill(n.a.buf, 16384, 2000, 0x17);
+  const protocol::Rvh rvh{Va(n.a, 16384), n.a.key, 2000};
+  ASSERT_TRUE(n.net.a().PostRecv(n.a.qpn, {5, {SgeOf(n.a, 32768, 64)}}).ok());
+  n.Send(TmhOp::kRndv, 0x77, 0, 0, 0, &rvh);
+  n.net.Run();
+  std::vector<WorkCompletion> wc = n.PollB();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[1].wc_flags, wc_flags::kTmDataValid);
+  EXPECT_EQ(wc[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(n.b.e.buf.data(), n.a.buf.data() + 16384, 2000), 0);
+}
+
 TEST(TmTest, RendezvousTooLargeForTheBufferIsLeftToSoftware) {
   Net n;
   n.Add(1, 0x77, ~0ull, 0, 100);
