@@ -11,7 +11,8 @@ to a port nobody listens on (REJECTED, reason 8), a server bound to
 rdma_cm) and a client to 127.0.0.1 (no route: ENODEV, as on rxe),
 rdma_server/rdma_client
 and rdma_xserver/rdma_xclient over RC (16 bytes inline on a QP that asked
-for none), and ib_{write,send,read}_bw -R, and rstream over stream rsockets (default, blocking, rpoll-driven and
+for none) and over XRC (-c x: an INI QP to a TGT QP and XRC SRQ that
+librdmacm makes in its own XRC domain, the SRQ number in the REP), and ib_{write,send,read}_bw -R, and rstream over stream rsockets (default, blocking, rpoll-driven and
 non-blocking, data verified, messages larger than the receive buffer; and a
 peer killed mid-stream) and riostream over riomap/riowrite. Each tool's own checks decide, then both daemons'
 CM counters must show the handshakes and nothing lost or malformed.
@@ -265,6 +266,21 @@ def main():
             ["rdma_xserver", "-c", "r", "-p", "{port}"],
             ["rdma_xclient", "-s", A_IP, "-c", "r", "-p", "{port}"],
             "rdma_xserver: end 0", "rdma_xclient: end 0")
+        # The same over XRC (-c x, port space RDMA_PS_IB): the server's
+        # librdmacm opens an XRC domain and makes a TGT QP for the request
+        # and an XRC SRQ (with its CQ) whose number goes back in the REP's
+        # private data; the client connects an INI QP (REQ transport XRC)
+        # and sends its 16 bytes to that SRQ.
+        def ps_ib_listener(srv, entry):
+            want = f"0x{0x013F:012x}{r.port:04x}"
+            r.check(entry is not None and entry["service_id"] == want,
+                    f"rdma_xserver -c x listens on RDMA_PS_IB: {entry}")
+        both_finish(
+            "rdma_xserver / rdma_xclient -c x (XRC)",
+            ["rdma_xserver", "-c", "x", "-p", "{port}"],
+            ["rdma_xclient", "-s", A_IP, "-c", "x", "-p", "{port}"],
+            "rdma_xserver: end 0", "rdma_xclient: end 0",
+            on_listen=ps_ib_listener)
 
         # A connection storm: cmtime opens 50 connections at once, then
         # closes them (its server runs until stopped). Each side's daemon
@@ -405,9 +421,9 @@ def main():
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
-        # rping x3, ucmatose, rdma_client, rdma_xclient, cmtime, perftest,
-        # rstream, riostream, rsocket_probe
-        conns = 3 + 4 + 1 + 1 + 50 + 4 + len(rstream_cases) + 3 + 1
+        # rping x3, ucmatose, rdma_client, rdma_xclient (RC, XRC), cmtime,
+        # perftest, rstream, riostream, rsocket_probe
+        conns = 3 + 4 + 1 + 2 + 50 + 4 + len(rstream_cases) + 3 + 1
         r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
                 ca.get("cm_rep_sent", 0) >= conns and
                 cb.get("cm_rtu_sent", 0) >= conns,
