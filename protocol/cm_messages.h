@@ -59,8 +59,13 @@ namespace cm_transport {
 inline constexpr uint8_t kRc = 0;
 inline constexpr uint8_t kUc = 1;
 inline constexpr uint8_t kRd = 2;
-inline constexpr uint8_t kExtended = 3;  // see ExtendedTransportType (XRC)
+inline constexpr uint8_t kExtended = 3;  // see cm_extended_transport
 }  // namespace cm_transport
+// REQ Extended Transport Type (3 bits), when the Transport Service Type is
+// kExtended (IBTA annex A14).
+namespace cm_extended_transport {
+inline constexpr uint8_t kXrc = 1;
+}  // namespace cm_extended_transport
 
 // "Message MRAed" / "Message Rejected" (2 bits).
 namespace cm_msg_response {

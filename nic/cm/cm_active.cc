@@ -76,6 +76,11 @@ absl::StatusOr<CmId> CmAgent::Connect(const CmConnectParams& p, TimeNs now) {
     s = CheckQp(p.qpn, &type);
     if (!s.ok()) return s;
   }
+  if (type != QpType::kRc && type != QpType::kUc && type != QpType::kXrcIni) {
+    // An XRC TGT QP is the passive side's; UD goes through SIDR.
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a REQ offers an RC, UC or XRC INI QP, not %s", QpTypeName(type)));
+  }
 
   CmConnection& c = NewId(p.client);
   c.active = true;
@@ -111,20 +116,28 @@ absl::StatusOr<CmId> CmAgent::Connect(const CmConnectParams& p, TimeNs now) {
   req.service_id = p.service_id;
   req.local_ca_guid = guid_;
   req.local_qpn = p.qpn;
-  req.responder_resources = p.responder_resources;
   req.initiator_depth = p.initiator_depth;
   req.remote_cm_response_timeout = p.remote_cm_response_timeout;
-  req.transport = type == QpType::kUc ? protocol::cm_transport::kUc
-                                      : protocol::cm_transport::kRc;
   req.end_to_end_flow_control = p.flow_control;
   req.starting_psn = c.rq_psn;
   req.local_cm_response_timeout = p.local_cm_response_timeout;
-  req.retry_count = p.retry_count;
   req.pkey = p.path.pkey;
   req.path_mtu = static_cast<uint8_t>(p.path.mtu);
-  req.rnr_retry_count = p.rnr_retry_count;
   req.max_cm_retries = p.max_cm_retries;
-  req.srq = p.srq;
+  if (type == QpType::kXrcIni) {
+    // The INI QP has no responder and the TGT QP no requester: no
+    // responder resources, retry counts or SRQ to offer (Linux leaves
+    // them 0 too).
+    req.transport = protocol::cm_transport::kExtended;
+    req.extended_transport = protocol::cm_extended_transport::kXrc;
+  } else {
+    req.transport = type == QpType::kUc ? protocol::cm_transport::kUc
+                                        : protocol::cm_transport::kRc;
+    req.responder_resources = p.responder_resources;
+    req.retry_count = p.retry_count;
+    req.rnr_retry_count = p.rnr_retry_count;
+    req.srq = p.srq;
+  }
   protocol::CmPathInfo& pp = req.primary;
   // RoCE has no LIDs: both permissive, as Linux sends them for a routed
   // (GRH) path.
@@ -162,8 +175,12 @@ void CmAgent::OnRep(const ReceivedMad& m, TimeNs now) {
     }
     return;
   }
+  // An XRC TGT QP answers in the Local EE Context Number (its Local QPN
+  // is left 0), as Linux's CM sends and reads it.
+  const uint32_t remote_qpn =
+      c.qp_type == QpType::kXrcIni ? rep.local_eecn : rep.local_qpn;
   // The remote QP still has a connection here: stale (Linux cm_rep_handler).
-  auto stale = by_remote_qpn_.find(RemoteKey{rep.local_qpn, rep.local_ca_guid});
+  auto stale = by_remote_qpn_.find(RemoteKey{remote_qpn, rep.local_ca_guid});
   if (stale != by_remote_qpn_.end()) {
     ++counters_.cm_stale_conn;
     SendRejTo(m, c.local_comm_id, rep.local_comm_id, msg_response::kRep,
@@ -181,7 +198,7 @@ void CmAgent::OnRep(const ReceivedMad& m, TimeNs now) {
   c.msg_valid = false;
   c.remote_comm_id = rep.local_comm_id;
   c.remote_ca_guid = rep.local_ca_guid;
-  c.remote_qpn = rep.local_qpn;
+  c.remote_qpn = remote_qpn;
   c.sq_psn = rep.starting_psn;
   // The peer's initiator depth is how many READs/atomics it will have
   // outstanding at our responder, and the reverse.
@@ -197,7 +214,7 @@ void CmAgent::OnRep(const ReceivedMad& m, TimeNs now) {
   CmEvent ev;
   ev.type = CmEventType::kRepReceived;
   ev.remote_ca_guid = rep.local_ca_guid;
-  ev.remote_qpn = rep.local_qpn;
+  ev.remote_qpn = remote_qpn;
   ev.remote_qkey = rep.local_qkey;
   ev.starting_psn = rep.starting_psn;
   ev.responder_resources = c.responder_resources;

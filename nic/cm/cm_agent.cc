@@ -198,6 +198,7 @@ absl::StatusOr<CmId> CmAgent::Listen(const CmListenParams& p) {
   c.service_id = service;
   c.service_mask = mask;
   c.bound_addr = p.bound_addr;
+  c.listen_qp_type = p.qp_type;
   return c.id;
 }
 

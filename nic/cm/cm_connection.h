@@ -30,6 +30,7 @@ struct CmConnection {
   // Listener.
   uint64_t service_mask = ~uint64_t{0};
   std::optional<Gid> bound_addr;
+  std::optional<QpType> listen_qp_type;  // none: any transport
 
   // Identity on the wire.
   uint64_t service_id = 0;

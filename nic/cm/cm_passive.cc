@@ -74,6 +74,9 @@ void CmAgent::OnReq(const ReceivedMad& m, TimeNs now) {
     type = QpType::kRc;
   } else if (req.transport == protocol::cm_transport::kUc) {
     type = QpType::kUc;
+  } else if (req.transport == protocol::cm_transport::kExtended &&
+             req.extended_transport == protocol::cm_extended_transport::kXrc) {
+    type = QpType::kXrcTgt;  // an INI QP asks for a TGT QP here
   } else {
     reject(rej::kInvalidTransportType);
     return;
@@ -91,6 +94,13 @@ void CmAgent::OnReq(const ReceivedMad& m, TimeNs now) {
   }
   if (ip_service && !ip.has_value()) {
     reject(rej::kConsumerDefined);
+    return;
+  }
+  if (listener->listen_qp_type.has_value() &&
+      *listener->listen_qp_type != type) {
+    // The service's id takes another transport (rdma_cm checks a REQ's
+    // QP type against its id's; the spec's reason for it is this one).
+    reject(rej::kInvalidTransportType);
     return;
   }
   const std::optional<uint32_t> sgid =
@@ -243,15 +253,22 @@ absl::Status CmAgent::Accept(CmId id, const CmAcceptParams& p, TimeNs now) {
   protocol::CmRep rep;
   rep.local_comm_id = c.local_comm_id;
   rep.remote_comm_id = c.remote_comm_id;
-  rep.local_qpn = c.local_qpn;
   rep.starting_psn = c.rq_psn;
   rep.responder_resources = c.responder_resources;
-  rep.initiator_depth = c.initiator_depth;
   rep.target_ack_delay = d.local_ca_ack_delay;
-  rep.end_to_end_flow_control = p.flow_control;
   rep.rnr_retry_count = p.rnr_retry_count & 7;
-  rep.srq = p.srq;
   rep.local_ca_guid = guid_;
+  if (c.qp_type == QpType::kXrcTgt) {
+    // The TGT QP goes in the Local EE Context Number, and it always
+    // receives through XRC SRQs (Linux's cm_format_rep for XRC TGT).
+    rep.local_eecn = c.local_qpn;
+    rep.srq = true;
+  } else {
+    rep.local_qpn = c.local_qpn;
+    rep.initiator_depth = c.initiator_depth;
+    rep.end_to_end_flow_control = p.flow_control;
+    rep.srq = p.srq;
+  }
   std::copy(p.private_data.begin(), p.private_data.end(),
             rep.private_data.begin());
   c.state = CmState::kRepSent;

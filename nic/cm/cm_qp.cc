@@ -12,9 +12,9 @@ absl::Status CmAgent::CheckQp(uint32_t qpn, QpType* type) const {
   if (qp == nullptr) {
     return absl::NotFoundError(absl::StrFormat("no QP 0x%x", qpn));
   }
-  if (qp->type() == QpType::kUd) {
-    return absl::InvalidArgumentError(
-        "a UD QP is resolved by SIDR, not connected");
+  if (qp->type() == QpType::kUd || qp->type() == QpType::kRawPacket) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a %s QP is not connected by the CM", QpTypeName(qp->type())));
   }
   // The CM takes the QP from RESET or INIT; anything further along belongs
   // to a connection already.
@@ -36,7 +36,13 @@ absl::StatusOr<std::pair<QpAttr, QpAttrMask>> CmAgent::InitQpAttr(
   QpAttr a;
   QpAttrMask mask = qp_attr::kState;
   a.qp_state = target;
-  const bool rc = c.qp_type == QpType::kRc;
+  // Which halves of a reliable connection the QP has: an XRC INI QP only
+  // the requester, an XRC TGT QP only the responder (ib_cm's RTR and RTS
+  // attributes per QP type; UC has neither's reliability attributes).
+  const bool responder =
+      c.qp_type == QpType::kRc || c.qp_type == QpType::kXrcTgt;
+  const bool requester =
+      c.qp_type == QpType::kRc || c.qp_type == QpType::kXrcIni;
   // Whether the remote side's parameters are known: the passive side from
   // the REQ, the active side from the REP.
   const bool remote_known =
@@ -80,7 +86,7 @@ absl::StatusOr<std::pair<QpAttr, QpAttrMask>> CmAgent::InitQpAttr(
       a.ah_attr.port_num = 1;
       mask |= qp_attr::kAv | qp_attr::kPathMtu | qp_attr::kDestQpn |
               qp_attr::kRqPsn;
-      if (rc) {
+      if (responder) {
         a.max_dest_rd_atomic = c.responder_resources;
         a.min_rnr_timer = c.min_rnr_timer;
         mask |= qp_attr::kMaxDestRdAtomic | qp_attr::kMinRnrTimer;
@@ -95,13 +101,17 @@ absl::StatusOr<std::pair<QpAttr, QpAttrMask>> CmAgent::InitQpAttr(
       }
       a.sq_psn = c.sq_psn;
       mask |= qp_attr::kSqPsn;
-      if (rc) {
-        a.timeout = c.ack_timeout;
+      if (requester) {
         a.retry_cnt = c.retry_count;
         a.rnr_retry = c.rnr_retry_count;
         a.max_rd_atomic = c.initiator_depth;
-        mask |= qp_attr::kTimeout | qp_attr::kRetryCnt | qp_attr::kRnrRetry |
-                qp_attr::kMaxQpRdAtomic;
+        mask |=
+            qp_attr::kRetryCnt | qp_attr::kRnrRetry | qp_attr::kMaxQpRdAtomic;
+      }
+      if (requester || responder) {
+        // The TGT QP too: the table requires its ACK timeout at RTS.
+        a.timeout = c.ack_timeout;
+        mask |= qp_attr::kTimeout;
       }
       break;
     default:

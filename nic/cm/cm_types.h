@@ -68,7 +68,8 @@ struct CmPath {
 struct CmConnectParams {
   ClientId client = kKernelClient;  // echoed in every event of the id
   uint64_t service_id = 0;
-  // The QP the REQ announces (RC or UC). With manage_qp the CM drives it
+  // The QP the REQ announces (RC, UC or an XRC INI QP, which the REQ
+  // offers as transport XRC). With manage_qp the CM drives it
   // (RESET/INIT -> INIT -> RTR -> RTS on the REP, ERR on failure or
   // disconnect); otherwise the consumer does, e.g. through InitQpAttr.
   uint32_t qpn = 0;
@@ -121,6 +122,10 @@ struct CmListenParams {
   uint64_t service_id = 0;
   uint64_t service_mask = ~uint64_t{0};
   std::optional<Gid> bound_addr;
+  // The QP type of the listener's rdma_cm id: a REQ for another transport
+  // (an XRC REQ on an RC listener, an RC REQ on an XRC TGT listener) is
+  // rejected "invalid transport service type". None takes any (ib_cm).
+  std::optional<QpType> qp_type;
 };
 
 // ib_cm_sidr_req_param: resolve a UD service to a QPN and Q_Key.
@@ -168,7 +173,9 @@ struct CmEvent {
   uint64_t service_id = 0;
   // REQ / REP: the peer's side of the exchange, as ib_cm_req_event_param
   // and ib_cm_rep_event_param give it (responder resources and initiator
-  // depth already swapped to our point of view).
+  // depth already swapped to our point of view). An XRC REQ reports the
+  // INI QP and qp_type kXrcTgt (what the passive side must accept it
+  // with); the REP of an XRC TGT QP reports the TGT QP.
   uint64_t remote_ca_guid = 0;
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;

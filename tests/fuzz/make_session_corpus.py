@@ -53,6 +53,18 @@ seeds = {
                                 7, 0, 0, 0, 0) + gid1 + path[16:] + ip +
         bytes(96)) +
     rec(CM_INIT_QP_ATTR, struct.pack("<IB3x", h(6), 2)),
+    # The same as XRC (RDMA_PS_IB): a listener of QP type IBV_QPT_XRC_RECV
+    # (and one of no such type), a REQ offering IBV_QPT_XRC_SEND.
+    "cm_xrc_self": hello + rec(ALLOC_PD) +
+    rec(CREATE_CQ, struct.pack("<II", 64, 0)) + qp + rec(CM_OPEN, flags=EVENTFD) +
+    rec(CM_LISTEN, struct.pack("<Q", 0x13F1C08) + bytes(16) + b"\x00\x0a" +
+        bytes(6)) +
+    rec(CM_LISTEN, struct.pack("<Q", 0x13F1C09) + bytes(16) + b"\x00\x4d" +
+        bytes(6)) +
+    rec(CM_CONNECT, struct.pack("<QIBBBBBBBBI", 0x13F1C08, h(3), 9, 1, 1, 7,
+                                7, 0, 0, 0, 0) + gid1 + path[16:] + ip +
+        bytes(96)) +
+    rec(CM_INIT_QP_ATTR, struct.pack("<IB3x", h(6), 2)),
     "cm_sidr": hello + rec(CM_OPEN, flags=EVENTFD) +
     rec(CM_SIDR_QUERY, struct.pack("<Q", 0x1111C06) + path + ip +
         bytes(8) + bytes(216)),

@@ -11,7 +11,9 @@ to a port nobody listens on (REJECTED, reason 8), a server bound to
 rdma_cm) and a client to 127.0.0.1 (no route: ENODEV, as on rxe),
 rdma_server/rdma_client
 and rdma_xserver/rdma_xclient over RC (16 bytes inline on a QP that asked
-for none), and ib_{write,send,read}_bw -R, and rstream over stream rsockets (default, blocking, rpoll-driven and
+for none) and over XRC (-c x: an INI QP to a TGT QP and XRC SRQ that
+librdmacm makes in its own XRC domain, the SRQ number in the REP), and
+ib_{write,send,read}_bw -R, and rstream over stream rsockets (default, blocking, rpoll-driven and
 non-blocking, data verified, messages larger than the receive buffer; and a
 peer killed mid-stream) and riostream over riomap/riowrite. Each tool's own checks decide, then both daemons'
 CM counters must show the handshakes and nothing lost or malformed.
@@ -24,8 +26,11 @@ rsocket_probe (a C program on Debian's librdmacm) checks the rsocket calls
 rstream does not make: a non-blocking connect, SHUT_WR half-close and EOF,
 MSG_PEEK, rselect on a listener, names, SOCK_DGRAM refused.
 
+xrc_mismatch_probe (the same, on <rdma/rdma_cma.h>) connects an XRC INI QP
+to an RC id and an RC QP to an XRC_RECV id: both REJECTED with status 9.
+
 Usage: rdmacm_tools_test.py ROCEMUD DROPIN_DIR RDMACM_DIR ROCEMU_CTL
-                            RSOCKET_PROBE
+                            RSOCKET_PROBE XRC_MISMATCH_PROBE
 """
 import os
 import re
@@ -104,8 +109,8 @@ def cm_counters(d):
 
 
 def main():
-    rocemud, dropin, rdmacm, ctl, probe = (os.path.abspath(p)
-                                           for p in sys.argv[1:6])
+    rocemud, dropin, rdmacm, ctl, probe, xrc_probe = (
+        os.path.abspath(p) for p in sys.argv[1:7])
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -265,6 +270,43 @@ def main():
             ["rdma_xserver", "-c", "r", "-p", "{port}"],
             ["rdma_xclient", "-s", A_IP, "-c", "r", "-p", "{port}"],
             "rdma_xserver: end 0", "rdma_xclient: end 0")
+        # The same over XRC (-c x, port space RDMA_PS_IB): the server's
+        # librdmacm opens an XRC domain and makes a TGT QP for the request
+        # and an XRC SRQ (with its CQ) whose number goes back in the REP's
+        # private data; the client connects an INI QP (REQ transport XRC)
+        # and sends its 16 bytes to that SRQ.
+        def ps_ib_listener(srv, entry):
+            want = f"0x{0x013F:012x}{r.port:04x}"
+            r.check(entry is not None and entry["service_id"] == want,
+                    f"rdma_xserver -c x listens on RDMA_PS_IB: {entry}")
+        both_finish(
+            "rdma_xserver / rdma_xclient -c x (XRC)",
+            ["rdma_xserver", "-c", "x", "-p", "{port}"],
+            ["rdma_xclient", "-s", A_IP, "-c", "x", "-p", "{port}"],
+            "rdma_xserver: end 0", "rdma_xclient: end 0",
+            on_listen=ps_ib_listener)
+        # Transports the listening id does not take: the daemon's CM
+        # rejects them (9, invalid transport service type), and the server
+        # is handed no request.
+        r.port += 2
+        rej_before = cm_counters(a).get("cm_rej_sent", 0)
+        srv = r.tool(ns, a, [xrc_probe, "server", str(r.port)], 60)
+        listening = wait_listener(a, r.port) is not None and \
+            wait_listener(a, r.port + 1) is not None
+        r.check(listening, "xrc_mismatch_probe's RC and XRC_RECV listeners")
+        [(crc, cout)] = r.collect(
+            [r.tool(ns, b, [xrc_probe, "client", A_IP, str(r.port)], 60)], 60)
+        os.killpg(srv.pid, 9)
+        sout = srv.communicate()[0] or ""
+        rejs = cm_counters(a).get("cm_rej_sent", 0) - rej_before
+        ok = crc == 0 and "xrc_mismatch_probe client: ok" in cout and \
+            "server: listening" in sout and "FAIL" not in sout and rejs == 2
+        handed = "a request" if "FAIL" in sout else "no request"
+        r.check(ok, f"xrc_mismatch_probe: client {crc}, A sent {rejs} REJ, "
+                f"the server handed {handed}")
+        if not ok:
+            netns_util.print_pair_output(sout, cout)
+        r.port += 1
 
         # A connection storm: cmtime opens 50 connections at once, then
         # closes them (its server runs until stopped). Each side's daemon
@@ -405,9 +447,9 @@ def main():
 
         # Both CMs saw the handshakes, and nothing went wrong under them.
         ca, cb = cm_counters(a), cm_counters(b)
-        # rping x3, ucmatose, rdma_client, rdma_xclient, cmtime, perftest,
-        # rstream, riostream, rsocket_probe
-        conns = 3 + 4 + 1 + 1 + 50 + 4 + len(rstream_cases) + 3 + 1
+        # rping x3, ucmatose, rdma_client, rdma_xclient (RC, XRC), cmtime,
+        # perftest, rstream, riostream, rsocket_probe
+        conns = 3 + 4 + 1 + 2 + 50 + 4 + len(rstream_cases) + 3 + 1
         r.check(cb.get("cm_req_sent", 0) >= conns + 1 and
                 ca.get("cm_rep_sent", 0) >= conns and
                 cb.get("cm_rtu_sent", 0) >= conns,

@@ -47,6 +47,11 @@ struct CmDevice {
   // The device's default PD: an id that acquires the device gets it, as
   // librdmacm gives one (rdma_create_qp with no PD uses it).
   ibv_pd* pd = nullptr;
+  // The XRC domain librdmacm opens itself (fd -1, O_CREAT) for XRC_RECV
+  // ids given none: their TGT QPs and XRC SRQs share it. Closed when the
+  // last of those goes (`xrcd_users`).
+  ibv_xrcd* xrcd = nullptr;
+  int xrcd_users = 0;
   rocemu_context* rc = nullptr;
   verbs::ShmRing ring;  // CmEventSlot
   int event_fd = -1;    // the daemon signals it; in every channel's set
@@ -115,6 +120,10 @@ struct IdPriv {
   uint32_t events_completed = 0;
   ibv_sa_path_rec path{};
   ibv_qp_init_attr* ep_qp_init_attr = nullptr;  // rdma_create_ep listeners
+  // The id's TGT QP / XRC SRQ is in the device's own XRC domain (holds a
+  // use of it).
+  bool qp_in_dev_xrcd = false;
+  bool srq_in_dev_xrcd = false;
   ibv_ece local_ece{};
   // Multicast groups joined (multicast.cc).
   struct Join {
@@ -215,6 +224,17 @@ int ModifyQpTo(IdPriv* id, ibv_qp_state state, uint8_t resp_res,
 int ModifyQpRtr(IdPriv* id, uint8_t resp_res);
 int ModifyQpRts(IdPriv* id, uint8_t init_depth);
 int ModifyQpErr(IdPriv* id);
+// CQs (with completion channels) of the sizes given (0: none) for an id
+// whose QP or XRC SRQ was given none; 0 or an errno value (none left made).
+int CreateCqs(rdma_cm_id* id, uint32_t send_size, uint32_t recv_size);
+void DestroyCqs(rdma_cm_id* id);
+
+// --- XRC (srq.cc) -----------------------------------------------------------
+// The device's own XRC domain, opened on first use, and one more use of
+// it; nullptr (errno set) when it cannot be opened.
+ibv_xrcd* HoldDevXrcd(IdPriv* id);
+// One use less; the domain is closed with its last.
+void ReleaseDevXrcd(IdPriv* id);
 // A CM request answered by status only, on a device's session; 0 or an
 // errno value.
 template <typename Req>

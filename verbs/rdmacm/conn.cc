@@ -108,52 +108,6 @@ int InitQp(IdPriv* p, ibv_qp* qp) {
   return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
-void DestroyCqs(rdma_cm_id* id) {
-  if (id->recv_cq != nullptr) {
-    ibv_destroy_cq(id->recv_cq);
-    if (id->recv_cq == id->send_cq) id->send_cq = nullptr;
-    id->recv_cq = nullptr;
-  }
-  if (id->recv_cq_channel != nullptr) {
-    ibv_destroy_comp_channel(id->recv_cq_channel);
-    if (id->recv_cq_channel == id->send_cq_channel) {
-      id->send_cq_channel = nullptr;
-    }
-    id->recv_cq_channel = nullptr;
-  }
-  if (id->send_cq != nullptr) {
-    ibv_destroy_cq(id->send_cq);
-    id->send_cq = nullptr;
-  }
-  if (id->send_cq_channel != nullptr) {
-    ibv_destroy_comp_channel(id->send_cq_channel);
-    id->send_cq_channel = nullptr;
-  }
-}
-
-// CQs (with completion channels) for a QP the caller gave none: librdmacm
-// makes them so that rdma_get_send_comp / rdma_get_recv_comp work.
-int CreateCqs(rdma_cm_id* id, uint32_t send_size, uint32_t recv_size) {
-  if (recv_size != 0) {
-    id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-    if (id->recv_cq_channel == nullptr) goto err;
-    id->recv_cq = ibv_create_cq(id->verbs, static_cast<int>(recv_size), id,
-                                id->recv_cq_channel, 0);
-    if (id->recv_cq == nullptr) goto err;
-  }
-  if (send_size != 0) {
-    id->send_cq_channel = ibv_create_comp_channel(id->verbs);
-    if (id->send_cq_channel == nullptr) goto err;
-    id->send_cq = ibv_create_cq(id->verbs, static_cast<int>(send_size), id,
-                                id->send_cq_channel, 0);
-    if (id->send_cq == nullptr) goto err;
-  }
-  return 0;
-err:
-  DestroyCqs(id);
-  return ENOMEM;
-}
-
 void FillPath(const IdPriv* p, verbs::wire::WireCmPath* w) {
   std::memcpy(w->dgid, &p->id.route.addr.addr.ibaddr.dgid, 16);
   std::memcpy(w->dmac, p->dmac, 6);
@@ -265,6 +219,52 @@ int ConnectUd(IdPriv* p, const rdma_conn_param* cp) {
 
 }  // namespace
 
+void DestroyCqs(rdma_cm_id* id) {
+  if (id->recv_cq != nullptr) {
+    ibv_destroy_cq(id->recv_cq);
+    if (id->recv_cq == id->send_cq) id->send_cq = nullptr;
+    id->recv_cq = nullptr;
+  }
+  if (id->recv_cq_channel != nullptr) {
+    ibv_destroy_comp_channel(id->recv_cq_channel);
+    if (id->recv_cq_channel == id->send_cq_channel) {
+      id->send_cq_channel = nullptr;
+    }
+    id->recv_cq_channel = nullptr;
+  }
+  if (id->send_cq != nullptr) {
+    ibv_destroy_cq(id->send_cq);
+    id->send_cq = nullptr;
+  }
+  if (id->send_cq_channel != nullptr) {
+    ibv_destroy_comp_channel(id->send_cq_channel);
+    id->send_cq_channel = nullptr;
+  }
+}
+
+// CQs (with completion channels) for a QP the caller gave none: librdmacm
+// makes them so that rdma_get_send_comp / rdma_get_recv_comp work.
+int CreateCqs(rdma_cm_id* id, uint32_t send_size, uint32_t recv_size) {
+  if (recv_size != 0) {
+    id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+    if (id->recv_cq_channel == nullptr) goto err;
+    id->recv_cq = ibv_create_cq(id->verbs, static_cast<int>(recv_size), id,
+                                id->recv_cq_channel, 0);
+    if (id->recv_cq == nullptr) goto err;
+  }
+  if (send_size != 0) {
+    id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+    if (id->send_cq_channel == nullptr) goto err;
+    id->send_cq = ibv_create_cq(id->verbs, static_cast<int>(send_size), id,
+                                id->send_cq_channel, 0);
+    if (id->send_cq == nullptr) goto err;
+  }
+  return 0;
+err:
+  DestroyCqs(id);
+  return ENOMEM;
+}
+
 int ModifyQpTo(IdPriv* p, ibv_qp_state state, uint8_t resp_res,
                uint8_t init_depth, bool establish) {
   if (p->id.qp == nullptr) {
@@ -364,8 +364,16 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
        id->send_cq != attr->send_cq)) {
     return Err(EINVAL);
   }
-  if (attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV) {
-    return Err(EOPNOTSUPP);
+  // An XRC_RECV id's TGT QP lives in an XRC domain: librdmacm's own for
+  // the device when the caller gives none.
+  bool dev_xrcd = false;
+  if (id->qp_type == IBV_QPT_XRC_RECV &&
+      ((attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) == 0 ||
+       attr->xrcd == nullptr)) {
+    attr->xrcd = HoldDevXrcd(p);
+    if (attr->xrcd == nullptr) return -1;
+    attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+    dev_xrcd = true;
   }
   int err = CreateCqs(id,
                       (attr->send_cq != nullptr || id->send_cq != nullptr)
@@ -374,7 +382,10 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
                       (attr->recv_cq != nullptr || id->recv_cq != nullptr)
                           ? 0
                           : attr->cap.max_recv_wr);
-  if (err != 0) return Err(err);
+  if (err != 0) {
+    if (dev_xrcd) ReleaseDevXrcd(p);
+    return Err(err);
+  }
   if (attr->send_cq == nullptr) attr->send_cq = id->send_cq;
   if (attr->recv_cq == nullptr) attr->recv_cq = id->recv_cq;
   if (id->srq != nullptr && attr->srq == nullptr) attr->srq = id->srq;
@@ -382,6 +393,7 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   if (qp == nullptr) {
     err = errno;
     DestroyCqs(id);
+    if (dev_xrcd) ReleaseDevXrcd(p);
     return Err(err);
   }
   {
@@ -391,10 +403,13 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   if (err != 0) {
     ibv_destroy_qp(qp);
     DestroyCqs(id);
+    if (dev_xrcd) ReleaseDevXrcd(p);
     return Err(err);
   }
-  id->pd = qp->pd;
+  // A TGT QP has no PD of its own: the id keeps the one it had.
+  if (qp->pd != nullptr) id->pd = qp->pd;
   id->qp = qp;
+  p->qp_in_dev_xrcd = dev_xrcd;
   return 0;
 }
 
@@ -413,49 +428,15 @@ void rdma_destroy_qp(rdma_cm_id* id) {
   if (id == nullptr) return;
   if (id->qp != nullptr) ibv_destroy_qp(id->qp);
   id->qp = nullptr;
+  IdPriv* p = Priv(id);
+  if (p->qp_in_dev_xrcd) {
+    p->qp_in_dev_xrcd = false;
+    ReleaseDevXrcd(p);
+  }
+  // An XRC_RECV id's receive CQ is its XRC SRQ's: rdma_destroy_srq takes
+  // it with the SRQ.
+  if (id->qp_type == IBV_QPT_XRC_RECV && id->srq != nullptr) return;
   DestroyCqs(id);
-}
-
-int rdma_create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr) {
-  if (id == nullptr || attr == nullptr || id->verbs == nullptr) {
-    return Err(EINVAL);
-  }
-  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 &&
-      attr->srq_type != IBV_SRQT_BASIC) {
-    return Err(EOPNOTSUPP);
-  }
-  ibv_pd* pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) != 0 && attr->pd
-                   ? attr->pd
-                   : id->pd;
-  if (pd == nullptr) return Err(EINVAL);
-  ibv_srq_init_attr a{};
-  a.srq_context = attr->srq_context;
-  a.attr = attr->attr;
-  ibv_srq* srq = ibv_create_srq(pd, &a);
-  if (srq == nullptr) return -1;
-  attr->attr = a.attr;
-  id->pd = pd;
-  id->srq = srq;
-  return 0;
-}
-
-int rdma_create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr) {
-  if (attr == nullptr) return Err(EINVAL);
-  ibv_srq_init_attr_ex ex{};
-  ex.srq_context = attr->srq_context;
-  ex.attr = attr->attr;
-  ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
-  ex.srq_type = IBV_SRQT_BASIC;
-  ex.pd = pd;
-  const int ret = rdma_create_srq_ex(id, &ex);
-  attr->attr = ex.attr;
-  return ret;
-}
-
-void rdma_destroy_srq(rdma_cm_id* id) {
-  if (id == nullptr || id->srq == nullptr) return;
-  ibv_destroy_srq(id->srq);
-  id->srq = nullptr;
 }
 
 int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* qp_attr, int* qp_attr_mask) {

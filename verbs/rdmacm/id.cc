@@ -356,6 +356,9 @@ int rdma_listen(rdma_cm_id* id, int backlog) {
   }
   verbs::wire::CmListenReq req{};
   req.service_id = ServiceId(p->id.ps, p->reserved_port);
+  // The kernel's rdma_cm takes only REQs for its id's QP type: an XRC
+  // REQ on an RC service (or the reverse) is rejected by the daemon's CM.
+  req.qp_type = static_cast<uint8_t>(p->id.qp_type);
   std::vector<CmDevice*> on;
   if (p->dev != nullptr) {
     req.bound = 1;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <span>
 
 #include "absl/strings/str_format.h"
@@ -61,6 +62,23 @@ void PathToWire(const nic::CmPath& p, wire::WireCmPath* w) {
   w->mtu = static_cast<uint8_t>(p.mtu);
   w->hop_limit = p.hop_limit;
   w->flow_label = p.flow_label;
+}
+
+std::optional<nic::QpType> QpTypeOfQpt(uint8_t qpt) {
+  switch (qpt) {
+    case kIbvQptRc:
+      return nic::QpType::kRc;
+    case kIbvQptUc:
+      return nic::QpType::kUc;
+    case kIbvQptUd:
+      return nic::QpType::kUd;
+    case kIbvQptXrcSend:
+      return nic::QpType::kXrcIni;
+    case kIbvQptXrcRecv:
+      return nic::QpType::kXrcTgt;
+    default:
+      return std::nullopt;
+  }
 }
 
 uint8_t QptOf(nic::QpType t) {
@@ -153,6 +171,13 @@ absl::Status SessionServer::OnCmListen(Client& c, const wire::CmListenReq& r,
   p.client = c.id;
   p.service_id = r.service_id;
   if (r.bound) p.bound_addr = GidOf(r.bound_gid);
+  if (r.qp_type != 0) {
+    p.qp_type = QpTypeOfQpt(r.qp_type);
+    if (!p.qp_type.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("listen: no QP type %u", r.qp_type));
+    }
+  }
   absl::StatusOr<nic::CmId> id = rnic_.cm().Listen(p);
   if (!id.ok()) return id.status();
   out->id = *id;
@@ -165,8 +190,9 @@ absl::Status SessionServer::OnCmConnect(Client& c, const wire::CmConnectReq& r,
     return absl::FailedPreconditionError("cm_open first");
   }
   if (absl::Status s = CheckQpOfProcess(c, r.qpn); !s.ok()) return s;
-  if (r.qp_type != kIbvQptRc && r.qp_type != kIbvQptUc) {
-    return absl::InvalidArgumentError("connect needs an RC or UC QP");
+  if (r.qp_type != kIbvQptRc && r.qp_type != kIbvQptUc &&
+      r.qp_type != kIbvQptXrcSend) {
+    return absl::InvalidArgumentError("connect needs an RC, UC or XRC INI QP");
   }
   if (r.private_data_len > sizeof(r.private_data)) {
     return absl::InvalidArgumentError("private data too long");
@@ -175,7 +201,7 @@ absl::Status SessionServer::OnCmConnect(Client& c, const wire::CmConnectReq& r,
   p.client = c.id;
   p.service_id = r.service_id;
   p.qpn = r.qpn;
-  p.qp_type = r.qp_type == kIbvQptUc ? nic::QpType::kUc : nic::QpType::kRc;
+  p.qp_type = *QpTypeOfQpt(r.qp_type);
   p.manage_qp = false;
   p.auto_rtu = false;
   if (absl::Status s = PathFromWire(r.path, &p.path); !s.ok()) return s;

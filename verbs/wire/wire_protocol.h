@@ -525,8 +525,9 @@ struct WireCmPath {
 struct CmListenReq {
   uint64_t service_id;
   uint8_t bound_gid[16];
-  uint8_t bound;  // 0: any of our addresses
-  uint8_t reserved[7];
+  uint8_t bound;    // 0: any of our addresses
+  uint8_t qp_type;  // IBV_QPT_* of the listening id; 0: any transport
+  uint8_t reserved[6];
 };
 struct CmIdResp {
   uint32_t id;
@@ -539,7 +540,7 @@ struct CmIdReq {
 struct CmConnectReq {
   uint64_t service_id;
   uint32_t qpn;
-  uint8_t qp_type;  // IBV_QPT_RC or IBV_QPT_UC
+  uint8_t qp_type;  // IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_XRC_SEND
   uint8_t responder_resources;
   uint8_t initiator_depth;
   uint8_t retry_count;
