@@ -583,12 +583,27 @@ int rdma_disconnect(rdma_cm_id* id) {
   IdPriv* p = Priv(id);
   {
     std::lock_guard<std::mutex> lock(Mu());
-    if (const int err = ModifyQpErr(p); err != 0) return Err(err);
     Pump();  // a DISCONNECTED already in the ring says the peer went first
-    // DREQ, or (the peer's DREQ already in) nothing more: the CM answered
-    // it with its DREP. Either way the connection is going.
-    if (p->handle != 0 && !p->disconnected) {
-      (void)CmCall(p, verbs::wire::MsgType::kCmDisconnect, p->handle);
+    // The QP to ERR and the DREQ in one request, or (the peer's DREQ
+    // already in: the CM answered it with its DREP) the QP alone. Either
+    // way the connection is going.
+    if (p->handle != 0 && !p->disconnected && p->dev != nullptr) {
+      const uint32_t qpn = p->id.qp != nullptr ? p->id.qp->qp_num : 0;
+      const int err = CmRequest(p->dev, verbs::wire::MsgType::kCmDisconnect,
+                                verbs::wire::CmIdReq{p->handle, qpn});
+      if (err == 0 && qpn != 0) {
+        // What ibv_modify_qp would have left.
+        p->id.qp->state = IBV_QPS_ERR;
+        rocemu::ibverbs::Qp(p->id.qp)->rq->state =
+            static_cast<int>(IBV_QPS_ERR);
+      } else if (err != 0) {
+        // Which half failed is not said: each apart, as they were (the
+        // QP's error is the call's; the CM's is not).
+        if (const int e = ModifyQpErr(p); e != 0) return Err(e);
+        (void)CmCall(p, verbs::wire::MsgType::kCmDisconnect, p->handle);
+      }
+    } else if (const int err = ModifyQpErr(p); err != 0) {
+      return Err(err);
     }
   }
   return Complete(p);

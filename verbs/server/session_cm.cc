@@ -265,6 +265,22 @@ absl::Status SessionServer::OnCmIdCall(Client& c, wire::MsgType type,
   }
 }
 
+absl::Status SessionServer::OnCmDisconnect(Client& c, const wire::CmIdReq& r) {
+  if (absl::Status s = CheckCmId(c, r.id); !s.ok()) return s;
+  if (r.qpn != 0) {
+    auto it = qps_.find(r.qpn);
+    if (it == qps_.end() || it->second->owner != c.id) {
+      return absl::NotFoundError("no such QP");
+    }
+    wire::ModifyQpReq m{};
+    m.qpn = r.qpn;
+    m.attr_mask = nic::qp_attr::kState;
+    m.attr.qp_state = static_cast<uint8_t>(nic::QpState::kErr);
+    if (absl::Status s = OnModifyQp(c, m); !s.ok()) return s;
+  }
+  return OnCmIdCall(c, wire::MsgType::kCmDisconnect, r.id);
+}
+
 absl::Status SessionServer::OnCmInitQpAttr(Client& c,
                                            const wire::CmInitQpAttrReq& r,
                                            wire::CmInitQpAttrResp* out) {

@@ -146,8 +146,11 @@ void SessionServer::Handle(Client& c, std::span<const uint8_t> msg, Fds& fds) {
       st = OnCmReject(c, wire::BodyAs<wire::CmRejectReq>(body));
       Reply(c, type, seq, st, nullptr, 0, {});
       break;
-    case wire::MsgType::kCmEstablish:
     case wire::MsgType::kCmDisconnect:
+      st = OnCmDisconnect(c, wire::BodyAs<wire::CmIdReq>(body));
+      Reply(c, type, seq, st, nullptr, 0, {});
+      break;
+    case wire::MsgType::kCmEstablish:
     case wire::MsgType::kCmDestroy:
       st = OnCmIdCall(c, d->type, wire::BodyAs<wire::CmIdReq>(body).id);
       Reply(c, type, seq, st, nullptr, 0, {});

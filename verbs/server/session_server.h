@@ -416,6 +416,8 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnCmAccept(Client& c, const wire::CmAcceptReq& r);
   absl::Status OnCmReject(Client& c, const wire::CmRejectReq& r);
   absl::Status OnCmIdCall(Client& c, wire::MsgType type, uint32_t id);
+  // rdma_disconnect: the QP named (if any) to ERR, then the DREQ.
+  absl::Status OnCmDisconnect(Client& c, const wire::CmIdReq& r);
   absl::Status OnCmModifyQp(Client& c, const wire::CmModifyQpReq& r);
   absl::Status OnQueryGidTable(const wire::TableQueryReq& r,
                                wire::QueryGidTableResp* out);

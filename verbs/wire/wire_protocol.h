@@ -535,7 +535,9 @@ struct CmIdResp {
 };
 struct CmIdReq {
   uint32_t id;
-  uint32_t reserved;
+  // cm_disconnect: the id's QP (0: none), moved to ERR first, as
+  // rdma_disconnect does before its DREQ (one round trip for both).
+  uint32_t qpn;
 };
 struct CmConnectReq {
   uint64_t service_id;
