@@ -21,6 +21,8 @@
 #include "verbs/rocemu_verbs.h"
 #include "verbs/server/memlock.h"
 #include "verbs/server/resource_limits.h"
+#include "verbs/wire/ring_slots.h"
+#include "verbs/wire/shm_ring.h"
 
 namespace rocemu::verbs::testing {
 namespace {
@@ -247,8 +249,12 @@ TEST_F(VerbsLimitsTest, ClientExhaustingEachCapGetsEnomemOthersDoNot) {
 }
 
 TEST_F(VerbsLimitsTest, QueueMemoryCapCountsEveryRing) {
-  // Two CQ rings of 512 entries (32 KiB each) fill 64 KiB.
-  StartWithLimits({.queue_bytes = 64 * 1024}, false);
+  // Two CQ rings of 512 entries fill the cap (their size as the daemon
+  // maps them: 40 KiB each with 72-byte completions).
+  absl::StatusOr<ShmRing> probe =
+      ShmRing::Create("limits-probe", sizeof(CqeSlot), 512);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  StartWithLimits({.queue_bytes = 2 * probe->map_bytes()}, false);
   const std::string path = path_;
   int from, to;
   const pid_t pid = Fork(
