@@ -44,13 +44,19 @@ absl::StatusOr<uint32_t> Rnic::PostSrqOp(SrqHandle srq, const TmOp& op) {
     return absl::InvalidArgumentError(
         absl::StrFormat("ops flags 0x%x unknown", op.flags));
   }
+  if (op.opcode > TmOpcode::kSync) {
+    return absl::InvalidArgumentError("ops opcode unknown");
+  }
+  // The count first: an ADD in step with it is eligible at once.
+  if ((op.flags & tm_op_flags::kSync) != 0 || op.opcode == TmOpcode::kSync) {
+    list->Sync(op.unexpected_cnt);
+  }
   WorkCompletion wc;
   wc.wr_id = op.wr_id;
   wc.tagged = true;
   uint32_t handle = op.handle;
   switch (op.opcode) {
     case TmOpcode::kAdd: {
-      if (op.flags & tm_op_flags::kSync) list->Sync(op.unexpected_cnt);
       absl::StatusOr<uint32_t> h = list->Add(op.add);
       if (!h.ok()) return h.status();
       handle = *h;
@@ -58,16 +64,12 @@ absl::StatusOr<uint32_t> Rnic::PostSrqOp(SrqHandle srq, const TmOp& op) {
       break;
     }
     case TmOpcode::kDel:
-      if (op.flags & tm_op_flags::kSync) list->Sync(op.unexpected_cnt);
       wc.opcode = WcOpcode::kTmDel;
       if (!list->Del(op.handle)) wc.status = WcStatus::kTmErr;
       break;
     case TmOpcode::kSync:
-      list->Sync(op.unexpected_cnt);
       wc.opcode = WcOpcode::kTmSync;
       break;
-    default:
-      return absl::InvalidArgumentError("ops opcode unknown");
   }
   if (!list->in_sync()) wc.wc_flags |= wc_flags::kTmSyncReq;
   if ((op.flags & tm_op_flags::kSignaled) == 0 &&

@@ -26,20 +26,21 @@ bool TagList::Del(uint32_t handle) {
   return true;
 }
 
-const TagList::Entry* TagList::Find(uint64_t tag) const {
-  const Entry* best = nullptr;
-  for (const Entry& e : entries_) {
+int TagList::Find(uint64_t tag) const {
+  int best = -1;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
     if (!e.valid || !e.eligible || (tag & e.buf.mask) != e.buf.tag) continue;
-    if (best == nullptr || e.seq < best->seq) best = &e;
+    if (best < 0 || e.seq < entries_[best].seq) best = static_cast<int>(i);
   }
   return best;
 }
 
 bool TagList::Match(uint64_t tag, TaggedBuffer* out) {
-  Entry* e = const_cast<Entry*>(Find(tag));
-  if (e == nullptr) return false;
-  *out = e->buf;
-  e->valid = false;
+  const int i = Find(tag);
+  if (i < 0) return false;
+  *out = entries_[i].buf;
+  entries_[i].valid = false;
   --size_;
   return true;
 }

@@ -63,7 +63,7 @@ class TagList {
   bool Del(uint32_t handle);
 
   // Whether an eligible buffer matches `tag`.
-  bool HasMatch(uint64_t tag) const { return Find(tag) != nullptr; }
+  bool HasMatch(uint64_t tag) const { return Find(tag) >= 0; }
   // The oldest eligible buffer `tag` matches, removed from the list; false
   // if none does.
   bool Match(uint64_t tag, TaggedBuffer* out);
@@ -85,7 +85,8 @@ class TagList {
     bool valid = false;
     bool eligible = false;
   };
-  const Entry* Find(uint64_t tag) const;
+  // The index of the oldest eligible entry `tag` matches, or -1.
+  int Find(uint64_t tag) const;
 
   std::vector<Entry> entries_;
   uint32_t max_ops_;

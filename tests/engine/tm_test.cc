@@ -53,13 +53,25 @@ struct Net {
   Endpoint a;
   TmSide b;
   Net() {
-    ConnectOptions o;
-    EXPECT_TRUE(SetupEndpoint(net.a(), o, &a).ok());
+    EXPECT_TRUE(SetupEndpoint(net.a(), ConnectOptions{}, &a).ok());
     b = MakeTmSide(net.b());
+    Connect();
+  }
+  // Both QPs from RESET to RTS towards each other.
+  void Connect() {
+    const ConnectOptions o;
     EXPECT_TRUE(
         ConnectQp(net.a(), a, net.b().config(), b.e.qpn, 100, 900, o).ok());
     EXPECT_TRUE(
         ConnectQp(net.b(), b.e, net.a().config(), a.qpn, 900, 100, o).ok());
+  }
+  // A rendezvous request for `len` bytes A filled at 16384, with an
+  // ordinary receive posted on A (wr_id 5, at 32768) for the FIN.
+  void Rendezvous(uint64_t tag, uint32_t app_ctx, uint32_t len) {
+    Fill(a.buf, 16384, len, static_cast<uint8_t>(len));
+    const protocol::Rvh rvh{Va(a, 16384), a.key, len};
+    ASSERT_TRUE(net.a().PostRecv(a.qpn, {5, {SgeOf(a, 32768, 64)}}).ok());
+    Send(TmhOp::kRndv, tag, app_ctx, 0, 0, &rvh);
   }
   // An ordinary SRQ buffer of B at `off`.
   void PostSrq(uint64_t id, size_t off, uint32_t len = 4096) {
@@ -232,12 +244,7 @@ TEST(TmTest, RendezvousReadsTheSendersBufferAndSendsFin) {
   Net n;
   n.Add(1, 0x77, ~0ull, 0, 8192);
   n.PollB();
-  // A's payload at 16384; the RNDV request's RVH names it.
-  Fill(n.a.buf, 16384, 3000, 0x42);
-  const protocol::Rvh rvh{Va(n.a, 16384), n.a.key, 3000};
-  // The FIN lands in an ordinary receive of A.
-  ASSERT_TRUE(n.net.a().PostRecv(n.a.qpn, {5, {SgeOf(n.a, 32768, 64)}}).ok());
-  n.Send(TmhOp::kRndv, 0x77, 0x99, 0, 0, &rvh);
+  n.Rendezvous(0x77, 0x99, 3000);
   n.net.Run();
   std::vector<WorkCompletion> wc = n.PollB();
   ASSERT_EQ(wc.size(), 2u);
@@ -272,19 +279,10 @@ TEST(TmTest, ResetKeepsTheQpsOwnSendSlots) {
   reset.qp_state = QpState::kReset;
   ASSERT_TRUE(n.net.b().ModifyQp(n.b.e.qpn, reset, kState).ok());
   ASSERT_TRUE(n.net.a().ModifyQp(n.a.qpn, reset, kState).ok());
-  const ConnectOptions o;
-  ASSERT_TRUE(
-      ConnectQp(n.net.a(), n.a, n.net.b().config(), n.b.e.qpn, 100, 900, o)
-          .ok());
-  ASSERT_TRUE(
-      ConnectQp(n.net.b(), n.b.e, n.net.a().config(), n.a.qpn, 900, 100, o)
-          .ok());
+  n.Connect();
   n.Add(1, 0x77, ~0ull, 0, 8192);
   n.PollB();
-  Fill(n.a.buf, 16384, 2000, 0x17);
-  const protocol::Rvh rvh{Va(n.a, 16384), n.a.key, 2000};
-  ASSERT_TRUE(n.net.a().PostRecv(n.a.qpn, {5, {SgeOf(n.a, 32768, 64)}}).ok());
-  n.Send(TmhOp::kRndv, 0x77, 0, 0, 0, &rvh);
+  n.Rendezvous(0x77, 0, 2000);
   n.net.Run();
   std::vector<WorkCompletion> wc = n.PollB();
   ASSERT_EQ(wc.size(), 2u);
