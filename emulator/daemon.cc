@@ -522,9 +522,9 @@ void Daemon::Idle(nic::TimeNs now, nic::TimeNs* last_busy) {
   // After idle_spin_us without work, sleep until work can exist again.
   // Never taken while frames flow, so it costs no syscall per packet.
   if (idle_sleep_ns() > 0 && now - *last_busy >= idle_spin_ns &&
-      Sleep(now, next_event_, idle_sleep_ns())) {
+      !session_control_.Hot(now) && Sleep(now, next_event_, idle_sleep_ns())) {
     *last_busy = clock_->Now();  // spin again before the next sleep
-    next_session_control_ = 0;   // a control fd may be what woke us
+    session_control_.Woken();    // a control fd may be what woke us
   } else if (config_.eal.idle_yield) {
     idle_.Yield();
   }
@@ -549,13 +549,14 @@ bool Daemon::Pass(nic::TimeNs now, DaemonSignals* signals) {
   }
   ++loops_;
   if (busy) idle_backoff_ = 1;
-  // Verbs control messages: often enough to be interactive, and every
-  // pass once idle (a sleeping loop is slow anyway).
-  if (!sessions_.empty() && now >= next_session_control_) {
-    next_session_control_ = now + kSessionControlPeriod;
+  // Verbs control messages: see control_cadence.h.
+  if (!sessions_.empty() && session_control_.Due(now)) {
+    size_t served = 0;
     for (auto& s : sessions_) {
-      if (s != nullptr) s->PollControl();
+      if (s != nullptr) served += s->PollControl();
     }
+    session_control_.Looked(now, served > 0);
+    busy |= served > 0;                 // as in Shard::Pass
     next_event_ = RefreshNextEvents();  // modify_qp may have made work due
   }
   if (now >= next_fast_) {

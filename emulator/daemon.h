@@ -26,6 +26,7 @@
 #include "emulator/capture/frame_notes.h"
 #include "emulator/control/control_server.h"
 #include "emulator/control/test_hooks.h"
+#include "emulator/control_cadence.h"
 #include "emulator/idle_wait.h"
 #include "emulator/net/cm_services.h"
 #include "emulator/net/neighbour_cache.h"
@@ -442,7 +443,8 @@ class Daemon {
   bool dump_dir_failed_ = false;  // warned once
   ControlServer control_;
   MetricsServer metrics_;
-  nic::TimeNs next_fast_ = 0, next_slow_ = 0, next_session_control_ = 0;
+  nic::TimeNs next_fast_ = 0, next_slow_ = 0;
+  ControlCadence session_control_;
   nic::TimeNs next_capture_flush_ = 0;
   uint64_t loops_ = 0;
   nic::TimeNs next_event_ = 0;  // RefreshNextEvents after the last pass

@@ -184,9 +184,12 @@ bool Shard::Pass(nic::TimeNs now) {
     counters_.rx_frames += n;
     busy = due = true;
   }
-  if (session_ != nullptr && now >= next_control_) {
-    next_control_ = now + kSessionControlPeriod;
-    session_->PollControl();
+  if (session_ != nullptr && control_.Due(now)) {
+    // A served request counts as work: the loop spins on, awake for the
+    // next request of the chain, instead of sleeping right after it.
+    const bool served = session_->PollControl() > 0;
+    control_.Looked(now, served);
+    busy |= served;
     due = true;  // a modify_qp may have made work due
   }
   if (due) {
@@ -238,9 +241,10 @@ void Shard::WakeMain() {
 void Shard::Idle(nic::TimeNs now, nic::TimeNs* last_busy) {
   const nic::TimeNs spin =
       static_cast<nic::TimeNs>(options_.idle_spin_us) * 1000;
-  if (idle_ready_ && now - *last_busy >= spin && Sleep(now)) {
+  if (idle_ready_ && now - *last_busy >= spin && !control_.Hot(now) &&
+      Sleep(now)) {
     *last_busy = options_.clock->Now();
-    next_control_ = 0;  // a control socket may be what woke us
+    control_.Woken();  // a control socket may be what woke us
   } else if (options_.idle_yield) {
     idle_.Yield();
   }

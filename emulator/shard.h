@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "emulator/control_cadence.h"
 #include "emulator/idle_wait.h"
 #include "emulator/port/rnic_port.h"
 #include "emulator/port/tx_stash.h"
@@ -44,11 +45,6 @@
 #include "verbs/server/session_server.h"
 
 namespace rocemu::emulator {
-
-// Verbs control messages (create_qp, modify_qp, ...) are answered within
-// this much loop time: interactive for applications, one epoll_wait per
-// period.
-inline constexpr nic::TimeNs kSessionControlPeriod = 150'000;
 
 // Everything a session server has moved so far; a change means its rings
 // carried work since the last look.
@@ -189,7 +185,7 @@ class Shard {
   std::atomic<bool> launched_{false};
   std::atomic<bool> finished_{false};
   nic::TimeNs next_event_ = 0;
-  nic::TimeNs next_control_ = 0;
+  ControlCadence control_;
   uint64_t session_work_ = 0;
   ShardCounters counters_;
   TxStash<kBurst> tx_stash_;  // the RNIC's room for its next frames

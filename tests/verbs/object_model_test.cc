@@ -19,6 +19,7 @@
 #include <string>
 
 #include "tests/verbs/session_fixture.h"
+#include "verbs/client/client_control.h"
 
 namespace rocemu::verbs::testing {
 namespace {
@@ -112,6 +113,70 @@ TEST_F(VerbsSessionTest, ZeroDmacResolvedByTheDaemonAndStateReported) {
   json = StateJson(*server_);
   ASSERT_TRUE(json.is_object()) << json;
   EXPECT_EQ(json["clients"], nlohmann::json::array()) << json;
+  close(from_child);
+  close(to_child);
+}
+
+// rdma_create_qp's INIT folded into create_qp (wire::kCreateQpToInit): the
+// QP comes back in INIT with rdma_cm's values and takes receives at once;
+// a QP type rdma_cm does not take there, or an unknown flag, is refused.
+TEST_F(VerbsSessionTest, CreateQpToInitLeavesTheQpInRdmaCmsInit) {
+  StartServer(SessionServerOptions{});
+  const std::string path = path_;
+  int from_child, to_child;
+  const pid_t pid = Fork(
+      [&](int up, int down) {
+        ClientObjs o = OpenClient(path, 1 << 16);
+        rocemu_qp_init_attr init{};
+        init.send_cq = o.cq;
+        init.recv_cq = o.cq;
+        init.cap = {8, 8, 1, 1, 0};
+        init.qp_type = ROCEMU_QPT_RC;
+        rocemu_qp* qp = rocemu::verbs::client::CreateQp(
+            o.pd, &init, rocemu::verbs::wire::kCreateQpToInit);
+        if (qp == nullptr) _exit(kQp);
+        rocemu_qp_attr a{};
+        if (rocemu_query_qp(qp, &a, ROCEMU_QP_STATE) != 0 ||
+            a.qp_state != ROCEMU_QPS_INIT) {
+          _exit(kModify);
+        }
+        rocemu_sge sge{reinterpret_cast<uint64_t>(o.buf->addr), 64, o.mr->lkey};
+        rocemu_recv_wr wr{7, nullptr, &sge, 1};
+        rocemu_recv_wr* bad = nullptr;
+        if (rocemu_post_recv(qp, &wr, &bad) != 0) _exit(kPostRecv);
+        init.qp_type = ROCEMU_QPT_UD;
+        errno = 0;
+        if (rocemu::verbs::client::CreateQp(
+                o.pd, &init, rocemu::verbs::wire::kCreateQpToInit) != nullptr ||
+            errno != EINVAL) {
+          _exit(kPd);
+        }
+        init.qp_type = ROCEMU_QPT_RC;
+        errno = 0;
+        if (rocemu::verbs::client::CreateQp(o.pd, &init, 1u << 7) != nullptr ||
+            errno != EINVAL) {
+          _exit(kBuf);
+        }
+        const uint32_t ids[2] = {rocemu_qp_num(qp), rocemu_client_id(o.ctx)};
+        WriteAll(up, ids, sizeof(ids));
+        char end;
+        ReadAll(down, &end, 1);
+      },
+      &from_child, &to_child);
+  uint32_t ids[2] = {};
+  ASSERT_TRUE(PumpRead(from_child, ids, sizeof(ids)))
+      << "client exited with " << PumpUntilExit(pid);
+  absl::StatusOr<nic::QpAttr> qa = net_.a().QueryQp(ids[0]);
+  ASSERT_TRUE(qa.ok()) << qa.status();
+  EXPECT_EQ(qa->qp_state, nic::QpState::kInit);
+  EXPECT_EQ(qa->port_num, 1);
+  EXPECT_EQ(qa->pkey_index, 0);
+  EXPECT_EQ(qa->qp_access_flags, 0u);
+  // The refused requests left no QP behind: the client holds the one QP
+  // of OpenClient and this one.
+  EXPECT_EQ(server_->HoldingsOf(ids[1]).qps, 2u);
+  ASSERT_EQ(write(to_child, "e", 1), 1);
+  EXPECT_EQ(PumpUntilExit(pid), 0);
   close(from_child);
   close(to_child);
 }

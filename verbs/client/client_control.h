@@ -88,6 +88,11 @@ rocemu_srq* AttachSrq(rocemu_pd* pd, uint32_t handle,
                       const wire::WireSrqAttr& attr, int ring_fd,
                       rocemu_srq_init_attr* init);
 
+// rocemu_create_qp with create_qp's wire flags (wire::kCreateQpToInit:
+// the QP comes back in INIT, as rdma_create_qp wants it).
+rocemu_qp* CreateQp(rocemu_pd* pd, rocemu_qp_init_attr* attr,
+                    uint16_t wire_flags);
+
 void ToWireAh(const rocemu_ah_attr& a, wire::WireAhAttr* w);
 void FromWireAh(const wire::WireAhAttr& w, rocemu_ah_attr* a);
 

@@ -48,24 +48,22 @@ rocemu_srq* AttachSrq(rocemu_pd* pd, uint32_t handle,
   return srq;
 }
 
-}  // namespace rocemu::verbs::client
-
-extern "C" {
-
-rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
+rocemu_qp* CreateQp(rocemu_pd* pd, rocemu_qp_init_attr* attr,
+                    uint16_t wire_flags) {
   // An XRC INI QP receives nothing: its receive CQ may be missing.
   const bool ini = attr->qp_type == ROCEMU_QPT_XRC_SEND;
   if (attr->send_cq == nullptr || (attr->recv_cq == nullptr && !ini)) {
     return Fail<rocemu_qp>(EINVAL);
   }
   wire::CreateQpReq req{};
+  req.flags = wire_flags;
   req.pd = pd->handle;
   req.qp_type = static_cast<uint8_t>(attr->qp_type);
   req.sq_sig_all = attr->sq_sig_all != 0;
   req.send_cq = attr->send_cq->handle;
   req.recv_cq = attr->recv_cq != nullptr ? attr->recv_cq->handle : 0;
   if (attr->srq != nullptr) {
-    req.flags = wire::kCreateQpWithSrq;
+    req.flags |= wire::kCreateQpWithSrq;
     req.srq = attr->srq->handle;
   }
   rocemu::verbs::CopyQpCap(attr->cap, &req.cap);
@@ -93,7 +91,9 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   qp->pd = pd;
   qp->qpn = resp.qpn;
   qp->qp_type = attr->qp_type;
-  qp->state.store(ROCEMU_QPS_RESET, std::memory_order_relaxed);
+  qp->state.store((wire_flags & wire::kCreateQpToInit) != 0 ? ROCEMU_QPS_INIT
+                                                            : ROCEMU_QPS_RESET,
+                  std::memory_order_relaxed);
   qp->cap = attr->cap;
   qp->sq = *std::move(sq);
   qp->rq = *std::move(rq);
@@ -107,6 +107,14 @@ rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
   std::lock_guard<std::mutex> lock(pd->ctx->mu);
   pd->ctx->qps[qp->qpn] = qp;
   return qp;
+}
+
+}  // namespace rocemu::verbs::client
+
+extern "C" {
+
+rocemu_qp* rocemu_create_qp(rocemu_pd* pd, rocemu_qp_init_attr* attr) {
+  return rocemu::verbs::client::CreateQp(pd, attr, 0);
 }
 
 int rocemu_modify_qp(rocemu_qp* qp, rocemu_qp_attr* attr, int attr_mask) {

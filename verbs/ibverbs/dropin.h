@@ -272,6 +272,12 @@ int rocemu_ibv_query_port(ibv_context* context, uint8_t port_num,
                           _compat_ibv_port_attr* port_attr);
 int rocemu_ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
                          ibv_gid* gid);
+// For our librdmacm only (exported as ROCEMU_PRIVATE): ibv_create_qp_ex of
+// an RC, UC or XRC INI QP that comes back in INIT as rdma_create_qp leaves
+// it (P_Key index 0, port 1, no remote access), in one request to the
+// daemon where create and modify took two.
+ibv_qp* rocemu_rdmacm_create_qp_at_init(ibv_context* context,
+                                        ibv_qp_init_attr_ex* attr);
 }
 
 // libibverbs 1.0 exported 33 names that 1.1 replaced with new layouts; both

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <mutex>
 
+#include "verbs/client/client_control.h"
 #include "verbs/client/client_datapath.h"
 #include "verbs/ibverbs/dropin.h"
 #include "verbs/ibverbs/qp_ex.h"
 #include "verbs/ibverbs/send_traits.h"
 #include "verbs/wire/attr_copy.h"
+#include "verbs/wire/wire_protocol.h"
 
 namespace rocemu::ibverbs {
 namespace {
@@ -49,7 +51,8 @@ int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
                                       r->cap.max_recv_wr, wr, bad_wr);
 }
 
-ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
+ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr,
+                 uint16_t wire_flags = 0) {
   CtxImpl* ctx = Ctx(context);
   if (Dead(ctx)) return FailNull<ibv_qp>(EIO);
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
@@ -71,7 +74,7 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   rocemu::verbs::CopyQpCap(attr->cap, &ra.cap);
   ra.qp_type = attr->qp_type;
   ra.sq_sig_all = attr->sq_sig_all;
-  rocemu_qp* r = rocemu_create_qp(Pd(pd)->rp, &ra);
+  rocemu_qp* r = verbs::client::CreateQp(Pd(pd)->rp, &ra, wire_flags);
   if (r == nullptr) return nullptr;
   auto* q = new QpImpl{};
   q->rq = r;
@@ -88,7 +91,8 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   b.srq = attr->srq;
   b.handle = r->qpn;
   b.qp_num = r->qpn;
-  b.state = IBV_QPS_RESET;
+  b.state = (wire_flags & verbs::wire::kCreateQpToInit) != 0 ? IBV_QPS_INIT
+                                                             : IBV_QPS_RESET;
   b.qp_type = attr->qp_type;
   pthread_mutex_init(&b.mutex, nullptr);
   pthread_cond_init(&b.cond, nullptr);
@@ -101,16 +105,23 @@ ibv_qp* CreateQp(ibv_context* context, ibv_pd* pd, ibv_qp_init_attr_ex* attr) {
   return &b;
 }
 
-ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr);
+
+ibv_qp* CreateQpExWith(ibv_context* context, ibv_qp_init_attr_ex* attr,
+                       uint16_t wire_flags) {
   if ((attr->comp_mask &
        (IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_IND_TABLE)) != 0) {
+    if (wire_flags != 0) return FailNull<ibv_qp>(EINVAL);
     return CreateRssQp(context, attr, CreateQpEx);
   }
   constexpr uint32_t kKnown =
       IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD;
   if ((attr->comp_mask & ~kKnown) != 0) return FailNull<ibv_qp>(EOPNOTSUPP);
-  if (attr->qp_type == IBV_QPT_XRC_RECV) return CreateXrcTgtQp(context, attr);
+  if (attr->qp_type == IBV_QPT_XRC_RECV) {
+    if (wire_flags != 0) return FailNull<ibv_qp>(EINVAL);
+    return CreateXrcTgtQp(context, attr);
+  }
   // A multicast SEND never reaches the QP that sent it (nic/rnic.h), so
   // blocking multicast loopback is already true;
   // the other creation flags (FCS scatter, VLAN stripping, source QPN,
@@ -126,7 +137,11 @@ ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
       (attr->send_ops_flags & ~SupportedSendOps(attr->qp_type)) != 0) {
     return FailNull<ibv_qp>(EOPNOTSUPP);
   }
-  return CreateQp(context, attr->pd, attr);
+  return CreateQp(context, attr->pd, attr, wire_flags);
+}
+
+ibv_qp* CreateQpEx(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  return CreateQpExWith(context, attr, 0);
 }
 
 // ibv_ah_attr -> the daemon's address vector. RoCE needs a GRH: the GID is
@@ -209,6 +224,15 @@ ibv_qp* rocemu_ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
   ibv_qp* qp = CreateQp(pd->context, pd, &ex);
   if (qp != nullptr) qp_init_attr->cap = ex.cap;
   return qp;
+}
+
+ibv_qp* rocemu_rdmacm_create_qp_at_init(ibv_context* context,
+                                        ibv_qp_init_attr_ex* attr) {
+  if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+      attr->qp_type != IBV_QPT_XRC_SEND) {
+    return FailNull<ibv_qp>(EINVAL);
+  }
+  return CreateQpExWith(context, attr, rocemu::verbs::wire::kCreateQpToInit);
 }
 
 ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {

@@ -224,6 +224,9 @@ int ModifyQpTo(IdPriv* id, ibv_qp_state state, uint8_t resp_res,
 int ModifyQpRtr(IdPriv* id, uint8_t resp_res);
 int ModifyQpRts(IdPriv* id, uint8_t init_depth);
 int ModifyQpErr(IdPriv* id);
+// Records `state` in the id's ibv_qp as ibv_modify_qp would, for a
+// transition the daemon made within a CM request.
+void NoteQpState(IdPriv* id, ibv_qp_state state);
 // CQs (with completion channels) of the sizes given (0: none) for an id
 // whose QP or XRC SRQ was given none; 0 or an errno value (none left made).
 int CreateCqs(rdma_cm_id* id, uint32_t send_size, uint32_t recv_size);

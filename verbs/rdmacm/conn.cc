@@ -298,11 +298,15 @@ int ModifyQpTo(IdPriv* p, ibv_qp_state state, uint8_t resp_res,
         p->dev->rc, MsgType::kCmModifyQp, req, nullptr);
   });
   if (err != 0) return err;
+  NoteQpState(p, state);
+  return 0;
+}
+
+void NoteQpState(IdPriv* p, ibv_qp_state state) {
   // What ibv_modify_qp would have left: the state the program reads in
   // ibv_qp and the library's own record of it.
   p->id.qp->state = state;
   ibverbs::Qp(p->id.qp)->rq->state = static_cast<int>(state);
-  return 0;
 }
 
 int ModifyQpRtr(IdPriv* p, uint8_t resp_res) {
@@ -389,14 +393,23 @@ int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
   if (attr->send_cq == nullptr) attr->send_cq = id->send_cq;
   if (attr->recv_cq == nullptr) attr->recv_cq = id->recv_cq;
   if (id->srq != nullptr && attr->srq == nullptr) attr->srq = id->srq;
-  ibv_qp* qp = ibv_create_qp_ex(id->verbs, attr);
+  // rdma_cm's INIT in the create itself where it is the daemon's
+  // default one (port 1): one round trip per QP fewer.
+  const bool at_init =
+      (id->qp_type == IBV_QPT_RC || id->qp_type == IBV_QPT_UC ||
+       id->qp_type == IBV_QPT_XRC_SEND) &&
+      attr->qp_type == id->qp_type && id->port_num <= 1 &&
+      (attr->comp_mask &
+       (IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_IND_TABLE)) == 0;
+  ibv_qp* qp = at_init ? rocemu_rdmacm_create_qp_at_init(id->verbs, attr)
+                       : ibv_create_qp_ex(id->verbs, attr);
   if (qp == nullptr) {
     err = errno;
     DestroyCqs(id);
     if (dev_xrcd) ReleaseDevXrcd(p);
     return Err(err);
   }
-  {
+  if (!at_init) {
     std::lock_guard<std::mutex> lock(Mu());
     err = InitQp(p, qp);
   }
@@ -514,11 +527,18 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       }
       return 0;
     }
-    int err =
-        ModifyQpTo(p, IBV_QPS_RTS, p->responder_resources, p->initiator_depth,
-                   /*establish=*/false);
+    // The daemon moves the QP to RTS itself before the REP (one request
+    // where there were two), unless the program set a TOS or an ACK
+    // timeout on the id: cm_modify_qp carries those.
+    const bool to_rts = id->qp != nullptr && !p->tos_set && !p->ack_timeout_set;
+    int err = 0;
+    if (!to_rts) {
+      err = ModifyQpTo(p, IBV_QPS_RTS, p->responder_resources,
+                       p->initiator_depth, /*establish=*/false);
+    }
     if (err != 0) return Err(err);
     verbs::wire::CmAcceptReq r{};
+    if (to_rts) r.flags = verbs::wire::kCmAcceptToRts;
     r.id = p->handle;
     r.qpn = qpn;
     r.responder_resources = p->responder_resources;
@@ -531,11 +551,13 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     err = PutPrivateData(conn_param, sizeof(r.private_data), r.private_data,
                          &r.private_data_len);
     if (err != 0) return Err(err);
-    err = CmRequest(d, verbs::wire::MsgType::kCmAccept, r);
+    err = verbs::client::RetryWhileResolving(
+        [&] { return CmRequest(d, verbs::wire::MsgType::kCmAccept, r); });
     if (err != 0) {
       ModifyQpErr(p);
       return Err(err);
     }
+    if (to_rts) NoteQpState(p, IBV_QPS_RTS);
   }
   return Complete(p);
 }

@@ -226,6 +226,18 @@ absl::Status SessionServer::OnCmAccept(Client& c, const wire::CmAcceptReq& r) {
   if (r.private_data_len > sizeof(r.private_data)) {
     return absl::InvalidArgumentError("private data too long");
   }
+  if ((r.flags & ~wire::kCmAcceptToRts) != 0) {
+    return absl::InvalidArgumentError("unknown cm_accept flags");
+  }
+  if ((r.flags & wire::kCmAcceptToRts) != 0) {
+    wire::CmModifyQpReq m{};
+    m.id = r.id;
+    m.qpn = r.qpn;
+    m.qp_state = static_cast<uint8_t>(nic::QpState::kRts);
+    m.responder_resources = r.responder_resources;
+    m.initiator_depth = r.initiator_depth;
+    if (absl::Status s = OnCmModifyQp(c, m); !s.ok()) return s;
+  }
   nic::CmAcceptParams p;
   p.qpn = r.qpn;
   p.manage_qp = false;

@@ -189,8 +189,15 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
     srq = it->second.get();
     init.srq = r.srq;
     init.has_srq = true;
-  } else if (r.flags != 0) {
+  }
+  if ((r.flags & ~(wire::kCreateQpWithSrq | wire::kCreateQpToInit)) != 0) {
     return absl::InvalidArgumentError("unknown create_qp flags");
+  }
+  const bool to_init = (r.flags & wire::kCreateQpToInit) != 0;
+  if (to_init && init.qp_type != nic::QpType::kRc &&
+      init.qp_type != nic::QpType::kUc &&
+      init.qp_type != nic::QpType::kXrcIni) {
+    return absl::InvalidArgumentError("INIT at create_qp: RC, UC, XRC INI");
   }
   init.send_cq = r.send_cq;
   init.recv_cq = r.recv_cq;
@@ -242,6 +249,18 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   absl::StatusOr<nic::QpAttr> granted = rnic_.QueryQp(*qpn);
   out->cap = CapToWire(granted.ok() ? granted->cap : init.cap);
   qps_[*qpn] = std::move(qp);
+  if (to_init) {
+    wire::ModifyQpReq m{};
+    m.qpn = *qpn;
+    m.attr_mask = nic::qp_attr::kState | nic::qp_attr::kPkeyIndex |
+                  nic::qp_attr::kPort | nic::qp_attr::kAccessFlags;
+    m.attr.qp_state = static_cast<uint8_t>(nic::QpState::kInit);
+    m.attr.port_num = 1;
+    if (absl::Status st = OnModifyQp(c, m); !st.ok()) {
+      (void)OnDestroyQp(c, *qpn);
+      return st;
+    }
+  }
   return absl::OkStatus();
 }
 

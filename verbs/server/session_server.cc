@@ -133,7 +133,7 @@ void SessionServer::Poll() {
   PollData();
 }
 
-void SessionServer::PollControl() {
+size_t SessionServer::PollControl() {
   epoll_event ev[16];
   const int n = epoll_wait(epoll_fd_, ev, 16, 0);
   for (int i = 0; i < n; ++i) {
@@ -154,6 +154,7 @@ void SessionServer::PollControl() {
     if (c->dead) dead_.push_back(id);
   }
   for (nic::ClientId id : dead_) Disconnect(id);
+  return n > 0 ? static_cast<size_t>(n) : 0;
 }
 
 void SessionServer::PollData() {

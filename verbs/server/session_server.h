@@ -192,7 +192,8 @@ class SessionServer final : private nic::RecvWqeFetcher {
   // Takes the fd.
   void AdoptClient(int fd, const PeerCredentials& peer);
   // The control plane (see the file comment): makes syscalls, may allocate.
-  void PollControl();
+  // Returns how many clients' sockets (or the listener) had something.
+  size_t PollControl();
   // The data plane: rings only, allocation-free, no syscall but eventfd
   // writes. PollData() is PollPosts() then PollCompletions(); the daemon
   // calls them around its ports, so that what a pass completes reaches the

@@ -331,11 +331,14 @@ struct WireQpCap {
 };
 
 inline constexpr uint16_t kCreateQpWithSrq = 1u << 0;
+// Then to INIT as rdma_create_qp takes an RC, UC or XRC INI QP there:
+// P_Key index 0, port 1, no remote access. rdma_cm's two requests in one.
+inline constexpr uint16_t kCreateQpToInit = 1u << 1;
 struct CreateQpReq {
   uint32_t pd;
   uint8_t qp_type;  // IBV_QPT_RC = 2, IBV_QPT_UC = 3, IBV_QPT_UD = 4
   uint8_t sq_sig_all;
-  uint16_t flags;  // kCreateQpWithSrq
+  uint16_t flags;  // kCreateQp*
   uint32_t send_cq;
   uint32_t recv_cq;
   WireQpCap cap;
@@ -565,9 +568,14 @@ struct CmAcceptReq {
   uint8_t flow_control;
   uint8_t srq;
   uint8_t private_data_len;
-  uint8_t reserved[2];
+  uint8_t flags;  // kCmAcceptToRts
+  uint8_t reserved;
   uint8_t private_data[196];
 };
+// Before the REP, the QP to RTS as cm_modify_qp would take it (qp_state
+// RTS, this accept's responder_resources and initiator_depth, no TOS or
+// timeout of the program's): rdma_accept's two requests in one.
+inline constexpr uint8_t kCmAcceptToRts = 1u << 0;
 struct CmRejectReq {
   uint32_t id;
   uint16_t reason;
