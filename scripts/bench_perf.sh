@@ -32,6 +32,9 @@
 #            thread on lcore 0), its empty polls running the RNIC: write_lat
 #            64 B, write_bw 64 B on 16 QPs and 4 KiB .. 1 MiB on one QP,
 #            malloc'd buffers.
+#   perftest: Debian's ib_write_lat, ib_send_lat and ib_write_bw (64 B)
+#            over the drop-in libibverbs beside rocemu-perf's figures for
+#            the same operations (scripts/bench_dropin.sh --rounds 3).
 # Ratio: rocemu payload rate / (ceiling frames/s x payload per frame), and
 # the same against the bound's frames/s;
 # latency: rocemu p50 / ping-pong p50.
@@ -172,6 +175,19 @@ try:
         print(f"embedded write_bw {size}: {res or err}", flush=True)
 finally:
     r.cleanup()
+# perftest's own figures over the drop-in beside rocemu-perf's, same run
+# (scripts/bench_dropin.sh: its own pair of daemons, 64 B, malloc'd
+# buffers, three rounds in alternating order).
+dropin = subprocess.run(
+    [os.path.join(root, "scripts", "bench_dropin.sh"), "--build", build,
+     "--rounds", "3"], capture_output=True, text=True, timeout=1800)
+dropin_lines = [l for l in dropin.stdout.splitlines()
+                if l.startswith("|") or l.startswith("rounds ")]
+if dropin.returncode != 0 or not dropin_lines:
+    dropin_lines = ["perftest beside rocemu-perf: failed (" +
+                    (dropin.stderr.strip().splitlines() or ["no output"])[-1]
+                    + ")"]
+print("\n".join(dropin_lines), flush=True)
 uptime_after = subprocess.run(["uptime"], capture_output=True,
                               text=True).stdout.strip()
 
@@ -297,6 +313,9 @@ if append:
                 f"Load: before `{uptime_before}`; after `{uptime_after}`.\n\n"
                 f"{table}\n\n- {runs_line}\n- {bound_line}\n- {rate_line}\n"
                 f"- {lat_line}\n- {ping_line}\n" +
-                "".join(f"- {l}\n" for l in checks + mem_lines + emb_lines))
+                "".join(f"- {l}\n" for l in checks + mem_lines + emb_lines) +
+                "\nperftest over the drop-in beside rocemu-perf (64 B, "
+                "scripts/bench_dropin.sh --rounds 3, same run):\n\n" +
+                "\n".join(dropin_lines) + "\n")
 sys.exit(1 if icrc_errors else 0)
 PY
