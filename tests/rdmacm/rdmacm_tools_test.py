@@ -103,6 +103,13 @@ def wait_group(d, gid, members, timeout=20):
         time.sleep(0.05)
 
 
+def by_type(d):
+    """The daemon's verbs requests so far, by type, and their total."""
+    v = netns_util.control(d["ctl"], {"cmd": "clients"},
+                           timeout=10)["ports"][0]["verbs"]
+    return v["requests_by_type"], v["counters"]["requests"]
+
+
 def cm_counters(d):
     c = netns_util.control(d["ctl"], {"cmd": "counters"}, timeout=10)
     return c["ports"]["p0"]["rnic"]
@@ -203,6 +210,24 @@ def main():
             ["ucmatose", "-b", A_IP, "-p", "{port}", "-c", "4", "-C", "20"],
             ["ucmatose", "-s", A_IP, "-p", "{port}", "-c", "4", "-C", "20"],
             "test complete", "test complete")
+        # The same with an ACK timeout set on every id (and a TOS on the
+        # client's): rdma_accept then moves the QP with cm_modify_qp, which
+        # carries them, before its cm_accept, where it otherwise folds the
+        # move into the cm_accept (kCmAcceptToRts).
+        a0 = by_type(a)[0]
+        both_finish(
+            "ucmatose -c 4 -C 20 -a 18 (-t 32)",
+            ["ucmatose", "-b", A_IP, "-p", "{port}", "-c", "4", "-C", "20",
+             "-a", "18"],
+            ["ucmatose", "-s", A_IP, "-p", "{port}", "-c", "4", "-C", "20",
+             "-a", "18", "-t", "32"],
+            "test complete", "test complete")
+        a1 = by_type(a)[0]
+        moves = {k: a1.get(k, 0) - a0.get(k, 0)
+                 for k in ("cm_modify_qp", "cm_accept")}
+        r.check(moves == {"cm_modify_qp": 4, "cm_accept": 4},
+                f"an id with an ACK timeout: its QP moved by cm_modify_qp "
+                f"before the cm_accept ({moves})")
         # udaddy: UD, the service resolved by SIDR; 2 ids, 10 messages.
         both_finish(
             "udaddy -c 2 -C 10",
@@ -323,10 +348,6 @@ def main():
                   "cm_disconnect", "destroy_qp", "cm_destroy"},
         }
 
-        def by_type(d):
-            v = netns_util.control(d["ctl"], {"cmd": "clients"},
-                                   timeout=10)["ports"][0]["verbs"]
-            return v["requests_by_type"], v["counters"]["requests"]
         before = [by_type(d) for d in (a, b)]
         r.port += 1
         srv = r.tool(ns, a, ["cmtime", "-b", A_IP, "-p", str(r.port), "-c",
