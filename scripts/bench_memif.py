@@ -117,19 +117,23 @@ def loop_rate(pktio, ns, frame, tag, seconds, tries=3, work=()):
                 malformed=malformed)
 
 
-def ping_pong(pktio, ns, frame, iterations=20000):
+def ping_pong(pktio, ns, frame, iterations=20000, one_core=False):
     """One-way latency of `frame`-byte frames bounced between two
     processes (pong on lcore 1, ping on lcore 0): bench_pktio's JSON
-    (p50_us, p99_us ...), or None."""
-    sock = f"bmemif-ping-{os.getpid()}"
+    (p50_us, p99_us ...), or None. With `one_core` both run on lcore 0 and
+    yield after every empty poll (bench_pktio --yield_idle), as two
+    daemons on one lcore hand it to each other."""
+    sock = f"bmemif-ping{'1' if one_core else ''}-{os.getpid()}"
+    extra = ["--yield_idle"] if one_core else []
     pong = subprocess.Popen(_ex(ns) + [pktio, "--mode", "pong", "--size",
-                                       str(frame), "--"] +
-                            eal("bmpong", 1, _memif(sock, "server")),
+                                       str(frame), *extra, "--"] +
+                            eal("bmpong", 0 if one_core else 1,
+                                _memif(sock, "server")),
                             stdout=subprocess.PIPE, text=True)
     time.sleep(1.0)
     ping = subprocess.run(_ex(ns) + [pktio, "--mode", "ping", "--size",
                                      str(frame), "--iterations",
-                                     str(iterations), "--"] +
+                                     str(iterations), *extra, "--"] +
                           eal("bmping", 0, _memif(sock, "client")),
                           capture_output=True, text=True, timeout=120)
     pong.communicate(timeout=30)

@@ -26,7 +26,9 @@
 #            two-process bound above gives each end a core of its own.
 #            The latency ceiling: a raw DPDK ping-pong of 138 B frames (a
 #            64 B WRITE's) over the same memif, pong on lcore 1, ping on
-#            lcore 0, one-way = half the round trip.
+#            lcore 0, one-way = half the round trip; and the same with
+#            both ends on lcore 0, each yielding after an empty poll
+#            (bench_pktio --yield_idle), as the two daemons share it.
 #   rocemu:  daemons A and B (memif server and client) both on lcore 0,
 #            the tools on whatever core the scheduler gives them: on 2
 #            cores the daemons take turns on one (each yields when a pass
@@ -122,7 +124,7 @@ def iters_for(size):
 uptime_before = subprocess.run(["uptime"], capture_output=True,
                                text=True).stdout.strip()
 ceil, bound, bound1 = {}, {}, {}
-bw, lat, mem, bw16, pingpong = {}, None, {}, None, None
+bw, lat, mem, bw16, pingpong, pingpong1 = {}, None, {}, None, None, None
 emb_lat, emb_bw16, emb_bw = None, None, {}
 r = t.Run(rocemud, perf)
 try:
@@ -146,6 +148,10 @@ try:
               f"{bound1[frame]['malformed']})", flush=True)
     pingpong = bench_memif.ping_pong(pktio, ns, frame_of(64)[0])
     print(f"ping-pong {frame_of(64)[0]} B frames: {pingpong}", flush=True)
+    pingpong1 = bench_memif.ping_pong(pktio, ns, frame_of(64)[0],
+                                      one_core=True)
+    print(f"one-core ping-pong {frame_of(64)[0]} B frames: {pingpong1}",
+          flush=True)
     # Both daemons on lcore 0 (see the top): idle_sleep_us lets an idle
     # daemon sleep, idle_yield (default) hands the core to the other daemon
     # after a pass without work.
@@ -267,6 +273,11 @@ ping_line = ("raw DPDK ping-pong: failed" if not pingpong else
              f"memif (one-way): p50 {ping_p50:.2f} us, p99 "
              f"{pingpong['p99_us']:.2f} us; write_lat p50 / ping-pong p50 = "
              + (f"{lat['p50_us'] / ping_p50:.1f}" if lat and ping_p50 else "n/a"))
+ping1_p50 = pingpong1["p50_us"] if pingpong1 else 0
+ping_line += ("; both ends on lcore 0, yielding when idle as the daemons "
+              "do: " + (f"p50 {ping1_p50:.2f} us, p99 "
+                        f"{pingpong1['p99_us']:.2f} us" if pingpong1
+                        else "failed"))
 mem_lines = []
 for memory in ("shm", "malloc"):
     m = mem.get(memory)

@@ -39,6 +39,7 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_mbuf.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -56,6 +57,10 @@
 
 ABSL_FLAG(std::string, mode, "rx", "tx, rx, loop, ping or pong");
 ABSL_FLAG(uint32_t, iterations, 10000, "ping: round trips measured");
+ABSL_FLAG(bool, yield_idle, false,
+          "ping, pong: sched_yield() after a poll that found nothing, as "
+          "rocemud does (eal.idle_yield), so that two of them can share one "
+          "core as two daemons on one lcore do");
 ABSL_FLAG(double, seconds, 3,
           "tx: how long to send; rx/loop: the measurement window");
 ABSL_FLAG(double, warmup, 1,
@@ -176,6 +181,7 @@ uint16_t Drain(uint16_t port, uint64_t now, Window& w, RnicFrameWork* work) {
 // pong is up (memif connects asynchronously) and are not measured.
 int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
   const uint64_t hz = rte_get_tsc_hz();
+  const bool yield_idle = absl::GetFlag(FLAGS_yield_idle);
   const uint64_t give_up = rte_rdtsc() + Ticks(absl::GetFlag(FLAGS_wait));
   const uint32_t iterations = absl::GetFlag(FLAGS_iterations);
   constexpr uint32_t kWarmup = 100;
@@ -195,6 +201,7 @@ int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
     uint64_t now = t0;
     while (n == 0 && now - t0 < hz / 100) {
       n = rte_eth_rx_burst(0, 0, in, kBurst);
+      if (n == 0 && yield_idle) sched_yield();
       now = rte_rdtsc();
     }
     if (n > 0) rte_pktmbuf_free_bulk(in, n);
@@ -230,6 +237,7 @@ int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
 // Pong: every frame goes back out as it came.
 int RunPong() {
   const uint64_t hz = rte_get_tsc_hz();
+  const bool yield_idle = absl::GetFlag(FLAGS_yield_idle);
   const uint64_t begin = rte_rdtsc();
   uint64_t last = 0;
   uint64_t echoed = 0;
@@ -239,7 +247,10 @@ int RunPong() {
     if (last != 0 && now - last > hz / 2) break;
     rte_mbuf* in[kBurst];
     const uint16_t n = rte_eth_rx_burst(0, 0, in, kBurst);
-    if (n == 0) continue;
+    if (n == 0) {
+      if (yield_idle) sched_yield();
+      continue;
+    }
     last = now;
     const uint16_t sent = rte_eth_tx_burst(0, 0, in, n);
     if (sent < n) rte_pktmbuf_free_bulk(in + sent, n - sent);
