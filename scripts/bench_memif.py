@@ -60,13 +60,21 @@ def rate(pktio, ns, frame, tag, seconds, tries=3, work=()):
     failed benchmark). A run without a complete window (the receiver saw
     no frame before memif was up, or the sender stopped early) is not a
     try: up to `tries` more are made in its place."""
+    return _best_of(lambda i: rate_once(pktio, ns, frame, f"{tag}{i}",
+                                        seconds, work), tries)
+
+
+def _best_of(run, tries):
+    """The best of `tries` runs with a complete window (`run(i)` makes the
+    i-th), making up to as many more in place of incomplete ones; every
+    run's Mpps in "runs", ICRC errors and malformed frames summed."""
     best, runs = {"mpps": 0.0, "complete": False}, []
     icrc_errors = malformed = 0
     counted = 0
     for i in range(2 * tries):
         if counted == tries:
             break
-        c = rate_once(pktio, ns, frame, f"{tag}{i}", seconds, work)
+        c = run(i)
         runs.append(round(c["mpps"], 4))
         icrc_errors += c.get("icrc_errors", 0)
         malformed += c.get("malformed", 0)
@@ -83,15 +91,10 @@ def loop_rate(pktio, ns, frame, tag, seconds, tries=3, work=()):
     """The same frames with both ends in one process on lcore 0 (bench_pktio
     --mode loop: a memif server port sends, a client port of the same
     socket receives, drained after every TX burst): with --work rnic, the
-    necessary work of a sender and of a receiver on one core, as rocemu
-    runs both daemons (or both embedded progress threads) on lcore 0. The
-    best of `tries` runs with a complete window, like rate()."""
-    best, runs = {"mpps": 0.0, "complete": False}, []
-    icrc_errors = malformed = 0
-    counted = 0
-    for i in range(2 * tries):
-        if counted == tries:
-            break
+    necessary work of a sender and of a receiver on one core, as
+    bench_perf.sh runs both daemons on lcore 0. The best of `tries` runs
+    with a complete window, like rate()."""
+    def once(i):
         sock = f"bmloop-{tag}{i}-{os.getpid()}"
         args = [pktio, "--mode", "loop", "--seconds", str(seconds),
                 "--warmup", "1", "--size", str(frame), *work, "--",
@@ -103,18 +106,9 @@ def loop_rate(pktio, ns, frame, tag, seconds, tries=3, work=()):
         p = subprocess.run(_ex(ns) + args, capture_output=True, text=True,
                            timeout=seconds + 40)
         lines = p.stdout.strip().splitlines()
-        c = json.loads(lines[-1]) if lines else {"mpps": 0.0,
-                                                  "complete": False}
-        runs.append(round(c["mpps"], 4))
-        icrc_errors += c.get("icrc_errors", 0)
-        malformed += c.get("malformed", 0)
-        if not c.get("complete", True):
-            continue
-        counted += 1
-        if c["mpps"] > best["mpps"]:
-            best = c
-    return dict(best, runs=runs, icrc_errors=icrc_errors,
-                malformed=malformed)
+        return json.loads(lines[-1]) if lines else {"mpps": 0.0,
+                                                     "complete": False}
+    return _best_of(once, tries)
 
 
 def ping_pong(pktio, ns, frame, iterations=20000, one_core=False):
