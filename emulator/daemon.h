@@ -180,7 +180,7 @@ class Daemon {
   std::string WhyJson() const;
   // The port's per-reason counters: the daemon's and its RNICs'.
   nic::DropReasonCounters PortReasons(size_t port) const;
-  std::string QpWhyJson(std::string_view request) const;
+  std::string QpWhyJson(const ControlRequest& request) const;
   std::string HandleControl(std::string_view request);
   absl::Status SetCapture(bool enabled);
   const nic::Clock& clock() const { return *clock_; }

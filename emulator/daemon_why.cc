@@ -194,12 +194,12 @@ std::string Daemon::WhyJson() const {
   return verbs::DumpJson(nlohmann::ordered_json{{"qps", std::move(qps)}});
 }
 
-std::string Daemon::QpWhyJson(std::string_view request) const {
+std::string Daemon::QpWhyJson(const ControlRequest& request) const {
   uint64_t qpn = 0;
-  if (!JsonUintField(request, "qpn", &qpn)) {
+  if (!request.Uint("qpn", &qpn)) {
     return JsonError("qp_why needs \"qpn\": a QP number");
   }
-  const std::string port_name = JsonStringField(request, "port");
+  const std::string port_name = request.String("port");
   for (size_t i = 0; i < rnics_.size(); ++i) {
     if (rnics_[i] == nullptr) continue;
     if (!port_name.empty() && ports_[i]->config.name != port_name) continue;

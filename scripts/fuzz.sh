@@ -12,7 +12,13 @@
 # artifacts and grown corpora stay in the printed output directory. Exit
 # status 1 if any target failed.
 #
-#   scripts/fuzz.sh --minutes N [--plateau M] [--jobs J] [--build DIR] [TARGET...]
+#   scripts/fuzz.sh --minutes N [--plateau M] [--jobs J] [--resume DIR]
+#                   [--build DIR] [TARGET...]
+#
+# --resume DIR starts each target from its seeds and the corpus a
+# campaign in DIR grew for it, so campaigns chain: a plateau is judged
+# from where the last one ended, not from the seeds (which keep only
+# small inputs, below).
 #
 # --seeds-from DIR instead adds to each target's seed corpus in the tree
 # what a campaign in DIR (an output directory of this script) grew: the
@@ -23,12 +29,13 @@
 #   scripts/fuzz.sh --seeds-from DIR [--build DIR] [TARGET...]
 set -uo pipefail
 usage() {
-  echo "usage: $0 --minutes N [--plateau M] [--jobs J] [--build DIR] [TARGET...]" >&2
+  echo "usage: $0 --minutes N [--plateau M] [--jobs J] [--resume DIR] [--build DIR] [TARGET...]" >&2
   echo "       $0 --seeds-from DIR [--build DIR] [TARGET...]" >&2
   exit 2
 }
 minutes=""
 seeds_from=""
+resume=""
 plateau=""
 jobs=1
 build="build-san"
@@ -39,6 +46,7 @@ while [[ $# -gt 0 ]]; do
     --minutes) [[ $# -ge 2 ]] || usage; minutes="$2"; shift 2 ;;
     --seeds-from) [[ $# -ge 2 ]] || usage; seeds_from="$2"; shift 2 ;;
     --plateau) [[ $# -ge 2 ]] || usage; plateau="$2"; shift 2 ;;
+    --resume) [[ $# -ge 2 ]] || usage; resume="$2"; shift 2 ;;
     --jobs) [[ $# -ge 2 ]] || usage; jobs="$2"; shift 2 ;;
     --build) [[ $# -ge 2 ]] || usage; build="$2"; build_arg=" --build $2"; shift 2 ;;
     -*) usage ;;
@@ -55,6 +63,7 @@ if [[ -n $plateau ]]; then
   plateau_secs=$(awk -v m="$plateau" 'BEGIN { print int(m * 60 + 0.5) }')
 fi
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || usage
+[[ -z $resume || -d $resume ]] || { echo "fuzz: --resume $resume: no such directory" >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"
 [[ $build = /* ]] || build="$root/$build"
 fuzzdir="$build/tests/fuzz"
@@ -115,6 +124,14 @@ run_target() {
     echo "fuzz: $t: no such target or no seed corpus in tests/fuzz/meson.build" >&2
     echo "$t - - - - - - - - missing" >"$out/$t.row"
     return
+  fi
+  if [[ -n $resume && -d $resume/$t/corpus ]]; then
+    # Seeds and the earlier campaign's corpus, in one directory.
+    mkdir -p "$out/$t.start"
+    cp "$corpus"/* "$out/$t.start/"
+    cp -n "$resume/$t/corpus"/* "$out/$t.start/"  # same name, same bytes
+    echo "fuzz: $t resumes from $resume/$t/corpus ($(ls "$out/$t.start" | wc -l) inputs)"
+    corpus="$out/$t.start"
   fi
   echo "fuzz: $t seed $seed (ROCEMU_FUZZ_SEED=$seed scripts/fuzz.sh --minutes $minutes$build_arg $t)"
   log="$out/$t.log"

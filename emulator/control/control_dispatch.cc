@@ -18,7 +18,8 @@ std::string Daemon::HandleControl(std::string_view request) {
   // The shards' RNICs and sessions are read (and the test hooks may act
   // on the first one's) while the shards wait.
   PausedShards paused(*this);
-  std::string cmd = JsonStringField(request, "cmd");
+  const ControlRequest req(request);
+  std::string cmd = req.String("cmd");
   if (cmd.empty()) {
     // Bare words are accepted for humans at a socat prompt.
     cmd = std::string(request);
@@ -34,9 +35,9 @@ std::string Daemon::HandleControl(std::string_view request) {
   if (cmd == "pfc") return PfcJson();
   if (cmd == "dcqcn") return DcqcnJson();
   if (cmd == "why") return WhyJson();
-  if (cmd == "qp_why") return QpWhyJson(request);
+  if (cmd == "qp_why") return QpWhyJson(req);
   if (hooks_ != nullptr && TestHooks::Handles(cmd)) {
-    return hooks_->Handle(cmd, request);
+    return hooks_->Handle(cmd, req);
   }
   if (hooks_ != nullptr && cmd == "memif_fault") {
     // The next memif burst faults as a departing peer's teardown makes it
@@ -49,8 +50,8 @@ std::string Daemon::HandleControl(std::string_view request) {
   if (cmd == "resolve") {
     // Drives the resolver by hand: the first call for an unknown address
     // sends an ARP request / neighbour solicitation, later calls report.
-    std::string port_name = JsonStringField(request, "port");
-    std::string ip_text = JsonStringField(request, "ip");
+    std::string port_name = req.String("port");
+    std::string ip_text = req.String("ip");
     for (unsigned i = 0; i < ports_.size(); ++i) {
       if (ports_[i]->config.name != port_name) continue;
       IpAddr ip{};
@@ -74,7 +75,7 @@ std::string Daemon::HandleControl(std::string_view request) {
   }
   if (cmd == "capture") {
     bool enable = false;
-    if (!JsonBoolField(request, "enable", &enable)) {
+    if (!req.Bool("enable", &enable)) {
       return JsonError("capture needs \"enable\": true|false");
     }
     absl::Status s = SetCapture(enable);

@@ -28,28 +28,6 @@ absl::Status Errno(std::string_view what) {
       absl::StrCat(std::string(what), ": ", std::strerror(errno)));
 }
 
-// A request is parsed again for each field it is asked for: control
-// requests are a few hundred bytes read for a handful of fields, far from
-// any packet path. Not JSON: a discarded value, which is not an object.
-// nlohmann's lexer ends the input at a NUL byte, so a line such as
-// {"cmd":"qps"}<NUL>anything would read as the object alone; a NUL is no
-// JSON whitespace (RFC 8259), so such a line is not JSON.
-nlohmann::json ParseRequest(std::string_view json) {
-  if (json.find('\0') != std::string_view::npos) {
-    return nlohmann::json(nlohmann::json::value_t::discarded);
-  }
-  return nlohmann::json::parse(json.begin(), json.end(), nullptr,
-                               /*allow_exceptions=*/false);
-}
-
-// The request's top-level value of `key`, or null.
-nlohmann::json FieldOf(std::string_view json, std::string_view key) {
-  nlohmann::json doc = ParseRequest(json);
-  if (!doc.is_object()) return nullptr;
-  auto it = doc.find(key);
-  return it == doc.end() ? nlohmann::json() : std::move(*it);
-}
-
 void SendAll(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
@@ -62,33 +40,6 @@ void SendAll(int fd, std::string_view data) {
 constexpr size_t kMaxPendingReply = 64u << 20;
 
 }  // namespace
-
-bool JsonHasField(std::string_view json, std::string_view key) {
-  const nlohmann::json doc = ParseRequest(json);
-  return doc.is_object() && doc.contains(key);
-}
-
-std::string JsonStringField(std::string_view json, std::string_view key) {
-  const nlohmann::json v = FieldOf(json, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-bool JsonBoolField(std::string_view json, std::string_view key, bool* value) {
-  const nlohmann::json v = FieldOf(json, key);
-  if (!v.is_boolean()) return false;
-  *value = v.get<bool>();
-  return true;
-}
-
-bool JsonUintField(std::string_view json, std::string_view key,
-                   uint64_t* value) {
-  // nlohmann keeps non-negative integers that fit 64 bits as unsigned; a
-  // larger one is a float, a negative one signed: neither is a count.
-  const nlohmann::json v = FieldOf(json, key);
-  if (!v.is_number_unsigned()) return false;
-  *value = v.get<uint64_t>();
-  return true;
-}
 
 std::string JsonError(std::string_view message) {
   return verbs::DumpJson(nlohmann::json{{"error", std::string(message)}});

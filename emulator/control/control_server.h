@@ -12,21 +12,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "emulator/control/control_request.h"
 
 namespace rocemu::emulator {
 
-// Top-level fields of a one-line JSON request, read with nlohmann-json:
-// "" / false when the line is not a JSON object, the field is absent or
-// has another type. Enough for the control commands; the replies are
-// produced by the daemon, not parsed here.
-std::string JsonStringField(std::string_view json, std::string_view key);
-bool JsonBoolField(std::string_view json, std::string_view key, bool* value);
-// A top-level unsigned integer field; false when absent or not an integer
-// in [0, 2^64).
-bool JsonUintField(std::string_view json, std::string_view key,
-                   uint64_t* value);
-// Whether the request is an object with a top-level field `key`.
-bool JsonHasField(std::string_view json, std::string_view key);
 // The reply to a request that failed: {"error":"<message>"}, the message
 // escaped as every control reply is (bytes that are not UTF-8 as U+FFFD).
 std::string JsonError(std::string_view message);

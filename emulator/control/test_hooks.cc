@@ -35,10 +35,10 @@ uint64_t SplitMix64(uint64_t x) {
 
 // A numeric field with a default; InvalidArgument when present but bad or
 // above `max`.
-absl::StatusOr<uint64_t> Num(std::string_view req, std::string_view key,
+absl::StatusOr<uint64_t> Num(const ControlRequest& req, std::string_view key,
                              uint64_t dflt, uint64_t max = ~uint64_t{0}) {
   uint64_t v = dflt;
-  if (JsonHasField(req, key) && !JsonUintField(req, key, &v)) {
+  if (req.Has(key) && !req.Uint(key, &v)) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"", A(key), "\" must be an unsigned integer"));
   }
@@ -48,10 +48,11 @@ absl::StatusOr<uint64_t> Num(std::string_view req, std::string_view key,
   }
   return v;
 }
-absl::StatusOr<uint64_t> Required(std::string_view req, std::string_view key,
+absl::StatusOr<uint64_t> Required(const ControlRequest& req,
+                                  std::string_view key,
                                   uint64_t max = ~uint64_t{0}) {
   uint64_t v = 0;
-  if (!JsonUintField(req, key, &v)) {
+  if (!req.Uint(key, &v)) {
     return absl::InvalidArgumentError(
         absl::StrCat("needs \"", A(key), "\": an unsigned integer"));
   }
@@ -61,8 +62,8 @@ absl::StatusOr<uint64_t> Required(std::string_view req, std::string_view key,
   }
   return v;
 }
-bool Has(std::string_view req, std::string_view key) {
-  return JsonHasField(req, key);
+bool Has(const ControlRequest& req, std::string_view key) {
+  return req.Has(key);
 }
 
 #define HOOK_ASSIGN(lhs, expr)                  \
@@ -109,8 +110,9 @@ absl::StatusOr<nic::PathMtu> ParseMtu(uint64_t bytes) {
   return static_cast<nic::PathMtu>(*m);
 }
 
-absl::StatusOr<nic::Gid> ParseIp(std::string_view req, std::string_view key) {
-  std::string text = JsonStringField(req, key);
+absl::StatusOr<nic::Gid> ParseIp(const ControlRequest& req,
+                                 std::string_view key) {
+  std::string text = req.String(key);
   std::optional<nic::Gid> g = nic::ParseGid(text);
   if (!g.has_value()) {
     return absl::InvalidArgumentError(
@@ -161,7 +163,8 @@ bool TestHooks::Handles(std::string_view cmd) {
          std::end(kCommands);
 }
 
-std::string TestHooks::Handle(std::string_view cmd, std::string_view request) {
+std::string TestHooks::Handle(std::string_view cmd,
+                              const ControlRequest& request) {
   absl::StatusOr<Reply> r = Dispatch(cmd, request);
   if (r.ok()) return verbs::DumpJson(*r);
   Reply error = {{"error", absl::StrCat(A(cmd), ": ", r.status().message())}};
@@ -170,8 +173,8 @@ std::string TestHooks::Handle(std::string_view cmd, std::string_view request) {
 }
 
 absl::StatusOr<TestHooks::PortState*> TestHooks::Port(
-    std::string_view request) {
-  std::string name = JsonStringField(request, "port");
+    const ControlRequest& request) {
+  std::string name = request.String("port");
   for (size_t i = 0; i < ports_.size(); ++i) {
     if (name.empty() || names_[i] == name) {
       PortState& p = ports_[i];
@@ -186,8 +189,8 @@ absl::StatusOr<TestHooks::PortState*> TestHooks::Port(
   return absl::NotFoundError(absl::StrCat("no port '", name, "'"));
 }
 
-absl::StatusOr<TestHooks::Reply> TestHooks::Dispatch(std::string_view cmd,
-                                                     std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::Dispatch(
+    std::string_view cmd, const ControlRequest& req) {
   HOOK_ASSIGN(p, Port(req));
   if (cmd == "reg_mr") return RegMr(*p, req);
   if (cmd == "dereg_mr") return DeregMr(*p, req);
@@ -207,7 +210,7 @@ absl::StatusOr<TestHooks::Reply> TestHooks::Dispatch(std::string_view cmd,
 }
 
 absl::StatusOr<TestHooks::Reply> TestHooks::RegMr(PortState& p,
-                                                  std::string_view req) {
+                                                  const ControlRequest& req) {
   HOOK_ASSIGN(len, Required(req, "len", kMaxBufferBytes));
   HOOK_ASSIGN(seed, Num(req, "seed", 0));
   HOOK_ASSIGN(acc,
@@ -234,7 +237,7 @@ absl::StatusOr<TestHooks::Reply> TestHooks::RegMr(PortState& p,
 }
 
 absl::StatusOr<TestHooks::Reply> TestHooks::DeregMr(PortState& p,
-                                                    std::string_view req) {
+                                                    const ControlRequest& req) {
   HOOK_ASSIGN(key, Required(req, "key", 0xFFFFFFFF));
   auto it = p.buffers.find(static_cast<uint32_t>(key));
   if (it == p.buffers.end()) return absl::NotFoundError("no such MR");
@@ -247,7 +250,7 @@ absl::StatusOr<TestHooks::Reply> TestHooks::DeregMr(PortState& p,
 // The hooks act only on what they created: an application's QPs and CQs
 // on the same RNIC are out of their reach.
 absl::StatusOr<uint64_t> TestHooks::OwnQp(const PortState& p,
-                                          std::string_view req) {
+                                          const ControlRequest& req) {
   HOOK_ASSIGN(qpn, Required(req, "qpn", 0xFFFFFF));
   if (!p.qps.contains(static_cast<uint32_t>(qpn))) {
     return absl::PermissionDeniedError(
@@ -257,7 +260,7 @@ absl::StatusOr<uint64_t> TestHooks::OwnQp(const PortState& p,
 }
 
 absl::StatusOr<uint64_t> TestHooks::OwnCq(const PortState& p,
-                                          std::string_view req,
+                                          const ControlRequest& req,
                                           std::string_view key,
                                           std::optional<uint64_t> fallback) {
   HOOK_ASSIGN(cq, fallback.has_value() ? Num(req, key, *fallback, 0xFFFFFFFF)
@@ -269,8 +272,8 @@ absl::StatusOr<uint64_t> TestHooks::OwnCq(const PortState& p,
   return cq;
 }
 
-absl::StatusOr<TestHooks::Reply> TestHooks::CreateCq(PortState& p,
-                                                     std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::CreateCq(
+    PortState& p, const ControlRequest& req) {
   HOOK_ASSIGN(cqe, Num(req, "cqe", 4096, 1u << 22));
   absl::StatusOr<nic::CqHandle> cq =
       p.port->rnic().CreateCq(static_cast<uint32_t>(cqe));
@@ -279,10 +282,10 @@ absl::StatusOr<TestHooks::Reply> TestHooks::CreateCq(PortState& p,
   return Reply{{"ok", true}, {"cq", *cq}};
 }
 
-absl::StatusOr<TestHooks::Reply> TestHooks::CreateQp(PortState& p,
-                                                     std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::CreateQp(
+    PortState& p, const ControlRequest& req) {
   nic::QpInitAttr init;
-  std::string type = JsonStringField(req, "type");
+  std::string type = req.String("type");
   if (type == "RC" || type.empty()) {
     init.qp_type = nic::QpType::kRc;
   } else if (type == "UC") {
@@ -309,13 +312,13 @@ absl::StatusOr<TestHooks::Reply> TestHooks::CreateQp(PortState& p,
 }
 
 // Applies the fields present in `req` (besides "state") to one modify.
-absl::StatusOr<TestHooks::Reply> TestHooks::ModifyQp(PortState& p,
-                                                     std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::ModifyQp(
+    PortState& p, const ControlRequest& req) {
   namespace qa = nic::qp_attr;
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   nic::QpAttr a;
   nic::QpAttrMask m = 0;
-  if (std::string st = JsonStringField(req, "state"); !st.empty()) {
+  if (std::string st = req.String("state"); !st.empty()) {
     HOOK_ASSIGN(state, ParseState(st));
     a.qp_state = state;
     m |= qa::kState;
@@ -380,7 +383,7 @@ absl::StatusOr<TestHooks::Reply> TestHooks::ModifyQp(PortState& p,
 // RESET -> INIT -> RTR -> RTS in one request (the QP's current state is
 // the starting point, so a retry after an unresolved neighbour resumes).
 absl::StatusOr<TestHooks::Reply> TestHooks::Connect(PortState& p,
-                                                    std::string_view req) {
+                                                    const ControlRequest& req) {
   namespace qa = nic::qp_attr;
   HOOK_ASSIGN(qpn32, OwnQp(p, req));
   const uint32_t qpn = static_cast<uint32_t>(qpn32);
@@ -454,7 +457,7 @@ absl::StatusOr<TestHooks::Reply> TestHooks::Connect(PortState& p,
 }
 
 absl::StatusOr<TestHooks::Reply> TestHooks::QueryQp(PortState& p,
-                                                    std::string_view req) {
+                                                    const ControlRequest& req) {
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   absl::StatusOr<nic::QpAttr> a =
       p.port->rnic().QueryQp(static_cast<uint32_t>(qpn));
@@ -468,8 +471,8 @@ absl::StatusOr<TestHooks::Reply> TestHooks::QueryQp(PortState& p,
                {"mtu", nic::PathMtuBytes(a->path_mtu)}};
 }
 
-absl::StatusOr<TestHooks::Reply> TestHooks::DestroyQp(PortState& p,
-                                                      std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::DestroyQp(
+    PortState& p, const ControlRequest& req) {
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   if (absl::Status s = p.port->rnic().DestroyQp(static_cast<uint32_t>(qpn));
       !s.ok()) {
@@ -480,8 +483,8 @@ absl::StatusOr<TestHooks::Reply> TestHooks::DestroyQp(PortState& p,
   return Reply{{"ok", true}};
 }
 
-absl::StatusOr<TestHooks::Reply> TestHooks::CreateAh(PortState& p,
-                                                     std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::CreateAh(
+    PortState& p, const ControlRequest& req) {
   HOOK_ASSIGN(dgid, ParseIp(req, "remote_ip"));
   HOOK_ASSIGN(dmac, ResolveMac(*p.port, dgid));
   HOOK_ASSIGN(sgid_index, Num(req, "sgid_index", 0, 255));
@@ -497,14 +500,14 @@ absl::StatusOr<TestHooks::Reply> TestHooks::CreateAh(PortState& p,
   return Reply{{"ok", true}, {"ah", *ah}};
 }
 
-absl::StatusOr<TestHooks::Reply> TestHooks::PostSend(PortState& p,
-                                                     std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::PostSend(
+    PortState& p, const ControlRequest& req) {
   HOOK_ASSIGN(qpn, OwnQp(p, req));
-  HOOK_ASSIGN(op, ParseOpcode(JsonStringField(req, "opcode")));
+  HOOK_ASSIGN(op, ParseOpcode(req.String("opcode")));
   HOOK_ASSIGN(wr_id, Num(req, "wr_id", 0));
   HOOK_ASSIGN(count, Num(req, "count", 1, kMaxPostCount));
   bool signaled = true;
-  JsonBoolField(req, "signaled", &signaled);
+  req.Bool("signaled", &signaled);
   nic::SendWr wr;
   wr.opcode = op;
   wr.send_flags = signaled ? nic::send_flags::kSignaled : 0;
@@ -560,8 +563,8 @@ absl::StatusOr<TestHooks::Reply> TestHooks::PostSend(PortState& p,
   return Reply{{"ok", true}, {"posted", posted}};
 }
 
-absl::StatusOr<TestHooks::Reply> TestHooks::PostRecv(PortState& p,
-                                                     std::string_view req) {
+absl::StatusOr<TestHooks::Reply> TestHooks::PostRecv(
+    PortState& p, const ControlRequest& req) {
   HOOK_ASSIGN(qpn, OwnQp(p, req));
   HOOK_ASSIGN(wr_id, Num(req, "wr_id", 0));
   HOOK_ASSIGN(count, Num(req, "count", 1, kMaxPostCount));
@@ -586,12 +589,12 @@ absl::StatusOr<TestHooks::Reply> TestHooks::PostRecv(PortState& p,
 }
 
 absl::StatusOr<TestHooks::Reply> TestHooks::PollCq(PortState& p,
-                                                   std::string_view req) {
+                                                   const ControlRequest& req) {
   HOOK_ASSIGN(cq, OwnCq(p, req, "cq", std::nullopt));
   HOOK_ASSIGN(max, Num(req, "max", 16, kMaxPollBatch));
   // "summary": only counts per status (for load runs).
   bool summary = false;
-  JsonBoolField(req, "summary", &summary);
+  req.Bool("summary", &summary);
   Reply wcs = Reply::array();
   nic::WorkCompletion wc[64];
   uint64_t total = 0, ok = 0, errors = 0, bytes = 0;
@@ -632,7 +635,7 @@ absl::StatusOr<TestHooks::Reply> TestHooks::PollCq(PortState& p,
 }
 
 absl::StatusOr<TestHooks::Reply> TestHooks::MrRead(PortState& p,
-                                                   std::string_view req,
+                                                   const ControlRequest& req,
                                                    bool digest) {
   HOOK_ASSIGN(key, Required(req, "key", 0xFFFFFFFF));
   auto it = p.buffers.find(static_cast<uint32_t>(key));

@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "emulator/control/control_request.h"
 #include "emulator/port/rnic_port.h"
 
 namespace rocemu::emulator {
@@ -44,7 +45,7 @@ class TestHooks {
 
   // Whether `cmd` is one of the hooks' commands.
   static bool Handles(std::string_view cmd);
-  std::string Handle(std::string_view cmd, std::string_view request);
+  std::string Handle(std::string_view cmd, const ControlRequest& request);
 
  private:
   // A hook's answer, printed by Handle().
@@ -60,29 +61,30 @@ class TestHooks {
     absl::flat_hash_map<uint32_t, Buffer> buffers;  // by MR key
     absl::flat_hash_set<uint32_t> qps, cqs;         // created here
   };
-  absl::StatusOr<uint64_t> OwnQp(const PortState& p, std::string_view req);
+  absl::StatusOr<uint64_t> OwnQp(const PortState& p, const ControlRequest& req);
   // `key`'s CQ (absent: `fallback`, or an error without one) if the hooks
   // created it.
-  absl::StatusOr<uint64_t> OwnCq(const PortState& p, std::string_view req,
+  absl::StatusOr<uint64_t> OwnCq(const PortState& p, const ControlRequest& req,
                                  std::string_view key,
                                  std::optional<uint64_t> fallback);
 
-  absl::StatusOr<PortState*> Port(std::string_view request);
+  absl::StatusOr<PortState*> Port(const ControlRequest& request);
   absl::StatusOr<Reply> Dispatch(std::string_view cmd,
-                                 std::string_view request);
-  absl::StatusOr<Reply> RegMr(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> DeregMr(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> CreateCq(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> CreateQp(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> ModifyQp(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> Connect(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> QueryQp(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> DestroyQp(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> CreateAh(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> PostSend(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> PostRecv(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> PollCq(PortState& p, std::string_view req);
-  absl::StatusOr<Reply> MrRead(PortState& p, std::string_view req, bool digest);
+                                 const ControlRequest& request);
+  absl::StatusOr<Reply> RegMr(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> DeregMr(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> CreateCq(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> CreateQp(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> ModifyQp(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> Connect(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> QueryQp(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> DestroyQp(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> CreateAh(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> PostSend(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> PostRecv(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> PollCq(PortState& p, const ControlRequest& req);
+  absl::StatusOr<Reply> MrRead(PortState& p, const ControlRequest& req,
+                               bool digest);
 
   std::vector<PortState> ports_;
   std::vector<std::string> names_;

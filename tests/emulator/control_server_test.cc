@@ -166,6 +166,43 @@ TEST_F(ControlServerTest, RefusesALiveSocketReplacesAStaleOne) {
 namespace rocemu::emulator {
 namespace {
 
+TEST(ControlRequestTest, OneParseAnswersEveryFieldByType) {
+  const ControlRequest r(
+      R"({"cmd":"qp_why","qpn":17,"enable":true,"neg":-1,"big":1e3,)"
+      R"("port":"p\u0030","inner":{"qpn":5}})");
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r.String("cmd"), "qp_why");
+  EXPECT_EQ(r.String("port"), "p0");
+  EXPECT_EQ(r.String("qpn"), "");  // a number is no string
+  uint64_t v = 99;
+  EXPECT_TRUE(r.Uint("qpn", &v));
+  EXPECT_EQ(v, 17u);
+  EXPECT_FALSE(r.Uint("neg", &v));
+  EXPECT_FALSE(r.Uint("big", &v));  // a float, even a whole one
+  EXPECT_FALSE(r.Uint("cmd", &v));
+  EXPECT_EQ(v, 17u);  // misses leave the value alone
+  bool b = false;
+  EXPECT_TRUE(r.Bool("enable", &b));
+  EXPECT_TRUE(b);
+  EXPECT_FALSE(r.Bool("qpn", &b));
+  EXPECT_TRUE(r.Has("inner"));
+  EXPECT_FALSE(r.Has("absent"));
+  // Only top-level members: "inner"'s qpn is not the request's.
+  EXPECT_FALSE(ControlRequest(R"({"inner":{"qpn":5}})").Uint("qpn", &v));
+}
+
+TEST(ControlRequestTest, ALineWithANulOrNotAnObjectHasNoField) {
+  const std::string with_nul("{\"cmd\":\"qps\"}\0tail", 18);
+  for (const std::string& line :
+       {with_nul, std::string("counters"), std::string("[1,2]"),
+        std::string("{\"cmd\":"), std::string("")}) {
+    const ControlRequest r(line);
+    EXPECT_FALSE(r.is_object()) << line;
+    EXPECT_FALSE(r.Has("cmd")) << line;
+    EXPECT_EQ(r.String("cmd"), "") << line;
+  }
+}
+
 TEST(JsonUintFieldTest, ReadsNumbersAndRejectsOthers) {
   uint64_t v = 0;
   EXPECT_TRUE(JsonUintField(R"({"cmd":"x","len": 4096,"a":1})", "len", &v));

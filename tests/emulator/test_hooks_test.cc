@@ -25,7 +25,7 @@ Json Parse(const std::string& reply) {
 
 // The hook `cmd` with request `req`, its reply parsed.
 Json Call(TestHooks& hooks, const std::string& cmd, const Json& req) {
-  return Parse(hooks.Handle(cmd, req.dump()));
+  return Parse(hooks.Handle(cmd, ControlRequest(req.dump())));
 }
 
 // An error reply naming the ownership check, and nothing done.
@@ -75,7 +75,7 @@ TEST(TestHooksTest, ObjectsTheHooksDidNotCreateAreRefused) {
            {"create_qp", R"({"port":"p0","type":"RC","cq":)" + c + "}"},
        }) {
     ASSERT_TRUE(TestHooks::Handles(cmd)) << cmd;
-    const std::string reply = hooks.Handle(cmd, req);
+    const std::string reply = hooks.Handle(cmd, ControlRequest(req));
     EXPECT_TRUE(Refused(Parse(reply))) << cmd << ": " << reply;
   }
   // Untouched: still there, still in RESET.

@@ -1,5 +1,5 @@
 // The daemon's control socket on whatever a local client sends: the JSON
-// field readers (JsonStringField / JsonBoolField / JsonUintField) and the
+// field readers (ControlRequest, parsed once, and its one-field wrappers), the
 // replies' string escaping (verbs::DumpJson) on arbitrary bytes for every
 // key the daemon and its test hooks look up, and a ControlServer on a
 // temporary Unix socket fed by one or two non-blocking clients that write
@@ -97,19 +97,21 @@ constexpr int kMaxRounds = 200;  // Poll() rounds an input may take to settle
 // Debian's Abseil has its own string_view; StrCat does not take std's.
 absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
-// The readers on `s` for `key`, against an independent reader of the
-// same line (reference_json.h: RFC 8259 written out, no nlohmann).
-void CheckReaders(std::string_view s, std::string_view key) {
+// The readers of `r` (the line `s` parsed once) for `key`, against an
+// independent reader of the same line (reference_json.h: RFC 8259
+// written out, no nlohmann).
+void CheckReaders(const ControlRequest& r, std::string_view s,
+                  std::string_view key) {
   using rocemu::fuzz::RefJson;
   using Kind = rocemu::fuzz::RefValue::Kind;
   const std::optional<rocemu::fuzz::RefValue> m = RefJson::Member(s, key);
-  FUZZ_CHECK(JsonHasField(s, key) == m.has_value());
-  const std::string str = JsonStringField(s, key);
+  FUZZ_CHECK(r.Has(key) == m.has_value());
+  const std::string str = r.String(key);
   FUZZ_CHECK(str == (m.has_value() && m->kind == Kind::kString ? m->str : ""));
 
   constexpr uint64_t kUntouched = 0xDEADBEEFCAFEF00Dull;
   uint64_t num = kUntouched;
-  const bool num_ok = JsonUintField(s, key, &num);
+  const bool num_ok = r.Uint(key, &num);
   FUZZ_CHECK(num_ok == (m.has_value() && m->kind == Kind::kUnsigned));
   FUZZ_CHECK(num == (num_ok ? m->num : kUntouched));
 
@@ -118,14 +120,25 @@ void CheckReaders(std::string_view s, std::string_view key) {
   // Starting from the value a hit would not write shows a stray write.
   const bool initial = !want_bool.value_or(false);
   bool b = initial;
-  const bool ok = JsonBoolField(s, key, &b);
+  const bool ok = r.Bool(key, &b);
   FUZZ_CHECK(ok == want_bool.has_value());
   FUZZ_CHECK(b == (ok ? *want_bool : initial));
 }
 
-// Adds `key` to `keys` unless it is there: each check parses the line
-// four times, and a line that quotes one key a hundred times would
-// otherwise repeat the same check a hundred times.
+// The one-field readers (each parses the line) agree with the parsed
+// request.
+void CheckOneFieldReaders(const ControlRequest& r, std::string_view s,
+                          std::string_view key) {
+  FUZZ_CHECK(JsonHasField(s, key) == r.Has(key));
+  FUZZ_CHECK(JsonStringField(s, key) == r.String(key));
+  uint64_t a = 1, b = 1;
+  FUZZ_CHECK(JsonUintField(s, key, &a) == r.Uint(key, &b) && a == b);
+  bool x = false, y = false;
+  FUZZ_CHECK(JsonBoolField(s, key, &x) == r.Bool(key, &y) && x == y);
+}
+
+// Adds `key` to `keys` unless it is there: a line that quotes one key a
+// hundred times would otherwise repeat the same check a hundred times.
 void AddKey(std::vector<std::string_view>* keys, std::string_view key) {
   if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
     keys->push_back(key);
@@ -254,32 +267,19 @@ void CheckBuiltObject(std::string_view data) {
                     A(kBlanks[(kind >> 2) & 1]), value, A(kBlanks[kind >> 6]));
   }
   json += "}";
-  // Every key the object holds, and of the keys it does not hold those a
-  // reader could mistake for one it holds (a part of one, or one that
-  // holds one: "cq" in "send_cq", "max" in "max_rd_atomic") and one more
-  // the input picks. Each check parses the object three times: all 51
-  // keys on every input made this target the slowest by far.
-  const size_t extra = data.empty() ? 0 : data.back() % kNumKeys;
-  auto worth = [&](size_t k) {
-    if (fields[k].kind != Kind::kAbsent || k == extra) return true;
-    for (size_t j = 0; j < kNumKeys; ++j) {
-      if (fields[j].kind != Kind::kAbsent &&
-          (kKeys[j].find(kKeys[k]) != std::string_view::npos ||
-           kKeys[k].find(kKeys[j]) != std::string_view::npos)) {
-        return true;
-      }
-    }
-    return false;
-  };
+  // Every key, held or not: a key the object does not hold must read
+  // nothing, however much of it a held key contains ("cq" in "send_cq").
+  const ControlRequest r(json);
+  FUZZ_CHECK(r.is_object());
   for (size_t k = 0; k < kNumKeys; ++k) {
-    if (!worth(k)) continue;
     const Field& f = fields[k];
     const std::string_view key = kKeys[k];
-    const std::string str = JsonStringField(json, key);
+    const std::string str = r.String(key);
+    FUZZ_CHECK(r.Has(key) == (f.kind != Kind::kAbsent));
     uint64_t num = 0;
-    const bool num_ok = JsonUintField(json, key, &num);
+    const bool num_ok = r.Uint(key, &num);
     bool flag = false;
-    const bool flag_ok = JsonBoolField(json, key, &flag);
+    const bool flag_ok = r.Bool(key, &flag);
     if (f.kind == Kind::kString) {
       const std::optional<std::string> back = Decode(JsonEscape(f.text));
       FUZZ_CHECK(back.has_value() && str == *back);
@@ -332,15 +332,15 @@ void MakeHooks(Hooks* h) {
 
 // Whether a hooks request stays within what one fuzz input may cost
 // (the hooks' own limits allow gigabytes and 2^22-entry CQs).
-bool Affordable(Hooks& h, std::string_view cmd, std::string_view req) {
+bool Affordable(Hooks& h, std::string_view cmd, const ControlRequest& req) {
   if (++h.calls > 64) return false;
   uint64_t v = 0;
-  if (cmd == "reg_mr" && JsonUintField(req, "len", &v)) {
+  if (cmd == "reg_mr" && req.Uint("len", &v)) {
     if (v > (1u << 20) || h.mr_bytes + v > (4u << 20)) return false;
     h.mr_bytes += v;
   }
   for (std::string_view key : {"cqe", "max_send_wr", "max_recv_wr", "count"}) {
-    if (JsonUintField(req, key, &v) && v > 1024) return false;
+    if (req.Uint(key, &v) && v > 1024) return false;
   }
   return true;
 }
@@ -348,12 +348,14 @@ bool Affordable(Hooks& h, std::string_view cmd, std::string_view req) {
 // The control handler: checks the readers on the request as the daemon
 // would read it, runs a test hook if asked, and echoes the request.
 std::string Handle(Hooks& hooks, std::string_view req) {
-  for (std::string_view key : KeysIn(req)) CheckReaders(req, key);
-  const std::string cmd = JsonStringField(req, "cmd");
+  const ControlRequest r(req);
+  for (std::string_view key : KeysIn(req)) CheckReaders(r, req, key);
+  CheckOneFieldReaders(r, req, kKeys[req.size() % std::size(kKeys)]);
+  const std::string cmd = r.String("cmd");
   std::string hook;
-  if (hooks.enabled && TestHooks::Handles(cmd) && Affordable(hooks, cmd, req)) {
+  if (hooks.enabled && TestHooks::Handles(cmd) && Affordable(hooks, cmd, r)) {
     if (hooks.hooks == nullptr) MakeHooks(&hooks);
-    hook = hooks.hooks->Handle(cmd, req);
+    hook = hooks.hooks->Handle(cmd, r);
     FUZZ_CHECK(hook.find('\n') == std::string::npos);
   }
   return absl::StrCat("{\"echo\":\"", JsonEscape(req), "\",\"cmd\":\"",
