@@ -62,9 +62,6 @@ absl::StatusOr<uint64_t> Required(const ControlRequest& req,
   }
   return v;
 }
-bool Has(const ControlRequest& req, std::string_view key) {
-  return req.Has(key);
-}
 
 #define HOOK_ASSIGN(lhs, expr)                  \
   auto lhs##_or = (expr);                       \
@@ -325,7 +322,7 @@ absl::StatusOr<TestHooks::Reply> TestHooks::ModifyQp(
   }
   auto field = [&](std::string_view key, nic::QpAttrMask bit, uint64_t max,
                    auto* out) -> absl::Status {
-    if (!Has(req, key)) return absl::OkStatus();
+    if (!req.Has(key)) return absl::OkStatus();
     absl::StatusOr<uint64_t> v = Required(req, key, max);
     if (!v.ok()) return v.status();
     *out = static_cast<std::remove_pointer_t<decltype(out)>>(*v);
@@ -348,18 +345,18 @@ absl::StatusOr<TestHooks::Reply> TestHooks::ModifyQp(
               &a.max_dest_rd_atomic)}) {
     if (!s.ok()) return s;
   }
-  if (Has(req, "port_num")) {
+  if (req.Has("port_num")) {
     HOOK_ASSIGN(port_num, Required(req, "port_num", 255));
     a.port_num = static_cast<uint8_t>(port_num);
     m |= qa::kPort;
   }
-  if (Has(req, "mtu")) {
+  if (req.Has("mtu")) {
     HOOK_ASSIGN(bytes, Required(req, "mtu"));
     HOOK_ASSIGN(mtu, ParseMtu(bytes));
     a.path_mtu = mtu;
     m |= qa::kPathMtu;
   }
-  if (Has(req, "remote_ip")) {
+  if (req.Has("remote_ip")) {
     HOOK_ASSIGN(dgid, ParseIp(req, "remote_ip"));
     HOOK_ASSIGN(dmac, ResolveMac(*p.port, dgid));
     HOOK_ASSIGN(sgid_index, Num(req, "sgid_index", 0, 255));
@@ -542,7 +539,7 @@ absl::StatusOr<TestHooks::Reply> TestHooks::PostSend(
     default:
       break;
   }
-  if (Has(req, "ah")) {
+  if (req.Has("ah")) {
     HOOK_ASSIGN(ah, Required(req, "ah", 0xFFFFFFFF));
     HOOK_ASSIGN(remote_qpn, Required(req, "remote_qpn", 0xFFFFFF));
     HOOK_ASSIGN(remote_qkey, Num(req, "remote_qkey", 0x11111111, 0xFFFFFFFF));
