@@ -300,15 +300,17 @@ Step ExecuteWrite(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
                   Rejection* j) {
   ResponderState& r = qp.resp_;
   const protocol::OpcodeInfo& op = *pkt.op;
+  // The region the RETH's check found: it covers the whole DMA length, so
+  // the first packet's payload needs no second look-up.
+  const MemoryRegion* first_mr = nullptr;
   if (op.IsFirst()) {
     r.write_rkey = pkt.hdr.reth.rkey;
     r.write_va = pkt.hdr.reth.va;
     r.write_remaining = pkt.hdr.reth.dma_len;
     r.write_length = pkt.hdr.reth.dma_len;
-    const MemoryRegion* mr = nullptr;
-    const MrStatus ms =
-        nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va,
-                              r.write_remaining, access::kRemoteWrite, &mr);
+    const MrStatus ms = nic.mrs().CheckRemote(
+        r.write_rkey, qp.pd(), qp.qpn(), r.write_va, r.write_remaining,
+        access::kRemoteWrite, &first_mr);
     if (ms != MrStatus::kOk) {
       *j = RemoteAccess(nic, qp, ms, r.write_rkey, r.write_va,
                         r.write_remaining, access::kRemoteWrite);
@@ -324,11 +326,14 @@ Step ExecuteWrite(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
   }
   if (op.HasImmediate() && !AcquireRwqe(nic, qp)) return Step::kNotReady;
   if (len > 0) {
-    // Re-checked per packet: the region may be deregistered mid-message.
-    const MemoryRegion* mr = nullptr;
-    MrStatus ms =
-        nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va, len,
-                              access::kRemoteWrite, &mr);
+    // Later packets are re-checked: the region may be deregistered
+    // mid-message.
+    const MemoryRegion* mr = first_mr;
+    MrStatus ms = mr != nullptr ? MrStatus::kOk
+                                : nic.mrs().CheckRemote(
+                                      r.write_rkey, qp.pd(), qp.qpn(),
+                                      r.write_va, len, access::kRemoteWrite,
+                                      &mr);
     if (ms == MrStatus::kOk) {
       ms = mr->CopyIn(r.write_va, pkt.payload);
       nic.CountMrFault(ms);
