@@ -7,40 +7,15 @@
 
 #include <cstdint>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "nic/handle_table.h"
-#include "nic/handles.h"
+#include "nic/use_counted_table.h"
 
 namespace rocemu::nic {
 
-class PdTable {
+// ibv_alloc_pd / ibv_dealloc_pd. Objects created in the PD take a reference
+// (QPs: the engine calls Retain/Release itself).
+class PdTable : public UseCountedTable {
  public:
-  explicit PdTable(uint32_t max_pd) : pds_("PD", max_pd) {}
-
-  // ibv_alloc_pd.
-  absl::StatusOr<PdHandle> Alloc(ClientId client);
-  // ibv_dealloc_pd: FailedPrecondition (EBUSY) while objects still use it,
-  // NotFound for an unknown handle or another client's PD.
-  absl::Status Dealloc(ClientId client, PdHandle pd);
-
-  bool Valid(PdHandle pd) const { return pds_.Get(pd) != nullptr; }
-  // The PD exists and belongs to `client`.
-  bool OwnedBy(PdHandle pd, ClientId client) const {
-    return pds_.Get(pd, client) != nullptr;
-  }
-  // Objects created in the PD take a reference so that it cannot be freed
-  // under them (QPs: the engine calls Retain/Release itself).
-  absl::Status Retain(PdHandle pd);
-  void Release(PdHandle pd);
-  uint32_t UseCount(PdHandle pd) const;
-  uint32_t size() const { return pds_.size(); }
-
- private:
-  struct Pd {
-    uint32_t use_count = 0;
-  };
-  HandleTable<Pd> pds_;
+  explicit PdTable(uint32_t max_pd) : UseCountedTable("PD", max_pd) {}
 };
 
 }  // namespace rocemu::nic

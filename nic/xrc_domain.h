@@ -10,40 +10,17 @@
 
 #include <cstdint>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "nic/handle_table.h"
-#include "nic/handles.h"
+#include "nic/use_counted_table.h"
 
 namespace rocemu::nic {
 
 using XrcdHandle = uint32_t;
 
-class XrcdTable {
+// XRC SRQs and TGT QPs take a reference so that the domain cannot be freed
+// under them.
+class XrcdTable : public UseCountedTable {
  public:
-  explicit XrcdTable(uint32_t max_xrcds) : xrcds_("XRCD", max_xrcds) {}
-
-  absl::StatusOr<XrcdHandle> Alloc(ClientId client);
-  // FailedPrecondition (EBUSY) while XRC SRQs or TGT QPs use it, NotFound
-  // for an unknown handle or another client's domain.
-  absl::Status Dealloc(ClientId client, XrcdHandle xrcd);
-
-  bool Valid(XrcdHandle xrcd) const { return xrcds_.Get(xrcd) != nullptr; }
-  bool OwnedBy(XrcdHandle xrcd, ClientId client) const {
-    return xrcds_.Get(xrcd, client) != nullptr;
-  }
-  // XRC SRQs and TGT QPs take a reference so that the domain cannot be
-  // freed under them.
-  absl::Status Retain(XrcdHandle xrcd);
-  void Release(XrcdHandle xrcd);
-  uint32_t UseCount(XrcdHandle xrcd) const;
-  uint32_t size() const { return xrcds_.size(); }
-
- private:
-  struct Xrcd {
-    uint32_t use_count = 0;
-  };
-  HandleTable<Xrcd> xrcds_;
+  explicit XrcdTable(uint32_t max_xrcds) : UseCountedTable("XRCD", max_xrcds) {}
 };
 
 }  // namespace rocemu::nic
