@@ -308,9 +308,9 @@ Step ExecuteWrite(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     r.write_va = pkt.hdr.reth.va;
     r.write_remaining = pkt.hdr.reth.dma_len;
     r.write_length = pkt.hdr.reth.dma_len;
-    const MrStatus ms = nic.mrs().CheckRemote(
-        r.write_rkey, qp.pd(), qp.qpn(), r.write_va, r.write_remaining,
-        access::kRemoteWrite, &first_mr);
+    const MrStatus ms = nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(),
+                                              r.write_va, r.write_remaining,
+                                              access::kRemoteWrite, &first_mr);
     if (ms != MrStatus::kOk) {
       *j = RemoteAccess(nic, qp, ms, r.write_rkey, r.write_va,
                         r.write_remaining, access::kRemoteWrite);
@@ -329,11 +329,11 @@ Step ExecuteWrite(Rnic& nic, Qp& qp, const protocol::ParsedFrame& pkt,
     // Later packets are re-checked: the region may be deregistered
     // mid-message.
     const MemoryRegion* mr = first_mr;
-    MrStatus ms = mr != nullptr ? MrStatus::kOk
-                                : nic.mrs().CheckRemote(
-                                      r.write_rkey, qp.pd(), qp.qpn(),
-                                      r.write_va, len, access::kRemoteWrite,
-                                      &mr);
+    MrStatus ms =
+        mr != nullptr
+            ? MrStatus::kOk
+            : nic.mrs().CheckRemote(r.write_rkey, qp.pd(), qp.qpn(), r.write_va,
+                                    len, access::kRemoteWrite, &mr);
     if (ms == MrStatus::kOk) {
       ms = mr->CopyIn(r.write_va, pkt.payload);
       nic.CountMrFault(ms);

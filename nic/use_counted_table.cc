@@ -16,9 +16,8 @@ absl::Status UseCountedTable::Dealloc(ClientId client, uint32_t handle) {
     return absl::NotFoundError(absl::StrFormat("no %s 0x%08x", what_, handle));
   }
   if (o->use_count != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s 0x%08x still used by %u objects", what_, handle,
-                        o->use_count));
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s 0x%08x still used by %u objects", what_, handle, o->use_count));
   }
   return objects_.Erase(handle);
 }
