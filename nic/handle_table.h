@@ -118,6 +118,7 @@ class HandleTable {
   }
 
   uint32_t size() const { return live_; }
+  const char* what() const { return what_; }
   uint32_t max_objects() const { return max_objects_; }
 
   // Calls f(handle, T&) for every live object (control path).

@@ -13,11 +13,13 @@ absl::StatusOr<uint32_t> UseCountedTable::Alloc(ClientId client) {
 absl::Status UseCountedTable::Dealloc(ClientId client, uint32_t handle) {
   Object* o = objects_.Get(handle, client);
   if (o == nullptr) {
-    return absl::NotFoundError(absl::StrFormat("no %s 0x%08x", what_, handle));
+    return absl::NotFoundError(
+        absl::StrFormat("no %s 0x%08x", objects_.what(), handle));
   }
   if (o->use_count != 0) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s 0x%08x still used by %u objects", what_, handle, o->use_count));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s 0x%08x still used by %u objects", objects_.what(),
+                        handle, o->use_count));
   }
   return objects_.Erase(handle);
 }
@@ -25,7 +27,8 @@ absl::Status UseCountedTable::Dealloc(ClientId client, uint32_t handle) {
 absl::Status UseCountedTable::Retain(uint32_t handle) {
   Object* o = objects_.Get(handle);
   if (o == nullptr) {
-    return absl::NotFoundError(absl::StrFormat("no %s 0x%08x", what_, handle));
+    return absl::NotFoundError(
+        absl::StrFormat("no %s 0x%08x", objects_.what(), handle));
   }
   ++o->use_count;
   return absl::OkStatus();

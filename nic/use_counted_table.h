@@ -18,7 +18,7 @@ class UseCountedTable {
  public:
   // `what` names the object in error messages ("PD", "XRCD").
   UseCountedTable(const char* what, uint32_t max_objects)
-      : what_(what), objects_(what, max_objects) {}
+      : objects_(what, max_objects) {}
 
   absl::StatusOr<uint32_t> Alloc(ClientId client);
   // FailedPrecondition (EBUSY) while objects still use it, NotFound for an
@@ -39,7 +39,6 @@ class UseCountedTable {
   struct Object {
     uint32_t use_count = 0;
   };
-  const char* what_;
   HandleTable<Object> objects_;
 };
 
