@@ -42,7 +42,7 @@ def main():
         print(("ok   " if ok else "FAIL ") +
               f"rdma_recvs {rnic.get('rdma_recvs')}")
     finally:
-        d.stop()
+        d.cleanup(keep=failed)
     print("FAILED" if failed else "PASS")
     return 1 if failed else 0
 

@@ -237,12 +237,20 @@ TEST(Capture, PcapOfAHostPort) {
   ScenarioConfig c = Small(Incast(1, 25'000'000'000, 1000));
   c.flows = {{1, 0, 10'000, 0}};
   c.pcap_hosts = {0};
-  c.pcap_prefix = testing::TempDir() + "/ns3cap";
+  // This run's own file, gone before (an earlier run's cannot stand in for
+  // it) and after.
+  c.pcap_prefix = testing::TempDir() + "/ns3cap-" + std::to_string(getpid());
+  const std::string path = c.pcap_prefix + "-h0.pcap";
+  std::filesystem::remove(path);
   absl::StatusOr<ScenarioResult> r = RunScenario(c);
   ASSERT_TRUE(r.ok()) << r.status();
-  std::ifstream f(c.pcap_prefix + "-h0.pcap", std::ios::binary);
-  ASSERT_TRUE(f.good());
-  std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  std::string bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    ASSERT_TRUE(f.good());
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  std::filesystem::remove(path);
   // Header + 10 data frames in + 1 ACK out, each with a 16-byte record.
   EXPECT_GT(bytes.size(), 24u + 10 * (16 + 1000));
   EXPECT_EQ(static_cast<uint8_t>(bytes[0]), 0xD4);  // pcap magic, LE

@@ -16,6 +16,7 @@
 set -euo pipefail
 mode=$1 demo=$2 shared=$3
 tmp=$(mktemp -d)
+# No exec below: the trap must outlive the oracle to remove $tmp.
 trap 'rm -rf "$tmp"' EXIT
 "$demo" --manifest "$tmp/demo.tsv" "$tmp/all.pcap" >/dev/null
 # Frame numbers of the XRC connection.
@@ -38,7 +39,7 @@ case "$mode" in
     [[ $(wc -w <<<"$drop") -gt 30 ]] || { echo "XRC frames: $drop"; exit 1; }
     # shellcheck disable=SC2086
     editcap "$tmp/all.pcap" "$tmp/demo.pcap" $drop
-    exec /usr/bin/python3 "$shared/oracle/check_pcap.py" --strict \
+    /usr/bin/python3 "$shared/oracle/check_pcap.py" --strict \
       --require-roce --pmtu 256 -q "$tmp/demo.pcap" ;;
   tshark_check)
     drop=$(ibta15)
@@ -47,7 +48,7 @@ case "$mode" in
     [[ $(wc -w <<<"$drop") -gt 30 ]] || { echo "XRC frames: $drop"; exit 1; }
     # shellcheck disable=SC2086
     editcap "$tmp/all.pcap" "$tmp/demo.pcap" $drop
-    exec "$shared/oracle/tshark_check.sh" --strict-ipv6-csum \
+    "$shared/oracle/tshark_check.sh" --strict-ipv6-csum \
       "$tmp/demo.pcap" ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
