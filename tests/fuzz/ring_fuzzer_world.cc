@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tests/fuzz/scratch_socket.h"
+
 namespace rocemu::ring_fuzz {
 namespace {
 
@@ -38,7 +40,7 @@ World& W() {
     w->self = {cfg.gid, cfg.mac};
     w->rnic = std::make_unique<Rnic>(cfg);
     rocemu::verbs::SessionServerOptions o;
-    w->path = "/tmp/rocemu-ring-fuzz-" + std::to_string(getpid()) + ".sock";
+    w->path = rocemu::fuzz::ScratchSocketPath("rocemu-ring-fuzz");
     o.socket_path = w->path;
     o.post_budget = 16;
     auto s = SessionServer::Create(*w->rnic, o);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "nic/rnic.h"
+#include "tests/fuzz/scratch_socket.h"
 #include "tests/verbs/raw_verbs_client.h"
 #include "verbs/server/session_server.h"
 #include "verbs/wire/wire_protocol.h"
@@ -54,7 +55,7 @@ World& W() {
     cfg.gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
     w->rnic = std::make_unique<rocemu::nic::Rnic>(cfg);
     rocemu::verbs::SessionServerOptions o;
-    w->path = "/tmp/rocemu-session-fuzz-" + std::to_string(getpid()) + ".sock";
+    w->path = rocemu::fuzz::ScratchSocketPath("rocemu-session-fuzz");
     o.socket_path = w->path;
     o.device_name = "rocemu_fuzz";
     // Neighbours: ourselves and one other known, everything else
