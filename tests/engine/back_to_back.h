@@ -288,6 +288,21 @@ inline SendWr WriteWr(const Pair& p, uint64_t id, uint32_t len,
   return wr;
 }
 
+// A signaled FETCH_AND_ADD of `add` to B's 8 bytes at `remote_off`, the
+// original value returned into A's buffer at `local_off`.
+inline SendWr FetchAddWr(const Pair& p, uint64_t id, size_t remote_off,
+                         uint64_t add, size_t local_off = 0) {
+  SendWr wr;
+  wr.wr_id = id;
+  wr.opcode = WrOpcode::kAtomicFetchAndAdd;
+  wr.send_flags = send_flags::kSignaled;
+  wr.sg_list = {SgeOf(p.ea, local_off, 8)};
+  wr.atomic.remote_addr = Va(p.eb, remote_off);
+  wr.atomic.rkey = p.eb.key;
+  wr.atomic.compare_add = add;
+  return wr;
+}
+
 // A connected pair of UD QPs and, in *ah_to_b, A's address handle for B.
 inline Pair ConnectUd(BackToBack& net, AhHandle* ah_to_b) {
   ConnectOptions o;

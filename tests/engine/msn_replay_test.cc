@@ -28,14 +28,7 @@ TEST(MsnReplayTest, DuplicateAtomicCarriesTheOriginalMsn) {
   Pair p = Connect(net);
   const uint64_t v = 10;
   std::memcpy(p.eb.buf.data() + 64, &v, 8);
-  SendWr fa;
-  fa.wr_id = 1;
-  fa.opcode = WrOpcode::kAtomicFetchAndAdd;
-  fa.send_flags = send_flags::kSignaled;
-  fa.sg_list = {SgeOf(p.ea, 0, 8)};
-  fa.atomic.remote_addr = Va(p.eb, 64);
-  fa.atomic.rkey = p.eb.key;
-  fa.atomic.compare_add = 1;
+  const SendWr fa = FetchAddWr(p, 1, 64, 1);
   // Lose the first ATOMIC_ACKNOWLEDGE; the WRITE behind the atomic completes
   // a second message, and its ACK makes the requester resend the atomic.
   net.drop = [](const WireFrame& f) {

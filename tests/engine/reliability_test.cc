@@ -102,14 +102,7 @@ TEST(ReliabilityTest, DuplicateAtomicIsReplayedNotReexecuted) {
   Pair p = Connect(net);
   uint64_t v = 10;
   std::memcpy(p.eb.buf.data() + 64, &v, 8);
-  SendWr fa;
-  fa.wr_id = 1;
-  fa.opcode = WrOpcode::kAtomicFetchAndAdd;
-  fa.send_flags = send_flags::kSignaled;
-  fa.sg_list = {SgeOf(p.ea, 0, 8)};
-  fa.atomic.remote_addr = Va(p.eb, 64);
-  fa.atomic.rkey = p.eb.key;
-  fa.atomic.compare_add = 1;
+  const SendWr fa = FetchAddWr(p, 1, 64, 1);
   // Lose the atomic ACK: the requester times out and resends the request.
   net.drop = [](const WireFrame& f) { return f.dir == 1 && f.index == 0; };
   ASSERT_TRUE(net.a().PostSend(p.ea.qpn, fa).ok());
