@@ -52,9 +52,10 @@ ninja -C "$release" emulator/rocemud || exit 1
 fail=0
 python3 tests/ibverbs/dropin_probe_test.py "$release/emulator/rocemud" \
   build-tsan/verbs/ibverbs build-tsan/tests/ibverbs/ibv_probe || fail=1
-python3 tests/ibverbs/embedded_test.py --perf-only "$release/emulator/rocemud" \
-  build-tsan/verbs/tools/rocemu-perf build-tsan/verbs/ibverbs \
-  build-tsan/emulator/librocemu_embedded.so || fail=1
+TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$PWD/scripts/tsan_dpdk.supp" \
+  python3 tests/ibverbs/embedded_test.py --perf-only \
+  "$release/emulator/rocemud" build-tsan/verbs/tools/rocemu-perf \
+  build-tsan/verbs/ibverbs build-tsan/emulator/librocemu_embedded.so || fail=1
 ninja -C "$release" emulator/tools/rocemu-ctl || exit 1
 ROCEMU_CTL="$release/emulator/tools/rocemu-ctl" \
 TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$PWD/scripts/tsan_dpdk.supp" \

@@ -13,11 +13,17 @@ namespace {
 
 struct Call {
   absl::FunctionRef<void()> f;
+  // Set before the alarm is: the interrupt thread's acquire of it orders
+  // everything the caller wrote before (the Call, what `f` captured) before
+  // the call. The alarm's own hand-off is in the EAL, which the thread
+  // sanitizer does not see into.
+  std::atomic<bool> posted{false};
   std::atomic<bool> done{false};
 };
 
 void RunCall(void* arg) {
   Call* c = static_cast<Call*>(arg);
+  c->posted.load(std::memory_order_acquire);  // true: set before the alarm
   c->f();
   c->done.store(true, std::memory_order_release);
 }
@@ -35,6 +41,7 @@ void RunOnInterruptThread(absl::FunctionRef<void()> f) {
     return;
   }
   Call call{f};
+  call.posted.store(true, std::memory_order_release);
   // 1 us: the earliest an alarm fires; the interrupt thread takes it after
   // whatever callback it is running.
   if (rte_eal_alarm_set(1, RunCall, &call) != 0) {

@@ -209,8 +209,12 @@ def main():
                         seen[side["name"]] = c
                 time.sleep(0.05)
 
-        argv = [perf, "send_lat", "-s", "64", "-n", "500000", "-d", DEV] + \
-            common
+        # Long enough to outlast the first counters poll: 500000 round
+        # trips, ~2 s on a fast host. Under ThreadSanitizer (--perf-only,
+        # scripts/tsan.sh) a round trip costs ~20x, and a shared machine
+        # made 500000 outlast the pair's 120 s bound.
+        iters = "25000" if perf_only else "500000"
+        argv = [perf, "send_lat", "-s", "64", "-n", iters, "-d", DEV] + common
         src, sout, crc, cout = r.pair(ns, a, b, argv, argv, during=counters)
         r.check(src == 0 and crc == 0, f"send_lat under rocemu-ctl: server "
                 f"{src}, client {crc}")
