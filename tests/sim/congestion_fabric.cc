@@ -134,8 +134,8 @@ absl::Status ConnectQp(const FabricOptions& o, Host& self, uint32_t qpn,
   if (!st.ok()) return st;
   a.qp_state = nic::QpState::kRts;
   a.sq_psn = 0;
-  a.timeout = 10;  // 4.2 ms
-  a.retry_cnt = 7;
+  a.timeout = o.qp_timeout;
+  a.retry_cnt = o.retry_cnt;
   a.rnr_retry = 7;
   a.max_rd_atomic = 1;
   return self.nic.ModifyQp(

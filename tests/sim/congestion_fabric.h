@@ -42,6 +42,9 @@ struct FabricOptions {
   uint64_t bytes_per_sender = 0;
   uint32_t message_bytes = 64 * 1024;
   uint32_t outstanding = 8;  // WRITEs in flight per sender
+  // The senders' local ACK timeout, 4.096 us x 2^qp_timeout, and retry count.
+  uint8_t qp_timeout = 10;  // 4.2 ms
+  uint8_t retry_cnt = 7;
   nic::TimeNs sample_ns = 50'000;
   uint64_t seed = 1;
 };

@@ -79,6 +79,11 @@ std::vector<Scenario> Scenarios(rocemu::pfc_ecn::DcqcnMode mode) {
     o.pfc = false;
     o.queue_capacity_bytes = 4 << 20;
     o.outstanding = 128;
+    // perftest's QP timeout (-u 14, 67 ms). 10 (4.2 ms) is shorter than
+    // the 33 ms a full 4 MiB queue holds a frame at 1 Gb/s: with three
+    // senders the start-up burst fills it, every frame in flight timed out
+    // before its ACK came, and the retries ran out in 125 ms.
+    o.qp_timeout = 14;
     o.duration_ns = uint64_t(absl::GetFlag(FLAGS_live_ms)) * 1'000'000;
     o.sample_ns = 50'000'000;
     s.push_back({absl::StrFormat("live%d", n), o});
