@@ -17,10 +17,16 @@ cp "$corpus"/* "$tmp/corpus/"
 # reproduced with ROCEMU_FUZZ_SEED=<that seed> (and the artifact below).
 seed=${ROCEMU_FUZZ_SEED:-$(( ($(date +%s) ^ $$) % 2000000000 + 1 ))}
 echo "run_fuzzer: $(basename "$fuzzer") seed $seed (ROCEMU_FUZZ_SEED=$seed reproduces)"
+# A target's token dictionary, where it has one (tests/fuzz/TARGET.dict:
+# control_fuzzer's JSON syntax, keys and commands, which mutation of bytes
+# alone reaches only rarely; docs/fuzzing.md).
+dict=()
+dict_file="$(dirname "$0")/$(basename "$fuzzer").dict"
+[[ -f $dict_file ]] && dict=(-dict="$dict_file")
 # TMPDIR: whatever the target puts there (ring_fuzzer's socket) goes with
 # $tmp, however libFuzzer ends.
 TMPDIR="$tmp" "$fuzzer" -seed="$seed" -max_total_time="$secs" -timeout=5 \
-  -rss_limit_mb=2048 \
+  -rss_limit_mb=2048 "${dict[@]}" \
   -error_exitcode=1 -timeout_exitcode=1 \
   -max_len=9100 -print_final_stats=1 -artifact_prefix="$tmp/artifacts/" \
   "$tmp/corpus"
