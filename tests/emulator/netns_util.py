@@ -127,6 +127,34 @@ def wait_cm_listener(proc, ctl, port, timeout=60.0):
                          f"{port} after {timeout} s")
 
 
+# perftest -R's own race: its server creates the data connection's
+# listener only after the handshake on its control connection, so a client
+# whose REQ comes first is refused (REJ reason 8, invalid service ID, as a
+# kernel CM refuses it), gives up, and may crash on the way out. A loaded
+# host makes the server lose that race now and then.
+PERFTEST_CM_REFUSED = "Event: RDMA_CM_EVENT_REJECTED; error: 8."
+
+
+def collect_pair(start, timeout, on_hang=None, tries=3):
+    """(server rc, server output, client rc, client output) of the pair
+    `start()` launches ((server, client) Popens). When perftest's client
+    was refused as above, the pair runs again, `tries` times at most, and
+    says so; otherwise as collect((client, server), timeout, on_hang)."""
+    for attempt in range(tries):
+        srv, cli = start()
+        deadline = time.monotonic() + timeout
+        (crc, cout), = collect((cli,), timeout, on_hang)
+        if (attempt + 1 < tries and crc not in (0, None) and
+                PERFTEST_CM_REFUSED in (cout or "")):
+            collect((srv,), 0)  # kills it: it waits for a client now gone
+            print(f"note: perftest's client was refused before its server "
+                  f"listened (REJ 8, perftest -R's race); run {attempt + 2} "
+                  f"of {tries}", flush=True)
+            continue
+        (src, sout), = collect((srv,), deadline - time.monotonic(), on_hang)
+        return src, sout, crc, cout
+
+
 def collect(procs, timeout, on_hang=None):
     """(returncode, output) of each Popen (stdout piped, text), all within
     `timeout` seconds; one still running at the deadline is killed (its

@@ -86,24 +86,25 @@ class Run(netns_util.NetRun):
         `addr`: A's RoCE address for rdma_cm); both outputs. A pair that
         hangs is killed at `timeout`, after both daemons' account of their
         QPs is added to the client's output."""
-        # Two pairs may run at once (check_shards): each keeps its own port.
-        with self.port_lock:
-            self.port += 1
-            tcp_port = self.port
-        port = ["-p", str(tcp_port)]
-        srv = self.tool(ns, a, argv + port, timeout)
-        # The stock clients connect once: start them when the server listens
-        # (perftest's -R on rdma_cm, otherwise on its TCP socket).
-        if "-R" in argv:
-            netns_util.wait_cm_listener(srv, a["ctl"], tcp_port)
-        else:
-            netns_util.wait_tcp_listener(srv, tcp_port)
-        cli = self.tool(ns, b, argv + port + [addr], timeout)
-        (crc, cout), (src, sout) = netns_util.collect(
-            (cli, srv), timeout, on_hang=lambda: "\n".join(
+        def start():
+            # Two pairs may run at once (check_shards): each keeps its own
+            # port.
+            with self.port_lock:
+                self.port += 1
+                tcp_port = self.port
+            port = ["-p", str(tcp_port)]
+            srv = self.tool(ns, a, argv + port, timeout)
+            # The stock clients connect once: start them when the server
+            # listens (perftest's -R on rdma_cm, otherwise on its TCP socket).
+            if "-R" in argv:
+                netns_util.wait_cm_listener(srv, a["ctl"], tcp_port)
+            else:
+                netns_util.wait_tcp_listener(srv, tcp_port)
+            return srv, self.tool(ns, b, argv + port + [addr], timeout)
+        return netns_util.collect_pair(
+            start, timeout, on_hang=lambda: "\n".join(
                 netns_util.qp_story(d["ctl"], f"daemon {d['name']}")
                 for d in (a, b)))
-        return src, sout, crc, cout
 
 
 # perftest times with the TSC, calibrated against gettimeofday; on a loaded

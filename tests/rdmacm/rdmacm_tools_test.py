@@ -63,16 +63,18 @@ class CmRun(stock.Run):
         """`server` on daemon A, then `client` on daemon B (argv lists with
         {port} filled in) once A's CM lists a listener on port `listen`
         (default: the test's port); both (returncode, output)."""
-        self.port += 1
+        def start():
+            self.port += 1
 
-        def fill(v):
-            return [x.format(port=self.port) for x in v]
-        srv = self.tool(ns, a, fill(server), timeout)
-        entry = wait_listener(a, listen or self.port)
-        if on_listen is not None:
-            on_listen(srv, entry)
-        cli = self.tool(ns, b, fill(client), timeout)
-        return self.collect((cli, srv), timeout)
+            def fill(v):
+                return [x.format(port=self.port) for x in v]
+            srv = self.tool(ns, a, fill(server), timeout)
+            entry = wait_listener(a, listen or self.port)
+            if on_listen is not None:
+                on_listen(srv, entry)
+            return srv, self.tool(ns, b, fill(client), timeout)
+        src, sout, crc, cout = netns_util.collect_pair(start, timeout)
+        return (crc, cout), (src, sout)
 
     def collect(self, procs, timeout):
         return netns_util.collect(procs, timeout)
