@@ -266,7 +266,7 @@ def tcp_beside_rdma(r, a, b):
     before ib_write_bw starts between the RNICs on the same addresses
     until after it ends: both complete, every TCP byte as sent."""
     port = r.tcp_port
-    r.tcp_port += 2
+    r.tcp_port += 1
     recv = ("import hashlib, socket, sys\n"
             "l = socket.create_server(('0.0.0.0', int(sys.argv[1])))\n"
             "c, _ = l.accept(); h = hashlib.sha256(); n = 0\n"
@@ -295,11 +295,8 @@ def tcp_beside_rdma(r, a, b):
                             start_new_session=True)
     ok = ok and tcli.stdout.readline().strip() == "flowing"
     rx0 = b.counters()["rx_nic"]
-    bw = ["ib_write_bw", "-R", "-d", DEV, "-s", "65536", "-D", "2", "-p",
-          str(port + 1)]
-    srv = r.start(b, bw)
-    r.check(b.wait_listener(port + 1), "ib_write_bw listens")
-    (crc, cout), (src, sout) = r.finish([r.start(a, bw + [b.ip]), srv], 120)
+    src, sout, crc, cout = r.perftest_pair(
+        b, a, ["ib_write_bw", "-R", "-d", DEV, "-s", "65536", "-D", "2"])
     rx = b.counters()["rx_nic"] - rx0
     try:
         tcout, _ = tcli.communicate(input="", timeout=60)  # stdin closed

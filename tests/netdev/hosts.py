@@ -145,6 +145,7 @@ class Cluster(netns_util.NetRun):
         self.n, self.net, self.mtu = n, net, mtu
         self.hosts = []
         self.switch = None
+        self.cm_port = 7000 + self.pid % 1000
 
     def build(self):
         self.switch = self.netns("rocemu-sw")
@@ -173,6 +174,25 @@ class Cluster(netns_util.NetRun):
             h.start(wait=False, mode=mode)
         for h in self.hosts:
             h.wait_ready()
+
+    def perftest_pair(self, server, client, argv, timeout=120,
+                      while_running=None):
+        """`argv` (a perftest program with -R) served on host `server` and
+        run from host `client` against it, each run on a port of its own;
+        `while_running(client Popen)` is called once the client started.
+        perftest -R's refused client (netns_util.collect_pair) runs again.
+        Returns (server rc, server output, client rc, client output)."""
+        def start():
+            self.cm_port += 1
+            full = argv + ["-p", str(self.cm_port)]
+            srv = server.tool(full, timeout)
+            self.check(server.wait_listener(self.cm_port),
+                       f"h{server.i}: {argv[0]} listens on {self.cm_port}")
+            cli = client.tool(full + [server.ip], timeout)
+            if while_running is not None:
+                while_running(cli)
+            return srv, cli
+        return netns_util.collect_pair(start, timeout)
 
     def print_logs(self, tail=1500):
         for h in self.hosts:

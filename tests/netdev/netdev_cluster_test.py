@@ -84,18 +84,13 @@ def main():
         # ib_write_bw -R from each host to the next.
         for a in hosts:
             b = hosts[(a.i + 1) % n]
-            port += 1
-            bw = ["ib_write_bw", "-R", "-d", "rocemu_eth0", "-s", "65536",
-                  "-n", "100", "-p", str(port)]
-            srv = b.tool(bw, timeout=120)
-            c.check(b.wait_listener(port), f"h{b.i}: ib_write_bw listens")
-            cli = a.tool(bw + [b.ip], timeout=120)
-            cout, _ = cli.communicate()
-            sout, _ = srv.communicate()
+            src, sout, crc, cout = c.perftest_pair(
+                b, a, ["ib_write_bw", "-R", "-d", "rocemu_eth0", "-s", "65536",
+                       "-n", "100"], timeout=120)
             rate = hostslib.write_bw_rate(cout)
-            ok = cli.returncode == 0 and srv.returncode == 0 and rate
+            ok = crc == 0 and src == 0 and rate
             c.check(ok, f"ib_write_bw -R h{a.i} -> h{b.i}: exit "
-                    f"{srv.returncode}/{cli.returncode}, {rate} MB/s")
+                    f"{src}/{crc}, {rate} MB/s")
             if not ok:
                 netns_util.print_pair_output(sout, cout)
 
