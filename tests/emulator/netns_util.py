@@ -130,8 +130,13 @@ def wait_cm_listener(proc, ctl, port, timeout=60.0):
 # perftest -R's own race: its server creates the data connection's
 # listener only after the handshake on its control connection, so a client
 # whose REQ comes first is refused (REJ reason 8, invalid service ID, as a
-# kernel CM refuses it), gives up, and may crash on the way out. A loaded
-# host makes the server lose that race now and then.
+# kernel CM refuses it). A loaded host makes the server lose that race now
+# and then. perftest's client means to retry then, but Debian's 4.5-0.17
+# retries with the CM IDs it has just destroyed and freed: it crashes
+# (SIGSEGV) in rdma_resolve_addr on a freed pointer, with any librdmacm.
+# Upstream fixed the retry in perftest 26.04 ("Fix crashes and logical
+# flaws in RDMA CM connection retry"). Reproduced by delaying the server's
+# second rdma_listen by 2 s (an LD_PRELOAD shim) on 2026-11-29.
 PERFTEST_CM_REFUSED = "Event: RDMA_CM_EVENT_REJECTED; error: 8."
 
 
