@@ -1,10 +1,9 @@
 #include "protocol/icrc.h"
 
-#include <isa-l/crc.h>
-
 #include <bit>
 #include <cstring>
 
+#include "protocol/crc32.h"
 #include "protocol/opcode.h"
 
 namespace rocemu::protocol {
@@ -87,16 +86,16 @@ bool IcrcAccumulator::Begin(std::span<const uint8_t> l3, bool ipv6) {
     // for a tail under 16 bytes, an ACK's AETH) is more than the copy of a
     // small frame's remaining headers and payload.
     std::memcpy(buf + prefix, p + consumed, rest);
-    crc_ = crc32_gzip_refl(0, buf, prefix + rest);
+    crc_ = Crc32(0, buf, prefix + rest);
     return true;
   }
-  crc_ = crc32_gzip_refl(0, buf, prefix);
-  crc_ = crc32_gzip_refl(crc_, p + consumed, rest);
+  crc_ = Crc32(0, buf, prefix);
+  crc_ = Crc32(crc_, p + consumed, rest);
   return true;
 }
 
 void IcrcAccumulator::Update(std::span<const uint8_t> bytes) {
-  crc_ = crc32_gzip_refl(crc_, bytes.data(), bytes.size());
+  crc_ = Crc32(crc_, bytes.data(), bytes.size());
 }
 
 uint32_t ComputeIcrc(std::span<const uint8_t> l3, bool ipv6) {

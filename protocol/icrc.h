@@ -3,7 +3,7 @@
 // to 1s, the rest of the transport headers and the payload with its pad. It
 // is stored least-significant byte first after the pad.
 //
-// The CRC itself is ISA-L's crc32_gzip_refl (zlib-compatible, seedable), so a
+// The CRC itself is ISA-L's crc32_gzip_refl (protocol/crc32.h), so a
 // masked copy of the headers and then each payload segment chain without
 // copying the payload.
 #ifndef ROCEMU_PROTOCOL_ICRC_H_

@@ -1,9 +1,8 @@
 #include "protocol/pfc.h"
 
-#include <isa-l/crc.h>
-
 #include <cstring>
 
+#include "protocol/crc32.h"
 #include "protocol/icrc.h"
 #include "protocol/wire.h"
 
@@ -32,9 +31,7 @@ void AppendFcs(std::span<uint8_t> out) {
 
 }  // namespace
 
-uint32_t EthernetFcs(std::span<const uint8_t> frame) {
-  return crc32_gzip_refl(0, frame.data(), frame.size());
-}
+uint32_t EthernetFcs(std::span<const uint8_t> frame) { return Crc32(0, frame); }
 
 size_t BuildPfcFrame(const MacAddr& src_mac, const PfcInfo& pfc,
                      std::span<uint8_t> out, bool append_fcs) {

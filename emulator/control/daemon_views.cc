@@ -1,6 +1,8 @@
 // What the control socket and the Prometheus endpoint show of a running
 // daemon (counters, devices, ports, QPs, CM, sessions, PFC, DCQCN). The
 // commands that choose among them are in control/control_dispatch.cc.
+#include <rte_mempool.h>
+
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -134,6 +136,13 @@ std::string Daemon::CountersJson() const {
                    p->tx_faults->counters(),
                    [&](const char* name, uint64_t v) { port[name] = v; });
     port["neighbours"] = p->neighbours.size();
+    // Where the port's mbufs are: with the pool, waiting for the wire, or
+    // elsewhere (the PMD's rings, a shard, a held fault).
+    if (p->dev.has_value() && p->dev->pool() != nullptr) {
+      port["mbufs_available"] = rte_mempool_avail_count(p->dev->pool());
+      port["mbufs_in_use"] = rte_mempool_in_use_count(p->dev->pool());
+    }
+    port["tx_backlog"] = p->tx_backlog_count;
     const size_t index = static_cast<size_t>(&p - ports_.data());
     // Frames dropped, NAKed, ignored or held by the RNIC and the daemon,
     // per reason (nic/drop_reason.h): the reasons met at least once.
