@@ -54,7 +54,8 @@ def main():
 
         # All to all: a persistent rping server per host, then each host's
         # clients to every other host at once.
-        port = 7000 + c.pid % 1000
+        # The rping servers' port; perftest_pair takes the ones above it.
+        port = c.cm_port
         count = 4
         servers = [h.tool(["rping", "-s", "-P", "-a", h.ip, "-p", str(port),
                            "-S", "64", "-V"], timeout=600) for h in hosts]
