@@ -10,8 +10,8 @@
 // dependency on those upper bits and runs slower, until the process exits.
 // Measured on a Xeon: a daemon's 64 B WRITE rate fell from 2.3 to 1.0 Mpps
 // for good after one 256-byte WRITE, and stayed at 2.3 with this
-// (docs/performance.md, 2026-11-29). AMD cores do not pay for the dirty
-// state, which is why earlier runs on an EPYC never showed it.
+// (docs/performance.md, 2026-11-29). VZEROUPPER costs next to nothing
+// where the dirty state costs nothing, so it is issued on every AVX CPU.
 #ifndef ROCEMU_PROTOCOL_CRC32_H_
 #define ROCEMU_PROTOCOL_CRC32_H_
 
