@@ -139,8 +139,11 @@ std::string Daemon::CountersJson() const {
     // Where the port's mbufs are: with the pool, waiting for the wire, or
     // elsewhere (the PMD's rings, a shard, a held fault).
     if (p->dev.has_value() && p->dev->pool() != nullptr) {
-      port["mbufs_available"] = rte_mempool_avail_count(p->dev->pool());
-      port["mbufs_in_use"] = rte_mempool_in_use_count(p->dev->pool());
+      // One walk of the per-lcore caches; in use is the rest of the pool.
+      const rte_mempool* pool = p->dev->pool();
+      const unsigned available = rte_mempool_avail_count(pool);
+      port["mbufs_available"] = available;
+      port["mbufs_in_use"] = pool->size - available;
     }
     port["tx_backlog"] = p->tx_backlog_count;
     const size_t index = static_cast<size_t>(&p - ports_.data());
