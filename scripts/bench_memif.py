@@ -111,14 +111,22 @@ def loop_rate(pktio, ns, frame, tag, seconds, tries=3, work=()):
     return _best_of(once, tries)
 
 
-def ping_pong(pktio, ns, frame, iterations=20000, one_core=False):
+def ping_pong(pktio, ns, frame, iterations=20000, one_core=False,
+              apps=False, app_cpu=1):
     """One-way latency of `frame`-byte frames bounced between two
     processes (pong on lcore 1, ping on lcore 0): bench_pktio's JSON
     (p50_us, p99_us ...), or None. With `one_core` both run on lcore 0 and
     yield after every empty poll (bench_pktio --yield_idle), as two
-    daemons on one lcore hand it to each other."""
-    sock = f"bmemif-ping{'1' if one_core else ''}-{os.getpid()}"
+    daemons on one lcore hand it to each other. With `apps` as well, each
+    end has an application process on lcore 1 that hands over through
+    shared memory (bench_pktio --apps; `app_cpu` -1: where the scheduler
+    puts them): rocemu-perf and two daemons' placement with none of the
+    RNIC's work."""
+    sock = f"bmemif-ping{'1' if one_core else ''}{'a' if apps else ''}-" \
+        f"{os.getpid()}"
     extra = ["--yield_idle"] if one_core else []
+    if apps:
+        extra += ["--apps", "--app_cpu", str(app_cpu)]
     pong = subprocess.Popen(_ex(ns) + [pktio, "--mode", "pong", "--size",
                                        str(frame), *extra, "--"] +
                             eal("bmpong", 0 if one_core else 1,

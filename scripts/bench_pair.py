@@ -18,15 +18,20 @@ def _ex(ns):
 
 
 def perf_pair(r, ns, perf, test, args, server, client, wait_for=None,
-              use_yield=False):
+              use_yield=False, cpus=None):
     """rocemu-perf's server, then its client; `server` and `client` are
     (extra argv, environment or None). The client starts once the server
-    made `wait_for` (a path), if given. Returns (the client's last JSON
-    line, "") or (None, why)."""
+    made `wait_for` (a path), if given; both run on `cpus` (taskset's
+    list) if given. Returns (the client's last JSON line, "") or (None,
+    why)."""
     extra = ["--yield"] if use_yield else []
+    if cpus is not None:
+        perf_cmd = ["taskset", "-c", cpus, perf]
+    else:
+        perf_cmd = [perf]
     r.port += 1
     common = [test, "-p", str(r.port), "--json", "--timeout", "60"] + extra + args
-    srv = subprocess.Popen(_ex(ns) + [perf, *common, *server[0]],
+    srv = subprocess.Popen(_ex(ns) + [*perf_cmd, *common, *server[0]],
                            env=server[1], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     r.procs.append(srv)
@@ -35,7 +40,7 @@ def perf_pair(r, ns, perf, test, args, server, client, wait_for=None,
         while wait_for and not os.path.exists(wait_for) and \
                 srv.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        cli = subprocess.run(_ex(ns) + [perf, *common, *client[0],
+        cli = subprocess.run(_ex(ns) + [*perf_cmd, *common, *client[0],
                                         "127.0.0.1"],
                              env=client[1], capture_output=True, text=True,
                              timeout=180)

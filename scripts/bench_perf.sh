@@ -29,6 +29,12 @@
 #            lcore 0, one-way = half the round trip; and the same with
 #            both ends on lcore 0, each yielding after an empty poll
 #            (bench_pktio --yield_idle), as the two daemons share it.
+#            The placement floor: that one-core ping-pong with an
+#            application process per end on lcore 1 that posts through
+#            shared memory and spins on it for the peer's message
+#            (bench_pktio --apps): every hand-over write_lat through two
+#            daemons makes, with none of the RNIC's work. write_lat runs
+#            a second time with the tools on lcore 1 to compare with it.
 #   rocemu:  daemons A and B (memif server and client) both on lcore 0,
 #            the tools on whatever core the scheduler gives them: on 2
 #            cores the daemons take turns on one (each yields when a pass
@@ -99,12 +105,13 @@ def work_of(frame):
     return ["--work", "rnic", "--opcode", opcode, "--mr_mib", "64"]
 
 
-def perf_run(r, ns, a, b, test, args):
-    """rocemu-perf on daemon A's and daemon B's verbs sockets."""
+def perf_run(r, ns, a, b, test, args, cpus=None):
+    """rocemu-perf on daemon A's and daemon B's verbs sockets (on `cpus`,
+    taskset's list, if given)."""
     return bench_pair.perf_pair(r, ns, perf, test, args,
                                 (["-d", a.verbs_sock], None),
                                 (["-d", b.verbs_sock], None),
-                                use_yield=use_yield)
+                                use_yield=use_yield, cpus=cpus)
 
 
 def embedded_run(r, ns, test, args):
@@ -125,6 +132,7 @@ uptime_before = subprocess.run(["uptime"], capture_output=True,
                                text=True).stdout.strip()
 ceil, bound, bound1 = {}, {}, {}
 bw, lat, mem, bw16, pingpong, pingpong1 = {}, None, {}, None, None, None
+lat_pinned, pingpong_apps = None, None
 emb_lat, emb_bw16, emb_bw = None, None, {}
 r = t.Run(rocemud, perf)
 try:
@@ -152,6 +160,17 @@ try:
                                       one_core=True)
     print(f"one-core ping-pong {frame_of(64)[0]} B frames: {pingpong1}",
           flush=True)
+    # A floor: the best (lowest p50) of three runs, as the ceilings are.
+    floor_runs = [bench_memif.ping_pong(pktio, ns, frame_of(64)[0],
+                                        one_core=True, apps=True)
+                  for _ in range(3)]
+    floor_runs = [f for f in floor_runs if f]
+    pingpong_apps = min(floor_runs, key=lambda f: f["p50_us"],
+                        default=None)
+    if pingpong_apps:
+        pingpong_apps["runs"] = [f["p50_us"] for f in floor_runs]
+    print(f"placement floor {frame_of(64)[0]} B frames: {pingpong_apps}",
+          flush=True)
     # Both daemons on lcore 0 (see the top): idle_sleep_us lets an idle
     # daemon sleep, idle_yield (default) hands the core to the other daemon
     # after a pass without work.
@@ -170,6 +189,11 @@ try:
     lat, err = perf_run(r, ns2, a, b, "write_lat",
                         ["-s", "64", "-n", "5000", "--memory=malloc"])
     print(f"write_lat 64: {lat or err}", flush=True)
+    # The same with the tools on lcore 1, as the floor's applications.
+    lat_pinned, err = perf_run(r, ns2, a, b, "write_lat",
+                               ["-s", "64", "-n", "5000", "--memory=malloc"],
+                               cpus="1")
+    print(f"write_lat 64, tools on lcore 1: {lat_pinned or err}", flush=True)
     for memory in ("shm", "malloc"):
         res, err = perf_run(r, ns2, a, b, "write_bw",
                             ["-s", "65536", "-n", "1000",
@@ -278,6 +302,29 @@ ping_line += ("; both ends on lcore 0, yielding when idle as the daemons "
               "do: " + (f"p50 {ping1_p50:.2f} us, p99 "
                         f"{pingpong1['p99_us']:.2f} us" if pingpong1
                         else "failed"))
+# write_lat through two daemons against what their placement costs with
+# no RNIC work (bench_pktio --apps: each end an application on lcore 1
+# handing over through shared memory to a process on lcore 0 that yields
+# when idle, the link between them), plus the work the embedded pair does
+# in its one-way time beyond the raw cross-core ping-pong.
+floor_line = "placement floor: failed"
+if pingpong_apps:
+    floor = pingpong_apps["p50_us"]
+    floor_line = (f"placement floor (bench_pktio --apps: an application per "
+                  f"end on lcore 1, both daemons' stand-ins on lcore 0, "
+                  f"no RNIC work; best of runs {pingpong_apps['runs']}): "
+                  f"p50 {floor:.2f} us, p99 {pingpong_apps['p99_us']:.2f} us")
+    if lat_pinned:
+        floor_line += (f"; write_lat p50 with the tools on lcore 1: "
+                       f"{lat_pinned['p50_us']:.2f} us (p99 "
+                       f"{lat_pinned['p99_us']:.1f})")
+    if emb_lat and ping_p50:
+        work = emb_lat["p50_us"] - ping_p50
+        est = floor + work
+        floor_line += (f"; the embedded pair's work (its p50 - the raw "
+                       f"ping-pong's) {work:.2f} us; floor + that work = "
+                       f"{est:.2f} us = {est / emb_lat['p50_us']:.2f}x the "
+                       f"embedded p50 (goal: daemons <= 2x)")
 mem_lines = []
 for memory in ("shm", "malloc"):
     m = mem.get(memory)
@@ -342,6 +389,7 @@ print("\n".join(checks))
 print(rate_line)
 print(lat_line)
 print(ping_line)
+print(floor_line)
 print("\n".join(mem_lines))
 print("\n".join(emb_lines))
 if append:
@@ -353,7 +401,7 @@ if append:
                 f"Load: before `{uptime_before}`; after `{uptime_after}`.\n\n"
                 f"{table}\n\n- {runs_line}\n- {bound_line}\n- {bound1_line}\n"
                 f"- {rate_line}\n"
-                f"- {lat_line}\n- {ping_line}\n" +
+                f"- {lat_line}\n- {ping_line}\n- {floor_line}\n" +
                 "".join(f"- {l}\n" for l in checks + mem_lines + emb_lines) +
                 "\nperftest over the drop-in beside rocemu-perf (64 B, "
                 "scripts/bench_dropin.sh --rounds 3, same run):\n\n" +

@@ -17,6 +17,12 @@
 //                as p50/p99/min in microseconds.
 //   --mode pong  port 0 sends back every frame it receives, until the
 //                pinger has been quiet for 0.5 s.
+//   --apps       ping, pong: each end has an application process
+//                (bench_app_link.h) that posts through shared memory and
+//                spins on it for the peer's message; ping's figure is then
+//                the applications' round trip through both processes and
+//                the link, halved: the deployment's hand-overs with no
+//                RNIC work (--app_cpu places the applications).
 //
 // Frames carry a real Ethernet header: source = the sending port's MAC,
 // destination = --dst (broadcast by default; loop mode uses port 1's MAC),
@@ -52,6 +58,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "emulator/port/bench_app_link.h"
 #include "emulator/port/bench_rnic_work.h"
 #include "verbs/server/json_writer.h"
 
@@ -61,6 +68,12 @@ ABSL_FLAG(bool, yield_idle, false,
           "ping, pong: sched_yield() after a poll that found nothing, as "
           "rocemud does (eal.idle_yield), so that two of them can share one "
           "core as two daemons on one lcore do");
+ABSL_FLAG(bool, apps, false,
+          "ping, pong: an application process per end hands messages over "
+          "through shared memory (bench_app_link.h)");
+ABSL_FLAG(int32_t, app_cpu, -1,
+          "--apps: the CPU of the application processes (-1: the "
+          "scheduler's choice)");
 ABSL_FLAG(double, seconds, 3,
           "tx: how long to send; rx/loop: the measurement window");
 ABSL_FLAG(double, warmup, 1,
@@ -79,12 +92,16 @@ ABSL_FLAG(uint32_t, mr_mib, 64,
           "--work rnic: MiB of each side's region, walked a payload at a "
           "time so that it is not all in cache (perftest's buffers)");
 
+using rocemu::emulator::AppLink;
 using rocemu::emulator::RnicFrameWork;
 
 namespace {
 
 constexpr uint16_t kBurst = 32;
 constexpr uint16_t kRing = 1024;
+// Round trips before the measured ones: the first replies only prove the
+// peer is up (memif connects asynchronously).
+constexpr uint32_t kWarmup = 100;
 
 struct Window {
   uint64_t packets = 0;
@@ -177,6 +194,28 @@ uint16_t Drain(uint16_t port, uint64_t now, Window& w, RnicFrameWork* work) {
   return n;
 }
 
+// One-way latency = half the round trip: p50/p99/min on stdout as JSON.
+int PrintRoundTrips(std::vector<uint64_t>& rtt, uint32_t lost, bool apps) {
+  if (rtt.empty()) {
+    std::fprintf(stderr, "bench_pktio: no reply from the pong\n");
+    return 1;
+  }
+  const uint64_t hz = rte_get_tsc_hz();
+  std::sort(rtt.begin(), rtt.end());
+  auto one_way_us = [&](size_t i) {
+    return static_cast<double>(rtt[i]) / static_cast<double>(hz) * 1e6 / 2;
+  };
+  PrintResult({{"mode", "ping"},
+               {"apps", apps},
+               {"iterations", rtt.size()},
+               {"p50_us", Round3(one_way_us(rtt.size() / 2))},
+               {"p99_us", Round3(one_way_us(rtt.size() * 99 / 100))},
+               {"min_us", Round3(one_way_us(0))},
+               {"lost", lost}});
+  std::fflush(stdout);
+  return 0;
+}
+
 // Ping: one frame out, wait for it back; the first replies only prove the
 // pong is up (memif connects asynchronously) and are not measured.
 int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
@@ -184,7 +223,6 @@ int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
   const bool yield_idle = absl::GetFlag(FLAGS_yield_idle);
   const uint64_t give_up = rte_rdtsc() + Ticks(absl::GetFlag(FLAGS_wait));
   const uint32_t iterations = absl::GetFlag(FLAGS_iterations);
-  constexpr uint32_t kWarmup = 100;
   std::vector<uint64_t> rtt;
   rtt.reserve(iterations);
   uint32_t lost = 0;
@@ -216,22 +254,57 @@ int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
     }
     rtt.push_back(now - t0);
   }
-  if (rtt.empty()) {
+  return PrintRoundTrips(rtt, lost, false);
+}
+
+// Ping with an application per end (--apps): the application's posts go
+// out as frames, a frame back lands for it. A post not answered in 10 ms
+// (the pong not up yet) goes out again; only the warm-up can lose one.
+int RunPingApps(rte_mempool* pool, const uint8_t* header, uint32_t size,
+                AppLink* link) {
+  const uint64_t hz = rte_get_tsc_hz();
+  const bool yield_idle = absl::GetFlag(FLAGS_yield_idle);
+  const uint64_t give_up = rte_rdtsc() + Ticks(absl::GetFlag(FLAGS_wait));
+  uint64_t sent_for = 0;
+  uint64_t sent_at = 0;
+  uint32_t lost = 0;
+  bool replied = false;
+  while (link->done.v.load(std::memory_order_acquire) == 0) {
+    bool moved = false;
+    const uint64_t now = rte_rdtsc();
+    const uint64_t post = link->post.v.load(std::memory_order_acquire);
+    const bool resend = post == sent_for &&
+                        link->land.v.load(std::memory_order_relaxed) < post &&
+                        now - sent_at > hz / 100;
+    if (post != sent_for || resend) {
+      lost += resend ? 1 : 0;
+      rte_mbuf* m = rte_pktmbuf_alloc(pool);
+      if (m == nullptr) break;
+      FillFrame(m, header, size);
+      if (rte_eth_tx_burst(0, 0, &m, 1) != 1) rte_pktmbuf_free(m);
+      sent_for = post;
+      sent_at = now;
+      moved = true;
+    }
+    rte_mbuf* in[kBurst];
+    const uint16_t n = rte_eth_rx_burst(0, 0, in, kBurst);
+    if (n > 0) {
+      rte_pktmbuf_free_bulk(in, n);
+      link->land.v.store(sent_for, std::memory_order_release);
+      replied = true;
+      moved = true;
+    }
+    if (!replied && now > give_up) break;
+    if (!moved && yield_idle) sched_yield();
+  }
+  link->stop.v.store(1, std::memory_order_release);
+  if (link->done.v.load(std::memory_order_acquire) == 0) {
     std::fprintf(stderr, "bench_pktio: no reply from the pong\n");
     return 1;
   }
-  std::sort(rtt.begin(), rtt.end());
-  auto one_way_us = [&](size_t i) {
-    return static_cast<double>(rtt[i]) / static_cast<double>(hz) * 1e6 / 2;
-  };
-  PrintResult({{"mode", "ping"},
-               {"iterations", rtt.size()},
-               {"p50_us", Round3(one_way_us(rtt.size() / 2))},
-               {"p99_us", Round3(one_way_us(rtt.size() * 99 / 100))},
-               {"min_us", Round3(one_way_us(0))},
-               {"lost", lost}});
-  std::fflush(stdout);
-  return 0;
+  std::vector<uint64_t> rtt(link->samples(),
+                            link->samples() + link->iterations);
+  return PrintRoundTrips(rtt, lost, true);
 }
 
 // Pong: every frame goes back out as it came.
@@ -257,6 +330,52 @@ int RunPong() {
     echoed += sent;
   }
   PrintResult({{"mode", "pong"}, {"echoed", echoed}});
+  std::fflush(stdout);
+  return echoed > 0 ? 0 : 1;
+}
+
+// Pong with an application (--apps): a frame in lands for it, each of its
+// posts goes out as a frame.
+int RunPongApps(rte_mempool* pool, const uint8_t* header, uint32_t size,
+                AppLink* link) {
+  const uint64_t hz = rte_get_tsc_hz();
+  const bool yield_idle = absl::GetFlag(FLAGS_yield_idle);
+  const uint64_t begin = rte_rdtsc();
+  uint64_t last = 0;
+  uint64_t landed = 0;
+  uint64_t sent_for = 0;
+  uint64_t echoed = 0;
+  for (;;) {
+    bool moved = false;
+    const uint64_t now = rte_rdtsc();
+    if (last == 0 && now - begin > Ticks(absl::GetFlag(FLAGS_wait))) break;
+    if (last != 0 && now - last > hz / 2) break;
+    rte_mbuf* in[kBurst];
+    const uint16_t n = rte_eth_rx_burst(0, 0, in, kBurst);
+    if (n > 0) {
+      rte_pktmbuf_free_bulk(in, n);
+      landed += n;
+      link->land.v.store(landed, std::memory_order_release);
+      last = now;
+      moved = true;
+    }
+    const uint64_t post = link->post.v.load(std::memory_order_acquire);
+    if (post != sent_for) {
+      rte_mbuf* m = rte_pktmbuf_alloc(pool);
+      if (m == nullptr) break;
+      FillFrame(m, header, size);
+      if (rte_eth_tx_burst(0, 0, &m, 1) == 1) {
+        ++echoed;
+      } else {
+        rte_pktmbuf_free(m);
+      }
+      sent_for = post;
+      moved = true;
+    }
+    if (!moved && yield_idle) sched_yield();
+  }
+  link->stop.v.store(1, std::memory_order_release);
+  PrintResult({{"mode", "pong"}, {"apps", true}, {"echoed", echoed}});
   std::fflush(stdout);
   return echoed > 0 ? 0 : 1;
 }
@@ -291,6 +410,24 @@ int main(int argc, char** argv) {
   std::vector<char*> eal = {argv[0]};
   for (int i = split + 1; i < argc; ++i) eal.push_back(argv[i]);
   absl::ParseCommandLine(split, argv);
+  // The applications (--apps) start before the EAL, sharing none of it.
+  const std::string mode_flag = absl::GetFlag(FLAGS_mode);
+  AppLink* link = nullptr;
+  if (absl::GetFlag(FLAGS_apps)) {
+    if (mode_flag != "ping" && mode_flag != "pong") {
+      std::fprintf(stderr, "bench_pktio: --apps is for ping and pong\n");
+      return 2;
+    }
+    constexpr uint32_t kSpin = 64;  // rocemu-perf's and the drop-in's wait
+    link = rocemu::emulator::MapAppLink(
+        kWarmup, mode_flag == "ping" ? absl::GetFlag(FLAGS_iterations) : 0);
+    if (link == nullptr || rocemu::emulator::ForkApplication(
+                               link, mode_flag == "ping",
+                               absl::GetFlag(FLAGS_app_cpu), kSpin) < 0) {
+      std::fprintf(stderr, "bench_pktio: cannot start the application\n");
+      return 1;
+    }
+  }
   if (rte_eal_init(static_cast<int>(eal.size()), eal.data()) < 0) {
     std::fprintf(stderr, "bench_pktio: EAL init failed\n");
     return 1;
@@ -385,7 +522,13 @@ int main(int argc, char** argv) {
   }
   RnicFrameWork* work = work_state ? &*work_state : nullptr;
   if (mode == "ping" || mode == "pong") {
-    const int rc = mode == "ping" ? RunPing(pool, header, size) : RunPong();
+    int rc;
+    if (link != nullptr) {
+      rc = mode == "ping" ? RunPingApps(pool, header, size, link)
+                          : RunPongApps(pool, header, size, link);
+    } else {
+      rc = mode == "ping" ? RunPing(pool, header, size) : RunPong();
+    }
     TearDown(ports);
     return rc;
   }
