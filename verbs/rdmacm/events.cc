@@ -9,6 +9,7 @@
 // sees the event (a new id for a connection request; the QP to RTR and RTS
 // and the RTU on a REP).
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -477,9 +478,18 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
       // channel (and its fds) to this thread.
       ++ch->waiters;
     }
-    epoll_event ev;
-    const int n = epoll_wait(channel->fd, &ev, 1, 1000);
-    const int err = errno;
+    // poll(2) first, then what is ready: after a stop and a continue
+    // (Ctrl-Z, fg) poll is restarted, where epoll_wait(2) fails with EINTR
+    // (signal(7)), and the kernel's librdmacm, blocked in write(2) on its
+    // rdma_cm fd, carries on.
+    pollfd p{channel->fd, POLLIN, 0};
+    int n = poll(&p, 1, 1000);
+    int err = errno;
+    epoll_event ev{};
+    if (n > 0) {
+      n = epoll_wait(channel->fd, &ev, 1, 0);
+      err = errno;
+    }
     bool destroyed;
     {
       std::lock_guard<std::mutex> lock(Mu());
@@ -489,8 +499,8 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     // Destroyed while this thread waited: nothing will ever come, and the
     // kernel's librdmacm would keep it blocked in read(2).
     while (destroyed) pause();
-    // A signal ends the wait with -1/EINTR, as read(2) on the kernel's
-    // rdma_cm fd does.
+    // A signal handler ends the wait with -1/EINTR, as it ends write(2) on
+    // the kernel's rdma_cm fd.
     if (n < 0) return Err(err);
     if (n == 0 || (n == 1 && (ev.events & (EPOLLRDHUP | EPOLLHUP)) != 0)) {
       std::lock_guard<std::mutex> lock(Mu());
