@@ -34,6 +34,7 @@ Usage: rdmacm_tools_test.py ROCEMUD DROPIN_DIR RDMACM_DIR ROCEMU_CTL
 """
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -388,6 +389,50 @@ def main():
                     f"{sorted(per_conn[name])} and nothing else "
                     f"({(total1 - total0) / 50:.1f} requests per connection: "
                     f"{delta})")
+
+        # A storm into a server that cannot read its events: cmtime's
+        # server is stopped (SIGSTOP, as Ctrl-Z does) while 400 REQs arrive,
+        # more CONNECT_REQUEST events than its event ring holds. The daemon
+        # keeps the rest in order until the ring has room, as the kernel's
+        # rdma_cm queues them, and the continued server (its blocked
+        # rdma_get_cm_event carries on after SIGCONT) accepts all 400.
+        storm = 400
+        v0 = netns_util.control(a["ctl"], {"cmd": "clients"},
+                                timeout=10)["ports"][0]["verbs"]["counters"]
+        c0 = cm_counters(a)
+        r.port += 1
+        srv = r.tool(ns, a, ["cmtime", "-b", A_IP, "-p", str(r.port), "-c",
+                             str(storm)], 60)
+        wait_listener(a, r.port)
+        os.killpg(srv.pid, signal.SIGSTOP)
+        cli = r.tool(ns, b, ["cmtime", "-s", A_IP, "-p", str(r.port), "-c",
+                             str(storm)], 60)
+        deadline = time.monotonic() + 20
+        while (cm_counters(a).get("cm_req_rcvd", 0) - c0.get("cm_req_rcvd", 0)
+               < storm and time.monotonic() < deadline):
+            time.sleep(0.02)
+        time.sleep(0.1)  # the events of the last REQs reach the session
+        v1 = netns_util.control(a["ctl"], {"cmd": "clients"},
+                                timeout=10)["ports"][0]["verbs"]["counters"]
+        os.killpg(srv.pid, signal.SIGCONT)
+        [(crc, cout)] = r.collect([cli], 60)
+        c1 = cm_counters(a)
+        os.killpg(srv.pid, 9)
+        sout = srv.communicate()[0] or ""
+        deferred = (v1.get("cm_events_deferred", 0) -
+                    v0.get("cm_events_deferred", 0))
+        dropped = (v1.get("cm_events_dropped", 0) -
+                   v0.get("cm_events_dropped", 0))
+        rtus = c1.get("cm_rtu_rcvd", 0) - c0.get("cm_rtu_rcvd", 0)
+        rejs = c1.get("cm_rej_sent", 0) - c0.get("cm_rej_sent", 0)
+        steps = re.findall(r"^(connect|disconnect)\s*:\s+[\d.]+", cout, re.M)
+        ok = (crc == 0 and steps == ["connect", "disconnect"] and
+              deferred > 0 and dropped == 0 and rtus == storm and rejs == 0)
+        r.check(ok, f"cmtime -c {storm} into a stopped server: client {crc}, "
+                f"{deferred} events waited for room, {dropped} dropped, "
+                f"{rtus} RTUs and {rejs} REJs at the server")
+        if not ok:
+            netns_util.print_pair_output(sout, cout)
 
         # perftest with its connection made by rdma_cm (-R).
         for tool, size in (("ib_write_bw", "65536"), ("ib_send_bw", "4096"),

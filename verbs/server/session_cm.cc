@@ -429,6 +429,7 @@ absl::Status SessionServer::OnCmResolve(Client& /*c*/,
 }
 
 void SessionServer::DeliverCmEvents() {
+  if (!cm_backlogged_.empty()) FlushCmBacklogs();
   if (!rnic_.cm().HasEvents()) return;
   nic::CmEvent ev;
   while (rnic_.cm().PollEvent(&ev)) {
@@ -465,13 +466,41 @@ void SessionServer::DeliverCmEvents() {
     const size_t n = std::min(ev.private_data.size(), sizeof(s.private_data));
     std::memcpy(s.private_data, ev.private_data.data(), n);
     s.private_data_len = static_cast<uint8_t>(n);
-    if (c.cm_ring.Push(s) != RingResult::kOk) {
-      ++counters_.cm_events_dropped;
+    // Behind the events already waiting, or the ring full: it waits too.
+    if (!c.cm_backlog.empty() || c.cm_ring.Push(s) != RingResult::kOk) {
+      if (c.cm_backlog.size() >= kCmBacklog) {
+        ++counters_.cm_events_dropped;
+        continue;
+      }
+      if (c.cm_backlog.empty()) cm_backlogged_.push_back(c.id);
+      c.cm_backlog.push_back(s);
+      ++counters_.cm_events_deferred;
       continue;
     }
     ++counters_.cm_events;
     c.cm_fd.Signal();
   }
+}
+
+void SessionServer::FlushCmBacklogs() {
+  size_t keep = 0;
+  for (const nic::ClientId id : cm_backlogged_) {
+    auto it = clients_.find(id);
+    if (it == clients_.end()) continue;  // gone, with its backlog
+    Client& c = *it->second;
+    size_t moved = 0;
+    while (!c.cm_backlog.empty() &&
+           c.cm_ring.Push(c.cm_backlog.front()) == RingResult::kOk) {
+      c.cm_backlog.pop_front();
+      ++moved;
+    }
+    if (moved > 0) {
+      counters_.cm_events += moved;
+      c.cm_fd.Signal();
+    }
+    if (!c.cm_backlog.empty()) cm_backlogged_[keep++] = id;
+  }
+  cm_backlogged_.resize(keep);
 }
 
 void SessionServer::ReleaseCmIds(nic::ClientId id) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,12 @@ constexpr uint64_t kListenTag = 0;
 // (and counted): they are rare, a slow reader must not stall the daemon.
 constexpr uint32_t kAsyncEvents = 256;
 constexpr uint32_t kCmEvents = 256;
+// CM events that find a client's ring full wait in the daemon, in order,
+// as the kernel's rdma_cm queues them for a slow reader: each is a step of
+// a connection (a dropped ESTABLISHED leaves the peer resending its REP
+// until it gives up). Past this many a client that reads none loses the
+// newest, counted.
+constexpr size_t kCmBacklog = 16384;
 // The TTL / hop limit of the daemon's routes (Linux's default), given to
 // address vectors whose next hop the daemon resolves.
 constexpr uint8_t kRouteHopLimit = 64;
@@ -70,6 +77,7 @@ struct SessionServer::Client {
   // eventfd it signals.
   ShmRing cm_ring;
   EventFd cm_fd;
+  std::deque<CmEventSlot> cm_backlog;  // waiting for room in cm_ring
   // What it holds against its uid's caps, and the pages its regions pin
   // against its process's RLIMIT_MEMLOCK (resource_limits.h): given back
   // object by object, and the rest when it goes.

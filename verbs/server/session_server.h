@@ -123,7 +123,8 @@ struct SessionCounters {
   uint64_t async_events = 0;          // delivered to clients
   uint64_t async_events_dropped = 0;  // a client's event ring was full
   uint64_t cm_events = 0;             // CM events delivered to clients
-  uint64_t cm_events_dropped = 0;     // no CM ring, or it was full
+  uint64_t cm_events_dropped = 0;     // no CM ring, or kCmBacklog reached
+  uint64_t cm_events_deferred = 0;    // waited for room in a CM ring
   uint64_t ring_corruptions = 0;      // client broke a ring: disconnected
   uint64_t reply_overflows = 0;       // client left its replies unread:
                                       // disconnected
@@ -163,6 +164,7 @@ void ForEachSessionCounter(const SessionCounters& k, F f) {
   f("async_events_dropped", k.async_events_dropped);
   f("cm_events", k.cm_events);
   f("cm_events_dropped", k.cm_events_dropped);
+  f("cm_events_deferred", k.cm_events_deferred);
   f("ring_corruptions", k.ring_corruptions);
   f("reply_overflows", k.reply_overflows);
   f("qps_flushed", k.qps_flushed);
@@ -429,8 +431,11 @@ class SessionServer final : private nic::RecvWqeFetcher {
   absl::Status OnCmSidrReply(Client& c, const wire::CmSidrReplyReq& r);
   absl::Status OnCmResolve(Client& c, const wire::CmResolveReq& r,
                            wire::CmResolveResp* out);
-  // Moves the CM's events to the rings of the clients owning the ids.
+  // Moves the CM's events to the rings of the clients owning the ids,
+  // those waiting for room first (cm_backlog).
   void DeliverCmEvents();
+  // Moves what it can of each waiting backlog to its ring.
+  void FlushCmBacklogs();
   // A client went: its ids are destroyed (connections rejected or
   // disconnected on the wire, as when a process holding rdma_cm ids dies).
   void ReleaseCmIds(nic::ClientId id);
@@ -512,6 +517,8 @@ class SessionServer final : private nic::RecvWqeFetcher {
   // kept from pass to pass.
   std::vector<Cq*> ready_cqs_;
   std::vector<nic::ClientId> dead_;
+  // Clients whose cm_backlog is not empty.
+  std::vector<nic::ClientId> cm_backlogged_;
 };
 
 }  // namespace rocemu::verbs
