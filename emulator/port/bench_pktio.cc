@@ -411,19 +411,19 @@ int main(int argc, char** argv) {
   for (int i = split + 1; i < argc; ++i) eal.push_back(argv[i]);
   absl::ParseCommandLine(split, argv);
   // The applications (--apps) start before the EAL, sharing none of it.
-  const std::string mode_flag = absl::GetFlag(FLAGS_mode);
+  const std::string mode = absl::GetFlag(FLAGS_mode);
   AppLink* link = nullptr;
   if (absl::GetFlag(FLAGS_apps)) {
-    if (mode_flag != "ping" && mode_flag != "pong") {
+    if (mode != "ping" && mode != "pong") {
       std::fprintf(stderr, "bench_pktio: --apps is for ping and pong\n");
       return 2;
     }
     constexpr uint32_t kSpin = 64;  // rocemu-perf's and the drop-in's wait
     link = rocemu::emulator::MapAppLink(
-        kWarmup, mode_flag == "ping" ? absl::GetFlag(FLAGS_iterations) : 0);
-    if (link == nullptr || rocemu::emulator::ForkApplication(
-                               link, mode_flag == "ping",
-                               absl::GetFlag(FLAGS_app_cpu), kSpin) < 0) {
+        kWarmup, mode == "ping" ? absl::GetFlag(FLAGS_iterations) : 0);
+    if (link == nullptr ||
+        rocemu::emulator::ForkApplication(
+            link, mode == "ping", absl::GetFlag(FLAGS_app_cpu), kSpin) < 0) {
       std::fprintf(stderr, "bench_pktio: cannot start the application\n");
       return 1;
     }
@@ -432,7 +432,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_pktio: EAL init failed\n");
     return 1;
   }
-  const std::string mode = absl::GetFlag(FLAGS_mode);
   const bool loop = mode == "loop";
   if (mode != "tx" && mode != "rx" && !loop && mode != "ping" &&
       mode != "pong") {
