@@ -194,6 +194,20 @@ uint16_t Drain(uint16_t port, uint64_t now, Window& w, RnicFrameWork* work) {
   return n;
 }
 
+// A frame of `size` bytes with `header`, or nullptr when the pool is empty.
+rte_mbuf* NewFrame(rte_mempool* pool, const uint8_t* header, uint32_t size) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  if (m != nullptr) FillFrame(m, header, size);
+  return m;
+}
+
+// Sends `m` on port 0; a frame the PMD does not take is freed (false).
+bool SendOne(rte_mbuf* m) {
+  if (rte_eth_tx_burst(0, 0, &m, 1) == 1) return true;
+  rte_pktmbuf_free(m);
+  return false;
+}
+
 // One-way latency = half the round trip: p50/p99/min on stdout as JSON.
 int PrintRoundTrips(std::vector<uint64_t>& rtt, uint32_t lost, bool apps) {
   if (rtt.empty()) {
@@ -228,11 +242,10 @@ int RunPing(rte_mempool* pool, const uint8_t* header, uint32_t size) {
   uint32_t lost = 0;
   uint32_t warm = 0;
   while (rtt.size() < iterations) {
-    rte_mbuf* m = rte_pktmbuf_alloc(pool);
+    rte_mbuf* m = NewFrame(pool, header, size);
     if (m == nullptr) return 1;
-    FillFrame(m, header, size);
     const uint64_t t0 = rte_rdtsc();
-    if (rte_eth_tx_burst(0, 0, &m, 1) != 1) rte_pktmbuf_free(m);
+    SendOne(m);
     // A frame not back within 10 ms is lost (the pong not up yet): resend.
     rte_mbuf* in[kBurst];
     uint16_t n = 0;
@@ -278,10 +291,9 @@ int RunPingApps(rte_mempool* pool, const uint8_t* header, uint32_t size,
                         now - sent_at > hz / 100;
     if (post != sent_for || resend) {
       lost += resend ? 1 : 0;
-      rte_mbuf* m = rte_pktmbuf_alloc(pool);
+      rte_mbuf* m = NewFrame(pool, header, size);
       if (m == nullptr) break;
-      FillFrame(m, header, size);
-      if (rte_eth_tx_burst(0, 0, &m, 1) != 1) rte_pktmbuf_free(m);
+      SendOne(m);
       sent_for = post;
       sent_at = now;
       moved = true;
@@ -361,14 +373,9 @@ int RunPongApps(rte_mempool* pool, const uint8_t* header, uint32_t size,
     }
     const uint64_t post = link->post.v.load(std::memory_order_acquire);
     if (post != sent_for) {
-      rte_mbuf* m = rte_pktmbuf_alloc(pool);
+      rte_mbuf* m = NewFrame(pool, header, size);
       if (m == nullptr) break;
-      FillFrame(m, header, size);
-      if (rte_eth_tx_burst(0, 0, &m, 1) == 1) {
-        ++echoed;
-      } else {
-        rte_pktmbuf_free(m);
-      }
+      echoed += SendOne(m) ? 1 : 0;
       sent_for = post;
       moved = true;
     }
