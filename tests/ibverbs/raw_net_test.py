@@ -34,18 +34,32 @@ COUNT = 200
 PYTHON = "/usr/bin/python3"
 
 
-def stack_dropped(d):
+def port_drops(d):
     c = netns_util.control(d["ctl"], {"cmd": "counters"}, timeout=10)
-    return c["ports"]["p0"].get("drops", {}).get("stack_dropped", 0)
+    return c["ports"]["p0"].get("drops", {})
+
+
+def stack_dropped(d):
+    return port_drops(d).get("stack_dropped", 0)
+
+
+def raw_qps(d):
+    """Daemon D's RAW_PACKET QPs, by QPN: their counters and the receives
+    the RNIC holds for them."""
+    c = netns_util.control(d["ctl"], {"cmd": "counters"}, timeout=10)
+    return {n: q for n, q in c["ports"]["p0"]["rnic"]["qps"].items()
+            if q["type"] == "RAW_PACKET"}
 
 
 def raw_ethernet_bw(r, ns, a, b, extra):
     """perftest's raw_ethernet_bw between the daemons. Its two sides
-    exchange nothing (no TCP): the client starts once the server printed
-    its result header, after its flow rule and its 512 receives are in
-    place; 500 frames then all find one (raw Ethernet has no flow
-    control: more could outrun the server's reposting, and be dropped as
-    out_of_buffer, as on any NIC)."""
+    exchange nothing (no TCP): the client starts once the server's flow
+    rule is in place and its 500 receives are in daemon B's RNIC; 500
+    frames then all find one (raw Ethernet has no flow control: more
+    could outrun the server's reposting, and be dropped as out_of_buffer,
+    as on any NIC). The server prints its result header before it posts
+    them: the header alone is not enough (a client started on it alone
+    lost frames under load, and the server gave up after two minutes)."""
     # Line-buffered, so that its header shows when it is printed.
     base = ["stdbuf", "-oL", "raw_ethernet_bw", "-d", DEV, "-n", "500"] + extra
     srv = r.tool(ns, b, base + ["--server", "-B", MAC_B, "-E", MAC_A], 120)
@@ -61,6 +75,14 @@ def raw_ethernet_bw(r, ns, a, b, extra):
     t = threading.Thread(target=pump)
     t.start()
     ready.wait(120)
+    try:
+        netns_util.wait_for(
+            "the server's 500 receives in daemon B",
+            lambda: srv.poll() is not None or any(
+                q["rq_outstanding"] >= 500 for q in raw_qps(b).values()),
+            timeout=60)
+    except AssertionError as e:
+        r.check(False, str(e))
     cli = r.tool(ns, a, base + ["--client", "-B", MAC_A, "-E", MAC_B], 120)
     (crc, cout), = netns_util.collect((cli,), 120)
     try:
@@ -75,6 +97,10 @@ def raw_ethernet_bw(r, ns, a, b, extra):
     r.check(ok, f"raw_ethernet_bw {' '.join(extra)}: server {src}, "
             f"client {crc} (500 frames of 1518 bytes each side)")
     if not ok:
+        # First, so that a shortened log keeps it: where frames went.
+        for name, d in (("A", a), ("B", b)):
+            print(f"daemon {name} RAW_PACKET QPs: {raw_qps(d)}")
+        print(f"daemon B drops: {port_drops(b)}")
         netns_util.print_pair_output(sout, cout)
 
 
