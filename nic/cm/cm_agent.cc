@@ -125,8 +125,9 @@ void CmAgent::BindQp(CmConnection& c, uint32_t qpn, bool manage) {
 }
 
 bool CmAgent::ListensOn(uint64_t service, uint64_t mask) const {
-  for (const auto& [id, l] : ids_) {
-    if (l->listener && l->service_id == service && l->service_mask == mask) {
+  for (CmId id : listeners_) {
+    const CmConnection* l = ids_.at(id).get();
+    if (l->service_id == service && l->service_mask == mask) {
       return true;
     }
   }
@@ -141,6 +142,7 @@ void CmAgent::Erase(CmConnection& c) {
   auto q = by_qpn_.find(c.local_qpn);
   if (q != by_qpn_.end() && q->second == c.id) by_qpn_.erase(q);
   by_local_.erase(c.local_comm_id);
+  if (listener) listeners_.erase(c.id);
   ids_.erase(c.id);  // c is gone
   // The last listener of this agent on the service: other agents may have
   // it now.
@@ -181,8 +183,9 @@ absl::StatusOr<CmIdInfo> CmAgent::Query(CmId id) const {
 absl::StatusOr<CmId> CmAgent::Listen(const CmListenParams& p) {
   const uint64_t mask = p.service_mask == 0 ? ~uint64_t{0} : p.service_mask;
   const uint64_t service = p.service_id & mask;
-  for (const auto& [id, l] : ids_) {
-    if (l->listener && l->service_id == service && l->service_mask == mask &&
+  for (CmId id : listeners_) {
+    const CmConnection* l = ids_.at(id).get();
+    if (l->service_id == service && l->service_mask == mask &&
         l->bound_addr == p.bound_addr) {
       return absl::AlreadyExistsError(absl::StrFormat(
           "service ID 0x%016x is already listened on (CM id %u)", service, id));
@@ -194,6 +197,7 @@ absl::StatusOr<CmId> CmAgent::Listen(const CmListenParams& p) {
   }
   CmConnection& c = NewId(p.client);
   c.listener = true;
+  listeners_.insert(c.id);
   c.state = CmState::kListen;
   c.service_id = service;
   c.service_mask = mask;
@@ -207,16 +211,16 @@ const CmConnection* CmAgent::MatchListener(uint64_t service_id,
                                            bool* service_matched) const {
   *service_matched = false;
   const CmConnection* any = nullptr;
-  for (const auto& [id, l] : ids_) {
-    if (!l->listener || l->orphan ||
-        (service_id & l->service_mask) != l->service_id) {
+  for (CmId id : listeners_) {
+    const CmConnection* l = ids_.at(id).get();
+    if (l->orphan || (service_id & l->service_mask) != l->service_id) {
       continue;
     }
     *service_matched = true;
     if (!l->bound_addr.has_value()) {
-      if (any == nullptr || l->id < any->id) any = l.get();
+      if (any == nullptr || l->id < any->id) any = l;
     } else if (dst.has_value() && *l->bound_addr == *dst) {
-      return l.get();  // an address-bound listener wins over a wildcard one
+      return l;  // an address-bound listener wins over a wildcard one
     }
   }
   return any;

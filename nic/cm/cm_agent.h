@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nic/clock.h"
@@ -236,6 +237,9 @@ class CmAgent {
   uint32_t max_events_;
   CmId next_id_ = 1;
   absl::flat_hash_map<CmId, std::unique_ptr<CmConnection>> ids_;
+  // The listeners among ids_: a REQ is matched against these alone, not
+  // against every connection (a storm of N connections would cost N^2).
+  absl::flat_hash_set<CmId> listeners_;
   absl::flat_hash_map<uint32_t, CmId> by_local_;
   absl::flat_hash_map<RemoteKey, CmId> by_remote_id_;
   absl::flat_hash_map<RemoteKey, CmId> by_remote_qpn_;
