@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -18,6 +19,41 @@
 #include "verbs/wire/ring_slots.h"
 
 namespace rocemu::verbs::client {
+
+namespace {
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The daemon answers most requests within microseconds, but a thread that
+// sleeps in recvmsg() must then be woken from the other CPU, and on a VM
+// that wake-up (an IPI to a halted vCPU) costs ~20 us: four times the round
+// trip itself (an ibv_alloc_pd: 4 us with the program on the daemon's
+// CPU, 27 us across). So the reply is first looked for without sleeping,
+// for up to kReplySpinNs; each look yields the CPU (a daemon sharing it
+// gets to answer). Chains of requests (rdma_cm's connect and accept) are
+// where it counts.
+constexpr int64_t kReplySpinNs = 50'000;
+
+ssize_t AwaitReply(int fd, msghdr* msg) {
+  const int64_t give_up = MonotonicNs() + kReplySpinNs;
+  for (;;) {
+    const ssize_t n = recvmsg(fd, msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n >= 0 || (errno != EAGAIN && errno != EINTR)) return n;
+    if (MonotonicNs() >= give_up) break;
+    sched_yield();
+  }
+  ssize_t n;
+  do {
+    n = recvmsg(fd, msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+}  // namespace
 
 int Transact(rocemu_context* ctx, wire::MsgType type, const void* body,
              size_t body_len, std::span<const int> send_fds, void* reply,
@@ -61,9 +97,7 @@ int Transact(rocemu_context* ctx, wire::MsgType type, const void* body,
   alignas(cmsghdr) char rcontrol[CMSG_SPACE(sizeof(int) * 4)];
   rmsg.msg_control = rcontrol;
   rmsg.msg_controllen = sizeof(rcontrol);
-  do {
-    n = recvmsg(ctx->fd, &rmsg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  n = AwaitReply(ctx->fd, &rmsg);
   if (n == 0 || (n < 0 && errno == ECONNRESET)) return gone();
   if (n < 0) return errno;
   size_t got = 0;
