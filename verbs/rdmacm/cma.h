@@ -200,8 +200,9 @@ void Queue(Event* e);
 void DropQueued(IdPriv* id, std::vector<IdPriv*>* orphans);
 void RegisterId(CmDevice* dev, uint32_t handle, IdPriv* id);
 void UnregisterId(CmDevice* dev, uint32_t handle);
-// Drains the devices' CM rings onto the channels (under Mu()).
-void Pump();
+// Drains the devices' CM rings onto the channels (under Mu()), and with
+// `drain_fds` their eventfds first.
+void Pump(bool drain_fds = true);
 // ucma_complete: a synchronous id's call waits for its event.
 int Complete(IdPriv* id);
 

@@ -283,10 +283,10 @@ void Translate(CmDevice* dev, const CmEventSlot& s) {
 }  // namespace
 
 // Drains every device's ring (under Mu()).
-void Pump() {
+void Pump(bool drain_fds) {
   for (CmDevice* dev : Devices()) {
     if (!dev->ring.valid()) continue;
-    DrainFd(dev->event_fd);
+    if (drain_fds) DrainFd(dev->event_fd);
     CmEventSlot s;
     while (dev->ring.Pop(&s) == verbs::RingResult::kOk) Translate(dev, s);
   }
@@ -474,10 +474,14 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   const int fl = fcntl(channel->fd, F_GETFL);
   const bool nonblocking = fl >= 0 && (fl & O_NONBLOCK) != 0;
   const int64_t spin_until = NowNs() + kEventSpinNs;
+  bool spun = false;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(Mu());
-      Pump();
+      // A spin's looks read the rings alone; the eventfds (a syscall
+      // each) are drained by the look after the spin's poll(2), which
+      // finds them readable and returns at once.
+      Pump(/*drain_fds=*/!spun);
       if (!ch->queue.empty()) {
         Event* e = ch->queue.front();
         ch->queue.pop_front();
@@ -499,7 +503,8 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     int err = 0;
     epoll_event ev{};
     ev.events = EPOLLIN;
-    if (NowNs() < spin_until) {
+    spun = NowNs() < spin_until;
+    if (spun) {
       sched_yield();
     } else {
       // poll(2) first, then what is ready: after a stop and a continue
