@@ -2,13 +2,17 @@
 # bench_cm.sh - connection setup rate through rocemu's Communication
 # Manager: Debian's cmtime (rdmacm-utils) opens N rdma_cm connections at
 # once from daemon B's side to a server on daemon A (two rocemud over memif,
-# lcores 0 and 1, idle_sleep_us 50), then disconnects them, over the
+# both polling on lcore 0, the default, idle_sleep_us 50), then
+# disconnects them, over the
 # drop-in librdmacm/libibverbs. The ceiling, measured in the same run and
 # the same network namespace: N TCP connections over loopback (connect,
 # accept, close; the kernel's three-way handshake, no daemon in the way).
 # The table gives medians over the rounds: connects/s and disconnects/s
 # (N divided by cmtime's wall time for the step), the mean time one
-# connection took, and the ratio to the TCP ceiling.
+# connection took, and the ratio to the TCP ceiling. Each round runs
+# cmtime twice: left to the scheduler, and pinned to lcore 1, off the
+# daemons' lcore, as docs/daemon.md advises for programs that yield
+# (cmtime's client spins on sched_yield while a step runs).
 #
 #   sudo scripts/bench_cm.sh [--build DIR] [--rounds N] [--conns N] [--append]
 set -euo pipefail
@@ -53,13 +57,14 @@ print(f"{t1 - t0:.6f} {t2 - t1:.6f}")
 '''
 
 
-def cmtime(ns, a, b):
+def cmtime(ns, a, b, pin):
     r.port += 1
-    srv = r.tool(ns, a, ["cmtime", "-b", t.A_IP, "-p", str(r.port), "-c",
-                         str(conns)], 120)
+    pre = ["taskset", "-c", "1"] if pin else []
+    srv = r.tool(ns, a, pre + ["cmtime", "-b", t.A_IP, "-p", str(r.port),
+                               "-c", str(conns)], 120)
     t.wait_listener(a, r.port)
-    cli = r.tool(ns, b, ["cmtime", "-s", t.A_IP, "-p", str(r.port), "-c",
-                         str(conns)], 120)
+    cli = r.tool(ns, b, pre + ["cmtime", "-s", t.A_IP, "-p", str(r.port),
+                               "-c", str(conns)], 120)
     [(rc, out)] = r.collect([cli], 120)
     os.killpg(srv.pid, 9)
     srv.communicate()
@@ -71,15 +76,20 @@ def cmtime(ns, a, b):
     return steps
 
 
-res = {"connect": [], "disconnect": [], "connect_us": [], "tcp_connect": [],
-       "tcp_close": []}
+PLACES = (("", False), ("_pinned", True))
+res = {"tcp_connect": [], "tcp_close": []}
+for sfx, _ in PLACES:
+    for k in ("connect", "disconnect", "connect_us"):
+        res[k + sfx] = []
 with t.netns_util.failures_reported(r):
     ns, a, b = t.stock.setup(r, "memif")
     for k in range(rounds):
-        s = cmtime(ns, a, b)
-        res["connect"].append(conns / (s["connect"][0] / 1000))
-        res["disconnect"].append(conns / (s["disconnect"][0] / 1000))
-        res["connect_us"].append(s["connect"][1])
+        for sfx, pin in PLACES:
+            s = cmtime(ns, a, b, pin)
+            res["connect" + sfx].append(conns / (s["connect"][0] / 1000))
+            res["disconnect" + sfx].append(
+                conns / (s["disconnect"][0] / 1000))
+            res["connect_us" + sfx].append(s["connect"][1])
         out = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c",
                               TCP, str(conns)], capture_output=True,
                              text=True, timeout=120, check=True).stdout.split()
@@ -89,15 +99,20 @@ if r.failures:
     sys.exit("bench failed: " + "; ".join(r.failures))
 m = {k: statistics.median(v) for k, v in res.items()}
 load = open("/proc/loadavg").read().split()[:3]
-table = "\n".join([
-    "| step | rocemu (cmtime, rdma_cm) | TCP over loopback (ceiling) | ratio |",
-    "|---|---|---|---|",
-    f"| connect, per s ({conns} at once) | {m['connect']:.0f} | "
-    f"{m['tcp_connect']:.0f} | {m['connect'] / m['tcp_connect']:.3f} |",
-    f"| disconnect, per s | {m['disconnect']:.0f} | {m['tcp_close']:.0f} | "
-    f"{m['disconnect'] / m['tcp_close']:.3f} |",
-    f"| mean time of one connect | {m['connect_us']:.0f} us | | |",
-])
+rows = [
+    "| step | cmtime | rocemu (cmtime, rdma_cm) | TCP over loopback (ceiling) | ratio |",
+    "|---|---|---:|---:|---:|"]
+for sfx, where in (("", "scheduler's"), ("_pinned", "on lcore 1")):
+    rows += [
+        f"| connect, per s ({conns} at once) | {where} | "
+        f"{m['connect' + sfx]:.0f} | {m['tcp_connect']:.0f} | "
+        f"{m['connect' + sfx] / m['tcp_connect']:.3f} |",
+        f"| disconnect, per s | {where} | {m['disconnect' + sfx]:.0f} | "
+        f"{m['tcp_close']:.0f} | "
+        f"{m['disconnect' + sfx] / m['tcp_close']:.3f} |",
+        f"| mean time of one connect | {where} | "
+        f"{m['connect_us' + sfx]:.0f} us | | |"]
+table = "\n".join(rows)
 print(table)
 print(f"rounds {rounds}, {conns} connections each; load average {' '.join(load)}")
 if append:
