@@ -64,7 +64,7 @@ absl::Status SessionServer::OnCreateCq(Client& c, const wire::CreateCqReq& r,
     return absl::InvalidArgumentError("cqe outside [1, max_cqe]");
   }
   absl::StatusOr<ShmRing> ring =
-      ShmRing::Create("rocemu-cq", sizeof(CqeSlot), r.cqe);
+      ring_pool_.Take("rocemu-cq", sizeof(CqeSlot), r.cqe);
   if (!ring.ok()) return ring.status();
   const ResourceUse use{.cqs = 1, .queue_bytes = ring->map_bytes()};
   if (absl::Status st = Charge(c, use); !st.ok()) return st;
@@ -215,10 +215,10 @@ absl::Status SessionServer::OnCreateQp(Client& c, const wire::CreateQpReq& r,
   if (init.cap.max_send_wr > max_wr || init.cap.max_recv_wr > max_wr) {
     return absl::InvalidArgumentError("QP capabilities outside the device's");
   }
-  absl::StatusOr<ShmRing> sq = ShmRing::Create(
+  absl::StatusOr<ShmRing> sq = ring_pool_.Take(
       "rocemu-sq", sizeof(SqSlot), std::max(init.cap.max_send_wr, 1u));
   if (!sq.ok()) return sq.status();
-  absl::StatusOr<ShmRing> rq = ShmRing::Create(
+  absl::StatusOr<ShmRing> rq = ring_pool_.Take(
       "rocemu-rq", sizeof(RqSlot), std::max(init.cap.max_recv_wr, 1u));
   if (!rq.ok()) return rq.status();
   const ResourceUse use{.qps = 1,

@@ -154,6 +154,10 @@ size_t SessionServer::PollControl() {
     if (c->dead) dead_.push_back(id);
   }
   for (nic::ClientId id : dead_) Disconnect(id);
+  // No request this time: make a ring the next create_qp or create_cq
+  // will want (ring_pool.h), one per call.
+  if (n <= 0) ring_pool_.Refill();
+  counters_.rings_premade = ring_pool_.hits();
   return n > 0 ? static_cast<size_t>(n) : 0;
 }
 

@@ -50,6 +50,7 @@
 #include "nic/rnic.h"
 #include "protocol/ethernet.h"
 #include "verbs/server/resource_limits.h"
+#include "verbs/server/ring_pool.h"
 #include "verbs/wire/doorbell.h"
 #include "verbs/wire/ring_slots.h"
 #include "verbs/wire/shm_ring.h"
@@ -136,6 +137,7 @@ struct SessionCounters {
   uint64_t sleeps = 0;                // PrepareToSleep() said yes
   uint64_t limit_refusals = 0;        // a per-uid cap (ENOMEM)
   uint64_t memlock_refusals = 0;      // RLIMIT_MEMLOCK (ENOMEM)
+  uint64_t rings_premade = 0;         // QP and CQ rings from the RingPool
 };
 
 // Every session counter with its exported name, in one place for the
@@ -175,6 +177,7 @@ void ForEachSessionCounter(const SessionCounters& k, F f) {
   f("sleeps", k.sleeps);
   f("limit_refusals", k.limit_refusals);
   f("memlock_refusals", k.memlock_refusals);
+  f("rings_premade", k.rings_premade);
 }
 
 class SessionServer final : private nic::RecvWqeFetcher {
@@ -474,6 +477,7 @@ class SessionServer final : private nic::RecvWqeFetcher {
   static constexpr size_t kMaxRefusedPending = 16;
   size_t refused_pending_ = 0;
   SessionCounters counters_;
+  RingPool ring_pool_;
   // Well-formed requests by type (rocemu-ctl clients: "requests_by_type"):
   // what a program's control path costs, e.g. per rdma_cm connection.
   std::array<uint64_t, wire::kMaxMsgType + 1> requests_by_type_{};
