@@ -5,7 +5,9 @@
 #include "verbs/server/ring_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <set>
 #include <utility>
@@ -107,6 +109,30 @@ TEST(RingPool, SparesAreBoundedAndFollowRecentGeometries) {
   EXPECT_EQ(pool.hits(), before + 1);
   ASSERT_TRUE(pool.Take("rocemu-sq", sizeof(Slot), 1).ok());
   EXPECT_EQ(pool.hits(), before + 1);
+}
+
+TEST(RingPool, AFailedRefillWaitsForTheNextTake) {
+  RingPool pool;
+  ASSERT_TRUE(pool.Take("rocemu-sq", sizeof(Slot), 4).ok());
+  // No fd number left below the limit: memfd_create fails with EMFILE.
+  rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  const int lowest_free = dup(0);
+  ASSERT_GE(lowest_free, 0);
+  close(lowest_free);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  const bool refilled = pool.Refill();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_FALSE(refilled);
+  // Not tried again (the daemon calls it every pass) ...
+  EXPECT_FALSE(pool.Refill());
+  EXPECT_EQ(pool.spares(), 0u);
+  // ... until the next take.
+  ASSERT_TRUE(pool.Take("rocemu-sq", sizeof(Slot), 4).ok());
+  EXPECT_TRUE(pool.Refill());
+  EXPECT_EQ(pool.spares(), 1u);
 }
 
 TEST(RingPool, WhatShmRingRefusesIsRefused) {

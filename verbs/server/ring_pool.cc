@@ -24,6 +24,7 @@ absl::StatusOr<ShmRing> RingPool::Take(const char* name, uint32_t slot_size,
       slot_size > UINT32_MAX - 7) {
     return ShmRing::Create(name, slot_size, min_entries);
   }
+  failed_ = false;
   const Geometry g = Of(name, slot_size, min_entries);
   auto it = std::find_if(spares_.begin(), spares_.end(),
                          [&](const Spare& s) { return s.g == g; });
@@ -40,6 +41,9 @@ absl::StatusOr<ShmRing> RingPool::Take(const char* name, uint32_t slot_size,
 }
 
 bool RingPool::Refill() {
+  // After a failure (out of fds or memory), not again until the next take:
+  // the daemon calls this every pass while requests come.
+  if (failed_) return false;
   for (const Geometry& g : recent_) {
     if (g.capacity == 0 || Count(g) >= kSparesPerGeometry) continue;
     // Full: a spare of a geometry no longer remembered makes room (the
@@ -55,7 +59,10 @@ bool RingPool::Refill() {
     }
     absl::StatusOr<ShmRing> ring =
         ShmRing::Create(g.name, g.slot_size, g.capacity);
-    if (!ring.ok()) return false;
+    if (!ring.ok()) {
+      failed_ = true;
+      return false;
+    }
     spares_.push_back(Spare{g, *std::move(ring)});
     return true;
   }

@@ -64,6 +64,7 @@ class RingPool {
   // Most recent first; capacity 0 marks an empty entry.
   std::array<Geometry, kGeometries> recent_{};
   uint64_t hits_ = 0;
+  bool failed_ = false;  // the last Refill could not make a ring
 };
 
 }  // namespace rocemu::verbs
