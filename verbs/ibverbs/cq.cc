@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -238,6 +239,24 @@ ibv_cq_ex* CreateCqEx(ibv_context* context, ibv_cq_init_attr_ex* attr) {
                   attr->wc_flags);
 }
 
+// How long ibv_get_cq_event peeks before it sleeps (see there).
+constexpr int64_t kEventSpinNs = 50'000;
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Whether an armed CQ of the channel fired since it was last looked at.
+bool SignalsPending(CtxImpl* ctx, rocemu_comp_channel* rch) {
+  std::lock_guard<std::mutex> lock(ctx->rc->mu);
+  for (rocemu_cq* rc : rch->cqs) {
+    if (rc->ring.signals() != rc->seen_signals) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void FillCqOps(CtxImpl* ctx) {
@@ -330,7 +349,20 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
   rocemu_comp_channel* rch = ch->rch;
   CtxImpl* ctx = Ctx(channel->context);
   bool flush_seen = false;
+  int64_t spin_until = 0;
   for (;;) {
+    // Before sleeping, peek for up to kEventSpinNs: the daemon's signal
+    // counters are in shared memory, and a thread asleep on the other CPU
+    // costs ~20 us to wake on the VMs here (AwaitReply in
+    // verbs/client/client_control.cc). A peek changes nothing; what it
+    // sees is taken by the look below, in its order.
+    if (spin_until != 0 && !SignalsPending(ctx, rch)) {
+      if (NowNs() < spin_until) {
+        sched_yield();
+        continue;
+      }
+      spin_until = -1;  // spun: from now on the look then poll(2)
+    }
     // Clear the eventfd, then look: a signal published after the look
     // writes it again, so the wait below cannot miss it.
     uint64_t v;
@@ -378,6 +410,10 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
     if ((fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0) {
       errno = EAGAIN;
       return -1;
+    }
+    if (spin_until == 0) {
+      spin_until = NowNs() + kEventSpinNs;
+      continue;
     }
     // A signal ends the wait with -1/EINTR, as read(2) on a kernel channel
     // does: programs (qperf) end a timed test from SIGALRM this way, and
