@@ -22,12 +22,6 @@ namespace rocemu::verbs::client {
 
 namespace {
 
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 // The daemon answers most requests within microseconds, but a thread that
 // sleeps in recvmsg() must then be woken from the other CPU, and on a VM
 // that wake-up (an IPI to a halted vCPU) costs ~20 us: four times the round
@@ -155,6 +149,12 @@ void FromWireAh(const wire::WireAhAttr& w, rocemu_ah_attr* a) {
   a->hop_limit = w.hop_limit;
   a->sl = w.sl;
   a->port_num = w.port_num;
+}
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
 int64_t MonotonicMs() {

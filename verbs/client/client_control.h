@@ -68,6 +68,7 @@ int RetryWhileResolving(F&& f) {
 bool DaemonGone(rocemu_context* ctx);
 
 int64_t MonotonicMs();
+int64_t MonotonicNs();
 
 // Empty CQ polls between two sched_yield() calls of a spinning poller
 // ($ROCEMU_POLL_YIELD, default 64; 0: never yield).

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "verbs/client/client_control.h"
 #include "verbs/client/client_datapath.h"
 #include "verbs/ibverbs/dropin.h"
 
@@ -242,12 +243,6 @@ ibv_cq_ex* CreateCqEx(ibv_context* context, ibv_cq_init_attr_ex* attr) {
 // How long ibv_get_cq_event peeks before it sleeps (see there).
 constexpr int64_t kEventSpinNs = 50'000;
 
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 // Whether an armed CQ of the channel fired since it was last looked at.
 bool SignalsPending(CtxImpl* ctx, rocemu_comp_channel* rch) {
   std::lock_guard<std::mutex> lock(ctx->rc->mu);
@@ -357,7 +352,7 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
     // verbs/client/client_control.cc). A peek changes nothing; what it
     // sees is taken by the look below, in its order.
     if (spin_until != 0 && !SignalsPending(ctx, rch)) {
-      if (NowNs() < spin_until) {
+      if (rocemu::verbs::client::MonotonicNs() < spin_until) {
         sched_yield();
         continue;
       }
@@ -412,7 +407,7 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
       return -1;
     }
     if (spin_until == 0) {
-      spin_until = NowNs() + kEventSpinNs;
+      spin_until = rocemu::verbs::client::MonotonicNs() + kEventSpinNs;
       continue;
     }
     // A signal ends the wait with -1/EINTR, as read(2) on a kernel channel

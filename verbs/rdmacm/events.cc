@@ -43,12 +43,6 @@ absl::flat_hash_map<std::pair<const CmDevice*, uint32_t>, IdPriv*>& Ids() {
   return *m;
 }
 
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 // In a storm of connections the next event follows within microseconds;
 // a thread that sleeps in poll(2) for it must be woken from the daemon's
 // CPU, which on a VM costs ~20 us (see AwaitReply in client_control.cc).
@@ -473,7 +467,7 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   // O_NONBLOCK on the channel's fd is the application's own.
   const int fl = fcntl(channel->fd, F_GETFL);
   const bool nonblocking = fl >= 0 && (fl & O_NONBLOCK) != 0;
-  const int64_t spin_until = NowNs() + kEventSpinNs;
+  const int64_t spin_until = verbs::client::MonotonicNs() + kEventSpinNs;
   bool spun = false;
   for (;;) {
     {
@@ -503,7 +497,7 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     int err = 0;
     epoll_event ev{};
     ev.events = EPOLLIN;
-    spun = NowNs() < spin_until;
+    spun = verbs::client::MonotonicNs() < spin_until;
     if (spun) {
       sched_yield();
     } else {
