@@ -243,6 +243,11 @@ ibv_cq_ex* CreateCqEx(ibv_context* context, ibv_cq_init_attr_ex* attr) {
 // How long ibv_get_cq_event peeks before it sleeps (see there).
 constexpr int64_t kEventSpinNs = 50'000;
 
+bool FdReadable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) == 1;
+}
+
 // Whether an armed CQ of the channel fired since it was last looked at.
 bool SignalsPending(CtxImpl* ctx, rocemu_comp_channel* rch) {
   std::lock_guard<std::mutex> lock(ctx->rc->mu);
@@ -344,27 +349,41 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
   rocemu_comp_channel* rch = ch->rch;
   CtxImpl* ctx = Ctx(channel->context);
   bool flush_seen = false;
-  int64_t spin_until = 0;
+  // A blocking call first peeks, for up to kEventSpinNs, before it looks
+  // and sleeps: the daemon's signal counters are in shared memory, and a
+  // thread asleep on the other CPU costs ~20 us to wake on the VMs here
+  // (AwaitReply in verbs/client/client_control.cc). A peek changes
+  // nothing. It lets the look go once a counter moved and the channel fd
+  // is readable: the daemon counts a signal, then writes the fd (see the
+  // look for why the write matters).
+  int64_t spin_until =
+      (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0
+          ? 0
+          : rocemu::verbs::client::MonotonicNs() + kEventSpinNs;
   for (;;) {
-    // Before sleeping, peek for up to kEventSpinNs: the daemon's signal
-    // counters are in shared memory, and a thread asleep on the other CPU
-    // costs ~20 us to wake on the VMs here (AwaitReply in
-    // verbs/client/client_control.cc). A peek changes nothing; what it
-    // sees is taken by the look below, in its order.
-    if (spin_until != 0 && !SignalsPending(ctx, rch)) {
+    if (spin_until != 0 && !(SignalsPending(ctx, rch) &&
+                             FdReadable(rocemu_comp_channel_fd(rch)))) {
       if (rocemu::verbs::client::MonotonicNs() < spin_until) {
         sched_yield();
         continue;
       }
-      spin_until = -1;  // spun: from now on the look then poll(2)
     }
+    spin_until = 0;  // from now on: look, then poll(2)
     // Clear the eventfd, then look: a signal published after the look
-    // writes it again, so the wait below cannot miss it.
+    // writes it again, so the wait below cannot miss it. A blocking call
+    // takes an event only when the fd had been written: a signal counted
+    // whose write is still to come is left for the wake-up that write
+    // brings (taken now, the write would leave the fd readable with no
+    // event waiting). A non-blocking call, or one whose daemon is gone
+    // (the library's own flush writes nothing), takes what it finds.
     uint64_t v;
-    (void)!read(rocemu_comp_channel_fd(rch), &v, sizeof(v));
+    const bool written =
+        read(rocemu_comp_channel_fd(rch), &v, sizeof(v)) == sizeof(v);
+    const bool may_take =
+        written || Dead(ctx) || (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0;
     CqImpl* fired = nullptr;
     bool more = false;
-    {
+    if (may_take) {
       std::lock_guard<std::mutex> lock(ctx->rc->mu);
       for (rocemu_cq* rc : rch->cqs) {
         const uint64_t s = rc->ring.signals();
@@ -405,10 +424,6 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
     if ((fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0) {
       errno = EAGAIN;
       return -1;
-    }
-    if (spin_until == 0) {
-      spin_until = rocemu::verbs::client::MonotonicNs() + kEventSpinNs;
-      continue;
     }
     // A signal ends the wait with -1/EINTR, as read(2) on a kernel channel
     // does: programs (qperf) end a timed test from SIGALRM this way, and
