@@ -119,8 +119,8 @@ def cm_counters(d):
 
 
 def main():
-    rocemud, dropin, rdmacm, ctl, probe, xrc_probe = (
-        os.path.abspath(p) for p in sys.argv[1:7])
+    rocemud, dropin, rdmacm, ctl, probe, xrc_probe, channel_probe = (
+        os.path.abspath(p) for p in sys.argv[1:8])
     if os.geteuid() != 0:
         print("FAIL: the net suite needs root")
         return 1
@@ -335,6 +335,14 @@ def main():
         if not ok:
             netns_util.print_pair_output(sout, cout)
         r.port += 1
+        # channel->fd says exactly what waits: 30 connects to a port nobody
+        # listens on, each event waited for before it comes; the fd must
+        # not read readable after any of them.
+        r.port += 1
+        [(rc, out)] = r.collect([r.tool(ns, b, [channel_probe, A_IP,
+                                                str(r.port), "30"], 60)], 60)
+        r.check(rc == 0 and "ok" in out.split(),
+                f"cm_channel_probe: exit {rc}: {out.strip()[-300:]}")
 
         # A connection storm: cmtime opens 50 connections at once, then
         # closes them (its server runs until stopped). Per connection each

@@ -474,8 +474,12 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
       std::lock_guard<std::mutex> lock(Mu());
       // A spin's looks read the rings alone; the eventfds (a syscall
       // each) are drained by the look after the spin's poll(2), which
-      // finds them readable and returns at once.
+      // finds them readable and returns at once. A spin's look that found
+      // an event drains them and looks again before it takes one: left
+      // written, they would keep channel->fd readable with nothing to
+      // read, and a program that polls it would block in here.
       Pump(/*drain_fds=*/!spun);
+      if (spun && !ch->queue.empty()) Pump(/*drain_fds=*/true);
       if (!ch->queue.empty()) {
         Event* e = ch->queue.front();
         ch->queue.pop_front();
