@@ -29,8 +29,11 @@ MSG_PEEK, rselect on a listener, names, SOCK_DGRAM refused.
 xrc_mismatch_probe (the same, on <rdma/rdma_cma.h>) connects an XRC INI QP
 to an RC id and an RC QP to an XRC_RECV id: both REJECTED with status 9.
 
+cm_channel_probe (likewise) waits for 90 events, each before it comes, and
+checks that the event channel's fd is not readable after any of them.
+
 Usage: rdmacm_tools_test.py ROCEMUD DROPIN_DIR RDMACM_DIR ROCEMU_CTL
-                            RSOCKET_PROBE XRC_MISMATCH_PROBE
+                            RSOCKET_PROBE XRC_MISMATCH_PROBE CM_CHANNEL_PROBE
 """
 import os
 import re
