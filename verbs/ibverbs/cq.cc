@@ -356,10 +356,10 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
   // nothing. It lets the look go once a counter moved and the channel fd
   // is readable: the daemon counts a signal, then writes the fd (see the
   // look for why the write matters).
+  // O_NONBLOCK on the channel's fd is the application's own.
+  const bool nonblocking = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0;
   int64_t spin_until =
-      (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0
-          ? 0
-          : rocemu::verbs::client::MonotonicNs() + kEventSpinNs;
+      nonblocking ? 0 : rocemu::verbs::client::MonotonicNs() + kEventSpinNs;
   for (;;) {
     if (spin_until != 0 && !(SignalsPending(ctx, rch) &&
                              FdReadable(rocemu_comp_channel_fd(rch)))) {
@@ -379,8 +379,7 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
     uint64_t v;
     const bool written =
         read(rocemu_comp_channel_fd(rch), &v, sizeof(v)) == sizeof(v);
-    const bool may_take =
-        written || Dead(ctx) || (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0;
+    const bool may_take = written || nonblocking || Dead(ctx);
     CqImpl* fired = nullptr;
     bool more = false;
     if (may_take) {
@@ -421,7 +420,7 @@ int rocemu_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq,
       errno = EIO;
       return -1;
     }
-    if ((fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0) {
+    if (nonblocking) {
       errno = EAGAIN;
       return -1;
     }
