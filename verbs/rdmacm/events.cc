@@ -467,11 +467,32 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   // O_NONBLOCK on the channel's fd is the application's own.
   const int fl = fcntl(channel->fd, F_GETFL);
   const bool nonblocking = fl >= 0 && (fl & O_NONBLOCK) != 0;
+  // From here until it is counted off (leave), DeleteChannel leaves the
+  // channel and its fds to this thread: the whole call, as its looks come
+  // one after another while it spins.
+  {
+    std::lock_guard<std::mutex> lock(Mu());
+    ++ch->waiters;
+  }
+  // Destroyed while this thread waited: nothing will ever come, and the
+  // kernel's librdmacm would keep it blocked in read(2).
+  auto leave = [ch](int ret) {
+    bool destroyed;
+    {
+      std::lock_guard<std::mutex> lock(Mu());
+      --ch->waiters;
+      destroyed = ch->destroyed;
+    }
+    while (destroyed) pause();
+    return ret;
+  };
   const int64_t spin_until = verbs::client::MonotonicNs() + kEventSpinNs;
   bool spun = false;
   for (;;) {
+    bool got = false;
     {
       std::lock_guard<std::mutex> lock(Mu());
+      if (ch->destroyed) break;
       // A spin's looks read the rings alone; the eventfds (a syscall
       // each) are drained by the look after the spin's poll(2), which
       // finds them readable and returns at once. A spin's look that found
@@ -488,13 +509,11 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
         ++e->id->events_reported;
         pthread_mutex_unlock(&e->id->mu);
         *event = &e->event;
-        return 0;
+        got = true;
       }
-      if (nonblocking) return Err(EAGAIN);
-      // From here until it is counted off again, DeleteChannel leaves the
-      // channel (and its fds) to this thread.
-      ++ch->waiters;
     }
+    if (got) return leave(0);
+    if (nonblocking) return leave(Err(EAGAIN));
     // While spinning, a yield stands for the wait, and the loop looks
     // again as if the channel's fd had been readable.
     int n = 1;
@@ -518,23 +537,15 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
         err = errno;
       }
     }
-    bool destroyed;
-    {
-      std::lock_guard<std::mutex> lock(Mu());
-      --ch->waiters;
-      destroyed = ch->destroyed;
-    }
-    // Destroyed while this thread waited: nothing will ever come, and the
-    // kernel's librdmacm would keep it blocked in read(2).
-    while (destroyed) pause();
     // A signal handler ends the wait with -1/EINTR, as it ends write(2) on
     // the kernel's rdma_cm fd.
-    if (n < 0) return Err(err);
+    if (n < 0) return leave(Err(err));
     if (n == 0 || (n == 1 && (ev.events & (EPOLLRDHUP | EPOLLHUP)) != 0)) {
       std::lock_guard<std::mutex> lock(Mu());
       CheckDevices();
     }
   }
+  return leave(0);  // destroyed: leave waits for good
 }
 
 int rdma_ack_cm_event(rdma_cm_event* event) {
