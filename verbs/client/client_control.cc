@@ -157,11 +157,7 @@ int64_t MonotonicNs() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-int64_t MonotonicMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
-}
+int64_t MonotonicMs() { return MonotonicNs() / 1'000'000; }
 
 int RetryWhileResolving(int (*call)(void*), void* arg) {
   constexpr int kResolveTimeoutMs = 3000;

@@ -514,28 +514,23 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     }
     if (got) return leave(0);
     if (nonblocking) return leave(Err(EAGAIN));
-    // While spinning, a yield stands for the wait, and the loop looks
-    // again as if the channel's fd had been readable.
-    int n = 1;
-    int err = 0;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
+    // While spinning, a yield stands for the wait.
     spun = verbs::client::MonotonicNs() < spin_until;
     if (spun) {
       sched_yield();
-    } else {
-      // poll(2) first, then what is ready: after a stop and a continue
-      // (Ctrl-Z, fg) poll is restarted, where epoll_wait(2) fails with
-      // EINTR (signal(7)), and the kernel's librdmacm, blocked in write(2)
-      // on its rdma_cm fd, carries on.
-      pollfd p{channel->fd, POLLIN, 0};
-      n = poll(&p, 1, 1000);
+      continue;
+    }
+    // poll(2) first, then what is ready: after a stop and a continue
+    // (Ctrl-Z, fg) poll is restarted, where epoll_wait(2) fails with EINTR
+    // (signal(7)), and the kernel's librdmacm, blocked in write(2) on its
+    // rdma_cm fd, carries on.
+    pollfd p{channel->fd, POLLIN, 0};
+    int n = poll(&p, 1, 1000);
+    int err = errno;
+    epoll_event ev{};
+    if (n > 0) {
+      n = epoll_wait(channel->fd, &ev, 1, 0);
       err = errno;
-      ev = {};
-      if (n > 0) {
-        n = epoll_wait(channel->fd, &ev, 1, 0);
-        err = errno;
-      }
     }
     // A signal handler ends the wait with -1/EINTR, as it ends write(2) on
     // the kernel's rdma_cm fd.
