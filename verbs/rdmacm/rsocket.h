@@ -17,7 +17,6 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
-#include <time.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -119,11 +118,10 @@ inline constexpr uint32_t kDefaultMem = 1 << 17;
 // event may leave the other asleep.
 inline constexpr int kMaxSleepMs = 100;
 
-inline uint64_t NowUs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000 + uint64_t(ts.tv_nsec) / 1000;
-}
+// How long a waiter spins (looking again at once) before it arms the CQ
+// and sleeps: the answer is often a few microseconds away, and sleeping
+// costs more than that.
+inline constexpr int64_t kWaitSpinNs = 20000;
 
 inline int SetErrno(int err) {
   errno = err;

@@ -9,7 +9,6 @@
 #include <poll.h>
 #include <rdma/rsocket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "verbs/client/client_control.h"
 #include "verbs/rdmacm/rsocket.h"
 
 namespace rocemu::rdmacm::rs {
@@ -390,22 +390,20 @@ void DrainCqEvents(RSocket* rs) {
 
 int WaitFor(RSocket* rs, std::unique_lock<std::mutex>& lock, bool nonblock,
             int timeout_ms, bool (*pred)(RSocket*)) {
-  const uint64_t start = NowUs();
+  const int64_t start = verbs::client::MonotonicNs();
   for (;;) {
     Progress(rs);
     if (pred(rs)) return 0;
     if (nonblock) return SetErrno(EAGAIN);
-    // A short spin first: the answer is often a few microseconds away,
-    // and sleeping costs more than that.
-    if (NowUs() - start < 20) continue;
+    if (verbs::client::MonotonicNs() - start < kWaitSpinNs) continue;
     int fds[2], n;
     WaitFds(rs, fds, &n);
     Progress(rs);  // what came before the CQ was armed
     if (pred(rs)) return 0;
     int sleep_ms = kMaxSleepMs;
     if (timeout_ms >= 0) {
-      const int64_t left =
-          int64_t(timeout_ms) - int64_t((NowUs() - start) / 1000);
+      const int64_t left = int64_t(timeout_ms) -
+                           (verbs::client::MonotonicNs() - start) / 1000000;
       if (left <= 0) return SetErrno(ETIMEDOUT);
       sleep_ms = int(std::min<int64_t>(left, sleep_ms));
     }

@@ -5,13 +5,13 @@
 #include <poll.h>
 #include <rdma/rsocket.h>
 #include <sys/select.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <vector>
 
+#include "verbs/client/client_control.h"
 #include "verbs/rdmacm/rsocket.h"
 
 namespace {
@@ -92,14 +92,16 @@ int CheckAll(pollfd* fds, nfds_t nfds) {
 extern "C" {
 
 int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
-  const uint64_t start = rs::NowUs();
+  const int64_t start = rocemu::verbs::client::MonotonicNs();
   std::vector<pollfd> wait;
   std::vector<RSocket*> owners;
   for (;;) {
     int n = CheckAll(fds, nfds);
     if (n != 0 || timeout == 0) return n;
     // A short spin before sleeping, as in rsend/rrecv.
-    if (rs::NowUs() - start < 20) continue;
+    if (rocemu::verbs::client::MonotonicNs() - start < rs::kWaitSpinNs) {
+      continue;
+    }
     wait.clear();
     owners.clear();
     for (nfds_t i = 0; i < nfds; ++i) {
@@ -125,7 +127,8 @@ int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
     int sleep_ms = rs::kMaxSleepMs;
     if (timeout > 0) {
       const int64_t left =
-          int64_t(timeout) - int64_t((rs::NowUs() - start) / 1000);
+          int64_t(timeout) -
+          (rocemu::verbs::client::MonotonicNs() - start) / 1000000;
       if (left <= 0) return 0;
       sleep_ms = int(std::min<int64_t>(left, sleep_ms));
     }
