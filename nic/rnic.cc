@@ -682,6 +682,9 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
   // appear during this call, and later frames skip the scan (with many
   // QPs it was a walk over all of them per frame).
   bool responses = true;
+  // The QP whose run of requests is under way, and what is left of it.
+  Qp* run_qp = nullptr;
+  uint32_t run_left = 0;
   while (n < frames.size() && !active_.empty() && failures < 8) {
     Qp* picked = nullptr;
     if (responses) {
@@ -692,9 +695,16 @@ size_t Rnic::Transmit(uint16_t /*port*/, std::span<TxFrame> frames,
     }
     const bool response = picked != nullptr;
     if (picked == nullptr) {
-      picked = pick(rr_req_, [this, now](const Qp& q) {
-        return Requester::Ready(*this, q, now);
-      });
+      if (run_left > 0 && Requester::Ready(*this, *run_qp, now)) {
+        picked = run_qp;
+        --run_left;
+      } else {
+        picked = pick(rr_req_, [this, now](const Qp& q) {
+          return Requester::Ready(*this, q, now);
+        });
+        run_qp = picked;
+        run_left = config_.tx_quantum > 0 ? config_.tx_quantum - 1 : 0;
+      }
     }
     if (picked == nullptr) break;
     TxFrame& f = frames[n];

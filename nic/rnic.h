@@ -8,9 +8,10 @@
 //
 // Egress order per Transmit slot: responses (ACK/NAK, READ responses, atomic
 // ACKs) of any QP first, then requests, each round-robin over the active
-// QPs. Congestion hooks: Qp::pace_until_ (a per-QP "not before" time the
-// DCQCN pacer sets) and PausePriority() (PFC: QPs on a paused priority send
-// nothing); OnCnp() is where a received CNP is handed over.
+// QPs; a QP's requests go in runs of up to RnicConfig::tx_quantum packets
+// within one Transmit call. Congestion hooks: Qp::pace_until_ (a per-QP "not
+// before" time the DCQCN pacer sets) and PausePriority() (PFC: QPs on a paused
+// priority send nothing); OnCnp() is where a received CNP is handed over.
 #ifndef ROCEMU_NIC_RNIC_H_
 #define ROCEMU_NIC_RNIC_H_
 
@@ -66,6 +67,12 @@ struct RnicConfig {
   uint32_t ack_req_interval = 64;
   // Unacknowledged packets an RC requester may have in flight.
   uint32_t max_unacked_psns = 512;
+  // Request packets a QP sends in a row before the next ready QP's turn
+  // (round robin among QPs, this many at a time). Runs of one QP's
+  // packets let the responder answer a run with one coalesced ACK where
+  // one packet per QP at a time drew an ACK per packet or two, and keep
+  // one QP's state in cache; 1 interleaves packet by packet.
+  uint32_t tx_quantum = 8;
   // ECN/DSCP/priority of RoCE frames, DCQCN (NP, RP) and PFC receive.
   CongestionConfig congestion;
   // The port's 802.1Q VLAN: every frame the RNIC sends is tagged with it,
